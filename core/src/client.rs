@@ -1,0 +1,700 @@
+//! The backend-agnostic lock model: [`Client`], [`Lock`] and their options.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crate::error::{Error, ErrorKind, Result};
+use crate::owner::{self, OwnerId};
+use crate::redis::{RedisBackend, UnlockReply};
+use crate::runtime;
+use crate::watchdog::{self, Hold, Holds, LeaseMode, LostReason, LostSignal, WatchdogHandle};
+
+/// Longest accepted lock name, in bytes.
+pub const MAX_NAME_LEN: usize = 64 * 1024;
+/// Longest accepted duration (lease, wait, watchdog timeout): ten years.
+pub const MAX_DURATION: Duration = Duration::from_secs(10 * 365 * 24 * 3600);
+/// Shortest accepted watchdog timeout.
+pub const MIN_WATCHDOG_TIMEOUT: Duration = Duration::from_millis(30);
+
+/// Options of a [`Client`].
+#[derive(Debug, Clone)]
+pub struct ClientOptions {
+    /// Lease of locks acquired without an explicit lease; the watchdog renews it every third of
+    /// it while the holder lives (Redisson's `lockWatchdogTimeout`). Default 30 s.
+    pub watchdog_timeout: Duration,
+    /// Limit of one connection attempt. Default 5 s.
+    pub connect_timeout: Duration,
+    /// Limit of one command's answer. Default 5 s.
+    pub command_timeout: Duration,
+}
+
+impl Default for ClientOptions {
+    fn default() -> Self {
+        ClientOptions {
+            watchdog_timeout: Duration::from_secs(30),
+            connect_timeout: Duration::from_secs(5),
+            command_timeout: Duration::from_secs(5),
+        }
+    }
+}
+
+impl ClientOptions {
+    fn validate(&self) -> Result<()> {
+        check_duration("watchdog timeout", self.watchdog_timeout)?;
+        if self.watchdog_timeout < MIN_WATCHDOG_TIMEOUT {
+            return Err(Error::invalid(format!(
+                "watchdog timeout {:?} is too short; use at least {MIN_WATCHDOG_TIMEOUT:?}",
+                self.watchdog_timeout
+            )));
+        }
+        check_duration("connect timeout", self.connect_timeout)?;
+        check_duration("command timeout", self.command_timeout)?;
+        Ok(())
+    }
+}
+
+fn check_duration(what: &str, d: Duration) -> Result<Duration> {
+    if d.is_zero() {
+        return Err(Error::invalid(format!("{what} must be positive, got 0")));
+    }
+    if d > MAX_DURATION {
+        return Err(Error::invalid(format!(
+            "{what} {d:?} is too long; the limit is {MAX_DURATION:?}"
+        )));
+    }
+    if d.as_millis() == 0 {
+        return Err(Error::invalid(format!(
+            "{what} {d:?} is shorter than the 1 ms resolution of leases"
+        )));
+    }
+    Ok(d)
+}
+
+/// Validate a lock name (shared by every backend).
+pub fn validate_name(name: &str) -> Result<()> {
+    if name.is_empty() {
+        return Err(Error::invalid("lock name must not be empty"));
+    }
+    if name.len() > MAX_NAME_LEN {
+        return Err(Error::invalid(format!(
+            "lock name is {} bytes long; the limit is {MAX_NAME_LEN}",
+            name.len()
+        )));
+    }
+    if name.contains('\0') {
+        return Err(Error::invalid("lock name must not contain NUL bytes"));
+    }
+    Ok(())
+}
+
+/// How long an acquire may wait for another owner to release the lock.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Wait {
+    /// Wait until acquired (Redisson `lock()`).
+    Forever,
+    /// One attempt, no waiting (Redisson `tryLock()`).
+    Never,
+    /// Wait up to this long (Redisson `tryLock(waitTime, ...)`). Zero is the same as `Never`.
+    For(Duration),
+}
+
+/// Options of one acquire.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AcquireOptions {
+    /// How long to wait for the lock.
+    pub wait: Wait,
+    /// `None`: the watchdog keeps the lock while the client lives. `Some(d)`: the lock expires
+    /// after `d` unless released first, and no watchdog renews it.
+    pub lease: Option<Duration>,
+}
+
+impl Default for AcquireOptions {
+    fn default() -> Self {
+        AcquireOptions {
+            wait: Wait::Forever,
+            lease: None,
+        }
+    }
+}
+
+impl AcquireOptions {
+    /// Wait forever, watchdog lease.
+    pub fn forever() -> Self {
+        Self::default()
+    }
+
+    /// One attempt, watchdog lease.
+    pub fn try_once() -> Self {
+        AcquireOptions {
+            wait: Wait::Never,
+            lease: None,
+        }
+    }
+
+    /// Wait up to `d`, watchdog lease.
+    pub fn wait_for(d: Duration) -> Self {
+        AcquireOptions {
+            wait: Wait::For(d),
+            lease: None,
+        }
+    }
+
+    /// The same options with a fixed lease.
+    pub fn with_lease(mut self, lease: Duration) -> Self {
+        self.lease = Some(lease);
+        self
+    }
+}
+
+/// A successful acquire.
+#[derive(Debug, Clone)]
+pub struct Acquired {
+    /// Fencing token of this ownership: strictly greater than any token given to an earlier
+    /// owner of the same lock. A re-entry returns the token the owner already has.
+    pub fencing_token: u64,
+    /// The owner's hold count after this acquire (1 for a first acquire).
+    pub hold_count: u32,
+    /// Fires if the lock is lost while held.
+    pub lost: LostSignal,
+}
+
+/// The outcome of a successful release.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Released {
+    /// A re-entrant hold was released; the owner still holds the lock this many times.
+    StillHeld(u32),
+    /// The last hold was released; the lock is free.
+    Freed,
+}
+
+/// One holder in a [`LockStatus`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Holder {
+    /// The stored owner (`<client uuid>:<owner id>` on Redis).
+    pub owner: String,
+    /// Its hold count.
+    pub count: u32,
+}
+
+/// What the server says about a lock, for operators (`polylock status`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LockStatus {
+    /// The lock's name.
+    pub name: String,
+    /// Whether anybody holds it.
+    pub locked: bool,
+    /// The holders with their counts (one for a mutex).
+    pub holders: Vec<Holder>,
+    /// Remaining lease, if the lock is held with one.
+    pub ttl: Option<Duration>,
+}
+
+pub(crate) enum Backend {
+    Redis(RedisBackend),
+}
+
+pub(crate) struct ClientInner {
+    pub(crate) id: String,
+    pub(crate) options: ClientOptions,
+    pub(crate) backend: Backend,
+    pub(crate) holds: Holds,
+    pub(crate) watchdog: Arc<WatchdogHandle>,
+    pid: u32,
+    closed: AtomicBool,
+}
+
+impl ClientInner {
+    fn check_usable(&self) -> Result<()> {
+        if self.pid != std::process::id() {
+            return Err(Error::state(
+                "this polylock client was created before fork(); it cannot be used in the child \
+                 process. Create a new client in the child",
+            ));
+        }
+        if self.closed.load(Ordering::Acquire) {
+            return Err(Error::state("the polylock client is closed"));
+        }
+        Ok(())
+    }
+}
+
+/// A connection to one lock server. Cheap to clone; clones share the connection, the watchdog
+/// and the client id.
+#[derive(Clone)]
+pub struct Client {
+    inner: Arc<ClientInner>,
+}
+
+impl std::fmt::Debug for Client {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Client").field("id", &self.inner.id).finish()
+    }
+}
+
+impl Client {
+    /// Connect with default options. URLs: `redis://[user:password@]host:port[/db]`, `rediss://`.
+    pub async fn connect(url: &str) -> Result<Client> {
+        Client::connect_with(url, ClientOptions::default()).await
+    }
+
+    /// Connect with options.
+    ///
+    /// The connection, the subscriber and the watchdog live on polylock's own runtime
+    /// ([`crate::runtime`]), whatever executor awaits this; the other async methods must be
+    /// awaited inside a tokio runtime.
+    pub async fn connect_with(url: &str, options: ClientOptions) -> Result<Client> {
+        options.validate()?;
+        let scheme = url.split_once("://").map(|(s, _)| s.to_ascii_lowercase());
+        let url = url.to_string();
+        match scheme.as_deref() {
+            Some("redis" | "rediss") => {}
+            Some("zk") => {
+                return Err(Error::new(
+                    ErrorKind::Unsupported,
+                    "zk:// URLs need the ZooKeeper backend, which this build does not have yet",
+                ))
+            }
+            _ => {
+                return Err(Error::invalid(format!(
+                    "malformed URL '{url}': expected redis://[user:password@]host:port[/db] or rediss://..."
+                )))
+            }
+        }
+        let task = runtime::handle().spawn(async move {
+            let backend = Backend::Redis(RedisBackend::connect(&url, &options).await?);
+            let inner = Arc::new(ClientInner {
+                id: uuid::Uuid::new_v4().to_string(),
+                options,
+                backend,
+                holds: Holds::default(),
+                watchdog: Arc::new(WatchdogHandle::new()),
+                pid: std::process::id(),
+                closed: AtomicBool::new(false),
+            });
+            tokio::spawn(watchdog::run(Arc::downgrade(&inner)));
+            Ok(Client { inner })
+        });
+        task.await
+            .map_err(|_| Error::internal("the connect task panicked"))?
+    }
+
+    /// This client's random id (the `<clientId>` part of stored owners).
+    pub fn id(&self) -> &str {
+        &self.inner.id
+    }
+
+    /// The options this client was created with.
+    pub fn options(&self) -> &ClientOptions {
+        &self.inner.options
+    }
+
+    /// A reentrant lock handle for `name`. Handles are cheap; two handles with the same name
+    /// and the same owner are the same hold.
+    pub fn lock(&self, name: &str) -> Result<Lock> {
+        self.inner.check_usable()?;
+        validate_name(name)?;
+        Ok(Lock {
+            client: self.inner.clone(),
+            name: Arc::from(name),
+        })
+    }
+
+    /// Round trip of the cheapest command (PING on Redis): the physical limit benchmarks
+    /// compare against.
+    pub async fn ping(&self) -> Result<()> {
+        self.inner.check_usable()?;
+        match &self.inner.backend {
+            Backend::Redis(r) => r.ping().await,
+        }
+    }
+
+    /// True once [`close`](Client::close) was called.
+    pub fn is_closed(&self) -> bool {
+        self.inner.closed.load(Ordering::Acquire)
+    }
+
+    /// Close the client: stop the watchdog and release every lock its owners still hold (their
+    /// lost signals fire with [`LostReason::ClientClosed`]). Idempotent. Later calls on the client
+    /// or its locks fail with `InvalidState`.
+    pub async fn close(&self) -> Result<()> {
+        if self.inner.closed.swap(true, Ordering::AcqRel) {
+            return Ok(());
+        }
+        self.inner.watchdog.stop.cancel();
+        let held: Vec<(Arc<str>, OwnerId)> = {
+            let mut map = self.inner.holds.lock();
+            let keys: Vec<_> = map.keys().cloned().collect();
+            for (name, owner) in &keys {
+                if let Some(h) = map.get_mut(&(name.clone(), *owner)) {
+                    h.mark_lost(name, *owner, LostReason::ClientClosed);
+                }
+            }
+            map.clear();
+            keys
+        };
+        let mut first_err = None;
+        for (name, owner) in held {
+            let field = owner::field(&self.inner.id, owner);
+            let res = match &self.inner.backend {
+                Backend::Redis(r) => r.drop_field(&name, &field, None).await,
+            };
+            if let Err(e) = res {
+                first_err.get_or_insert(e);
+            }
+        }
+        first_err.map_or(Ok(()), Err)
+    }
+
+    #[doc(hidden)]
+    /// Channels with a live subscription or waiters (tests check that none leak).
+    pub fn subscribed_channels(&self) -> usize {
+        match &self.inner.backend {
+            Backend::Redis(r) => r.subscribed_channels(),
+        }
+    }
+}
+
+/// A handle on one named lock. Every operation names its owner explicitly.
+#[derive(Clone)]
+pub struct Lock {
+    client: Arc<ClientInner>,
+    name: Arc<str>,
+}
+
+impl std::fmt::Debug for Lock {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Lock").field("name", &self.name).finish()
+    }
+}
+
+impl Lock {
+    /// The lock's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn field(&self, owner: OwnerId) -> String {
+        owner::field(&self.client.id, owner)
+    }
+
+    fn lost_error(&self, reason: LostReason) -> Error {
+        Error::new(
+            ErrorKind::LockLost,
+            format!(
+                "lock '{}' was lost: {}; the protected work may have overlapped with another holder",
+                self.name,
+                reason.describe()
+            ),
+        )
+    }
+
+    /// Acquire (or re-enter) the lock for `owner`. Fails with `Timeout` when the wait runs out,
+    /// and with `LockLost` when `owner` still has a hold that was lost (release it first).
+    ///
+    /// Cancel-safe: dropping the future leaves no hold behind.
+    pub async fn acquire(&self, owner: OwnerId, options: AcquireOptions) -> Result<Acquired> {
+        self.client.check_usable()?;
+        let wait = match options.wait {
+            Wait::For(d) if d.is_zero() => Wait::Never,
+            Wait::For(d) => Wait::For(check_duration("wait", d)?),
+            w => w,
+        };
+        if let Some(lease) = options.lease {
+            check_duration("lease", lease)?;
+        }
+        let key = (self.name.clone(), owner);
+        let (expected, mode) = {
+            let map = self.client.holds.lock();
+            match map.get(&key) {
+                Some(h) => {
+                    if let Some(reason) = h.lost {
+                        return Err(self.lost_error(reason));
+                    }
+                    let mode = match (h.lease, options.lease) {
+                        (LeaseMode::Fixed(_), Some(l)) => LeaseMode::Fixed(l),
+                        (m, _) => m,
+                    };
+                    (h.count, mode)
+                }
+                None => (
+                    0,
+                    options
+                        .lease
+                        .map_or(LeaseMode::Watchdog, LeaseMode::Fixed),
+                ),
+            }
+        };
+        let lease = match mode {
+            LeaseMode::Watchdog => self.client.options.watchdog_timeout,
+            LeaseMode::Fixed(d) => d,
+        };
+        let field = self.field(owner);
+        let sent_at = Instant::now();
+        let granted = match &self.client.backend {
+            Backend::Redis(r) => {
+                r.acquire(
+                    &self.name,
+                    &field,
+                    lease,
+                    expected,
+                    wait,
+                    self.client.options.watchdog_timeout,
+                )
+                .await?
+            }
+        };
+        let Some(granted) = granted else {
+            let waited = match wait {
+                Wait::For(d) => Some(d),
+                _ => None,
+            };
+            return Err(Error::timeout(&self.name, waited));
+        };
+        let mut map = self.client.holds.lock();
+        let hold = map
+            .entry(key)
+            .and_modify(|h| {
+                h.count = granted.count;
+                h.lease = mode;
+                if let LeaseMode::Fixed(_) = mode {
+                    h.deadline = sent_at + lease;
+                }
+            })
+            .or_insert_with(|| Hold::new(granted.token, granted.count, mode, sent_at + lease));
+        let acquired = Acquired {
+            fencing_token: hold.token,
+            hold_count: hold.count,
+            lost: hold.signal(),
+        };
+        drop(map);
+        if let LeaseMode::Fixed(_) = mode {
+            self.client.watchdog.wake.notify_one();
+        }
+        Ok(acquired)
+    }
+
+    /// Try once without waiting; `Ok(None)` if another owner holds the lock.
+    pub async fn try_acquire(&self, owner: OwnerId, lease: Option<Duration>) -> Result<Option<Acquired>> {
+        let options = AcquireOptions {
+            wait: Wait::Never,
+            lease,
+        };
+        match self.acquire(owner, options).await {
+            Ok(a) => Ok(Some(a)),
+            Err(e) if e.kind() == ErrorKind::Timeout => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Release one hold of `owner`. The last release frees the lock and wakes one waiter.
+    ///
+    /// `NotOwner` if `owner` holds nothing; `LockLost` if its hold was lost (the hold is then
+    /// forgotten, so a second release says `NotOwner`).
+    pub async fn release(&self, owner: OwnerId) -> Result<Released> {
+        self.client.check_usable()?;
+        let key = (self.name.clone(), owner);
+        let lease = {
+            let mut map = self.client.holds.lock();
+            let Some(h) = map.get_mut(&key) else {
+                return Err(Error::not_owner(&self.name, owner));
+            };
+            if let Some(reason) = h.lost {
+                map.remove(&key);
+                drop(map);
+                self.cleanup_lost(owner);
+                return Err(self.lost_error(reason));
+            }
+            if h.count <= 1 {
+                h.releasing = true;
+            }
+            match h.lease {
+                LeaseMode::Watchdog => self.client.options.watchdog_timeout,
+                LeaseMode::Fixed(d) => d,
+            }
+        };
+        let mut reset = ResetReleasing {
+            lock: self,
+            owner,
+            armed: true,
+        };
+        let reply = match &self.client.backend {
+            Backend::Redis(r) => r.release(&self.name, &self.field(owner), lease).await,
+        };
+        reset.armed = false;
+        let mut map = self.client.holds.lock();
+        match reply {
+            Err(e) => {
+                if let Some(h) = map.get_mut(&key) {
+                    h.releasing = false;
+                }
+                Err(e)
+            }
+            Ok(UnlockReply::Freed) => {
+                if let Some(h) = map.remove(&key) {
+                    h.mark_released();
+                }
+                Ok(Released::Freed)
+            }
+            Ok(UnlockReply::Decremented) => match map.get_mut(&key) {
+                Some(h) => {
+                    h.count = h.count.saturating_sub(1).max(1);
+                    h.releasing = false;
+                    Ok(Released::StillHeld(h.count))
+                }
+                None => Err(Error::internal("hold vanished during release")),
+            },
+            Ok(UnlockReply::NotHeld) => {
+                let reason = match map.remove(&key) {
+                    Some(mut h) => {
+                        let reason = h.lost.unwrap_or(match h.lease {
+                            LeaseMode::Fixed(_) => LostReason::Expired,
+                            LeaseMode::Watchdog => LostReason::Deleted,
+                        });
+                        h.mark_lost(&self.name, owner, reason);
+                        reason
+                    }
+                    None => LostReason::Deleted,
+                };
+                Err(self.lost_error(reason))
+            }
+        }
+    }
+
+    /// Remove a lost hold's leftovers on the server, in the background (it may still be there
+    /// when the loss was declared because the server could not be reached).
+    fn cleanup_lost(&self, owner: OwnerId) {
+        let lock = self.clone();
+        runtime::handle().spawn(async move {
+            let field = lock.field(owner);
+            let _ = match &lock.client.backend {
+                Backend::Redis(r) => r.drop_field(&lock.name, &field, None).await,
+            };
+        });
+    }
+
+    /// Whether anybody holds the lock (asks the server).
+    pub async fn is_locked(&self) -> Result<bool> {
+        self.client.check_usable()?;
+        match &self.client.backend {
+            Backend::Redis(r) => r.is_locked(&self.name).await,
+        }
+    }
+
+    /// Whether `owner` holds the lock (asks the server; a lost hold is not held).
+    pub async fn is_held_by(&self, owner: OwnerId) -> Result<bool> {
+        Ok(self.hold_count(owner).await? > 0)
+    }
+
+    /// How many times `owner` holds the lock (0 if not at all, or if its hold was lost).
+    pub async fn hold_count(&self, owner: OwnerId) -> Result<u32> {
+        self.client.check_usable()?;
+        if self.local_lost(owner) {
+            return Ok(0);
+        }
+        match &self.client.backend {
+            Backend::Redis(r) => r.hold_count(&self.name, &self.field(owner)).await,
+        }
+    }
+
+    fn local_lost(&self, owner: OwnerId) -> bool {
+        self.client
+            .holds
+            .lock()
+            .get(&(self.name.clone(), owner))
+            .is_some_and(|h| h.lost.is_some())
+    }
+
+    /// Remaining lease of whoever holds the lock; `None` if it is free (or has no expiry).
+    pub async fn remaining_lease(&self) -> Result<Option<Duration>> {
+        self.client.check_usable()?;
+        let pttl = match &self.client.backend {
+            Backend::Redis(r) => r.pttl(&self.name).await?,
+        };
+        Ok((pttl >= 0).then(|| Duration::from_millis(pttl as u64)))
+    }
+
+    /// Delete the lock whoever holds it and wake its waiters; true if it was held. Holds of this
+    /// client on it are lost at once.
+    pub async fn force_unlock(&self) -> Result<bool> {
+        self.client.check_usable()?;
+        let was = match &self.client.backend {
+            Backend::Redis(r) => r.force_unlock(&self.name).await?,
+        };
+        let mut map = self.client.holds.lock();
+        for ((name, owner), hold) in map.iter_mut() {
+            if **name == *self.name {
+                hold.mark_lost(name, *owner, LostReason::Deleted);
+            }
+        }
+        Ok(was)
+    }
+
+    /// The fencing token of `owner`'s current hold, if it holds the lock (local, no round trip).
+    pub fn fencing_token(&self, owner: OwnerId) -> Option<u64> {
+        let map = self.client.holds.lock();
+        map.get(&(self.name.clone(), owner))
+            .filter(|h| h.lost.is_none())
+            .map(|h| h.token)
+    }
+
+    /// The lost signal of `owner`'s current hold, if any (local).
+    pub fn lost_signal(&self, owner: OwnerId) -> Option<LostSignal> {
+        let map = self.client.holds.lock();
+        map.get(&(self.name.clone(), owner)).map(|h| h.signal())
+    }
+
+    /// The server's view of the lock: holders with counts and the remaining lease.
+    pub async fn status(&self) -> Result<LockStatus> {
+        self.client.check_usable()?;
+        let raw = match &self.client.backend {
+            Backend::Redis(r) => r.status(&self.name).await?,
+        };
+        Ok(LockStatus {
+            name: self.name.to_string(),
+            locked: !raw.holders.is_empty(),
+            holders: raw
+                .holders
+                .into_iter()
+                .map(|(owner, count)| Holder { owner, count })
+                .collect(),
+            ttl: (raw.pttl >= 0).then(|| Duration::from_millis(raw.pttl as u64)),
+        })
+    }
+
+    #[doc(hidden)]
+    /// Run Redis's unlock script once with a caller-chosen request id, as a retried request
+    /// would (tests of the unlock latch). Returns the raw reply.
+    pub async fn release_with_request_id(
+        &self,
+        owner: OwnerId,
+        request_id: &str,
+    ) -> Result<crate::redis::UnlockReply> {
+        self.client.check_usable()?;
+        let lease = self.client.options.watchdog_timeout;
+        match &self.client.backend {
+            Backend::Redis(r) => r
+                .release_once(&self.name, &self.field(owner), lease, request_id)
+                .await
+                .map_err(|e| crate::redis::map_err(e, "release the lock")),
+        }
+    }
+}
+
+/// Clears `releasing` if a release future is dropped mid-flight, so the watchdog notices a loss.
+struct ResetReleasing<'a> {
+    lock: &'a Lock,
+    owner: OwnerId,
+    armed: bool,
+}
+
+impl Drop for ResetReleasing<'_> {
+    fn drop(&mut self) {
+        if self.armed {
+            let mut map = self.lock.client.holds.lock();
+            if let Some(h) = map.get_mut(&(self.lock.name.clone(), self.owner)) {
+                h.releasing = false;
+            }
+        }
+    }
+}

@@ -1,0 +1,24 @@
+-- Acquire or re-enter a Redisson RLock, and hand out a fencing token on every new ownership.
+-- KEYS[1] lock hash <name>; KEYS[2] fencing counter redisson_lock_token:{<name>}
+-- ARGV[1] lease ms; ARGV[2] owner field <clientId>:<ownerId>;
+-- ARGV[3] '' on a first attempt; on a retry after a lost reply, the hold count the owner had
+--         before this acquire, so that an attempt that already ran is not counted twice.
+-- Returns {1, fencing token, hold count} when held, {0, pttl} when another owner holds it.
+if ARGV[3] ~= '' then
+  local cur = tonumber(redis.call('hget', KEYS[1], ARGV[2]) or '0')
+  if cur == tonumber(ARGV[3]) + 1 then
+    redis.call('pexpire', KEYS[1], ARGV[1])
+    return {1, tonumber(redis.call('get', KEYS[2]) or '0'), cur}
+  end
+end
+if redis.call('exists', KEYS[1]) == 0 then
+  redis.call('hincrby', KEYS[1], ARGV[2], 1)
+  redis.call('pexpire', KEYS[1], ARGV[1])
+  return {1, redis.call('incr', KEYS[2]), 1}
+end
+if redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
+  local count = redis.call('hincrby', KEYS[1], ARGV[2], 1)
+  redis.call('pexpire', KEYS[1], ARGV[1])
+  return {1, tonumber(redis.call('get', KEYS[2]) or '0'), count}
+end
+return {0, redis.call('pttl', KEYS[1])}

@@ -1,0 +1,204 @@
+//! Waiting by notification: one subscriber connection per client, shared by every waiter.
+//!
+//! A waiter subscribes to `redisson_lock__channel:{name}` before its retry, so a release between
+//! its failed attempt and its sleep cannot be missed. An unlock message (`0`) wakes exactly one
+//! local waiter (tokio's `Notify::notify_one`, FIFO, and passed on if that waiter was cancelled);
+//! any other message wakes them all, as Redisson does for `1`. A lost message only delays a
+//! waiter until the lock's TTL, because every sleep is bounded by it.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use redis::aio::{ConnectionManager, ConnectionManagerConfig};
+use redis::{PushInfo, PushKind, Value};
+use tokio::sync::{Mutex as AsyncMutex, Notify, OnceCell};
+
+use crate::error::Result;
+
+use super::map_err;
+
+/// The waiters of one channel.
+pub(crate) struct Channel {
+    pub(crate) notify: Notify,
+    waiters: std::sync::atomic::AtomicUsize,
+    /// Serialises SUBSCRIBE/UNSUBSCRIBE of this channel; `true` while subscribed.
+    subscribed: AsyncMutex<bool>,
+}
+
+type Channels = Arc<Mutex<HashMap<String, Arc<Channel>>>>;
+
+pub(crate) struct Subscriptions {
+    client: redis::Client,
+    config: ConnectionManagerConfig,
+    conn: OnceCell<ConnectionManager>,
+    channels: Channels,
+}
+
+/// A registered waiter; unsubscribes the channel when the last waiter goes away.
+pub(crate) struct WaitGuard {
+    subs: Arc<Subscriptions>,
+    name: String,
+    pub(crate) channel: Arc<Channel>,
+}
+
+impl Subscriptions {
+    pub(crate) fn new(client: redis::Client, config: ConnectionManagerConfig) -> Subscriptions {
+        Subscriptions {
+            client,
+            config,
+            conn: OnceCell::new(),
+            channels: Arc::new(Mutex::new(HashMap::new())),
+        }
+    }
+
+    async fn conn(&self) -> Result<ConnectionManager> {
+        let channels = self.channels.clone();
+        self.conn
+            .get_or_try_init(|| async {
+                let info = self.client.get_connection_info().clone();
+                let redis_info = info
+                    .redis_settings()
+                    .clone()
+                    .set_protocol(redis::ProtocolVersion::RESP3);
+                let client = redis::Client::open(info.set_redis_settings(redis_info))
+                    .map_err(|e| map_err(e, "open the subscriber connection"))?;
+                let config = self
+                    .config
+                    .clone()
+                    .set_automatic_resubscription()
+                    .set_push_sender(move |msg: PushInfo| {
+                        dispatch(&channels, msg);
+                        Ok::<(), redis::aio::SendError>(())
+                    });
+                ConnectionManager::new_with_config(client, config)
+                    .await
+                    .map_err(|e| map_err(e, "open the subscriber connection"))
+            })
+            .await
+            .cloned()
+    }
+
+    /// Register as a waiter on `channel` and make sure it is subscribed before returning.
+    pub(crate) async fn wait_on(self: &Arc<Self>, channel: &str) -> Result<WaitGuard> {
+        let state = {
+            let mut map = self.channels.lock().unwrap_or_else(|e| e.into_inner());
+            let state = map
+                .entry(channel.to_string())
+                .or_insert_with(|| {
+                    Arc::new(Channel {
+                        notify: Notify::new(),
+                        waiters: 0.into(),
+                        subscribed: AsyncMutex::new(false),
+                    })
+                })
+                .clone();
+            state
+                .waiters
+                .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            state
+        };
+        let guard = WaitGuard {
+            subs: self.clone(),
+            name: channel.to_string(),
+            channel: state.clone(),
+        };
+        let mut subscribed = state.subscribed.lock().await;
+        if !*subscribed {
+            let mut conn = self.conn().await?;
+            conn.subscribe(channel)
+                .await
+                .map_err(|e| map_err(e, "subscribe to the lock's channel"))?;
+            *subscribed = true;
+        }
+        Ok(guard)
+    }
+
+    /// Number of channels with waiters or a live subscription (for tests and diagnostics).
+    pub(crate) fn channel_count(&self) -> usize {
+        self.channels
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .len()
+    }
+}
+
+impl Drop for WaitGuard {
+    fn drop(&mut self) {
+        let left = self
+            .channel
+            .waiters
+            .fetch_sub(1, std::sync::atomic::Ordering::SeqCst)
+            - 1;
+        if left > 0 {
+            return;
+        }
+        let subs = self.subs.clone();
+        let name = std::mem::take(&mut self.name);
+        let channel = self.channel.clone();
+        let Ok(rt) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        rt.spawn(async move {
+            let mut subscribed = channel.subscribed.lock().await;
+            if channel.waiters.load(std::sync::atomic::Ordering::SeqCst) > 0 {
+                return; // a new waiter arrived meanwhile and keeps the subscription
+            }
+            if *subscribed {
+                if let Some(conn) = subs.conn.get() {
+                    let _ = conn.clone().unsubscribe(&name).await;
+                }
+                *subscribed = false;
+            }
+            let mut map = subs.channels.lock().unwrap_or_else(|e| e.into_inner());
+            if channel.waiters.load(std::sync::atomic::Ordering::SeqCst) == 0 {
+                if let Some(current) = map.get(&name) {
+                    if Arc::ptr_eq(current, &channel) {
+                        map.remove(&name);
+                    }
+                }
+            }
+        });
+    }
+}
+
+fn dispatch(channels: &Channels, msg: PushInfo) {
+    match msg.kind {
+        PushKind::Message | PushKind::SMessage => {
+            let (Some(name), Some(payload)) = (msg.data.first(), msg.data.get(1)) else {
+                return;
+            };
+            let Some(name) = as_str(name) else { return };
+            let state = channels
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .get(name)
+                .cloned();
+            if let Some(state) = state {
+                if as_str(payload) == Some("0") {
+                    state.notify.notify_one();
+                } else {
+                    state.notify.notify_waiters();
+                }
+            }
+        }
+        PushKind::Disconnection => {
+            // Messages may have been missed while disconnected: let every waiter try again.
+            for state in channels
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .values()
+            {
+                state.notify.notify_waiters();
+            }
+        }
+        _ => {}
+    }
+}
+
+fn as_str(v: &Value) -> Option<&str> {
+    match v {
+        Value::BulkString(b) => std::str::from_utf8(b).ok(),
+        Value::SimpleString(s) => Some(s.as_str()),
+        _ => None,
+    }
+}

@@ -1,0 +1,138 @@
+//! THE process-wide tokio runtime of polylock.
+//!
+//! Every binding runs its work here; none builds a runtime of its own. The runtime is created on
+//! first use with named worker threads. It is fork-aware: a child process gets a fresh runtime
+//! (the parent's threads do not exist in the child), and clients created before the fork refuse
+//! to work in the child instead of hanging (see [`crate::Client`]).
+
+use std::cell::Cell;
+use std::future::Future;
+use std::sync::mpsc;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use tokio::runtime::{Builder, Handle, Runtime};
+
+use crate::error::{Error, ErrorKind, Result};
+
+static RUNTIME: Mutex<Option<(u32, &'static Runtime)>> = Mutex::new(None);
+
+thread_local! {
+    static ON_WORKER: Cell<bool> = const { Cell::new(false) };
+}
+
+/// The handle of the process-wide runtime, created on first use (again in a forked child).
+pub fn handle() -> Handle {
+    let pid = std::process::id();
+    let mut slot = RUNTIME.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some((owner_pid, rt)) = *slot {
+        if owner_pid == pid {
+            return rt.handle().clone();
+        }
+        // A forked child: the parent's worker threads are gone, so that runtime can neither run
+        // nor be dropped safely. It is leaked on purpose and a new one is built below.
+    }
+    let rt = Builder::new_multi_thread()
+        .worker_threads(worker_threads())
+        .thread_name("polylock-worker")
+        .on_thread_start(|| ON_WORKER.with(|w| w.set(true)))
+        .enable_all()
+        .build()
+        .expect("failed to start the polylock runtime");
+    let rt: &'static Runtime = Box::leak(Box::new(rt));
+    *slot = Some((pid, rt));
+    rt.handle().clone()
+}
+
+fn worker_threads() -> usize {
+    if let Some(n) = std::env::var("POLYLOCK_WORKER_THREADS")
+        .ok()
+        .and_then(|v| v.parse::<usize>().ok())
+        .filter(|n| *n > 0)
+    {
+        return n;
+    }
+    std::thread::available_parallelism()
+        .map(|n| n.get().clamp(1, 4))
+        .unwrap_or(2)
+}
+
+/// True on a thread of polylock's runtime (where a blocking call would deadlock).
+pub fn on_runtime_thread() -> bool {
+    ON_WORKER.with(|w| w.get())
+}
+
+fn refuse_on_worker() -> Result<()> {
+    if on_runtime_thread() {
+        return Err(Error::state(
+            "blocking polylock call made on a polylock runtime thread (for example inside a lost \
+             callback); use the async API there, or hand the work to another thread",
+        ));
+    }
+    Ok(())
+}
+
+/// Run `fut` on the runtime and block the calling thread until it is done.
+///
+/// Refuses (with `InvalidState`) on a runtime thread instead of deadlocking. Works from any other
+/// thread, including one inside another async runtime. A panic in `fut` becomes an `Internal`
+/// error rather than unwinding into the caller.
+pub fn block_on<F>(fut: F) -> Result<F::Output>
+where
+    F: Future + Send + 'static,
+    F::Output: Send + 'static,
+{
+    spawn(fut)?.wait()
+}
+
+/// Start `fut` on the runtime and return a [`Pending`] to wait for it with a bound, or cancel it.
+/// Bindings use this to poll for host interrupts (Python's Ctrl-C) while a call blocks.
+pub fn spawn<F>(fut: F) -> Result<Pending<F::Output>>
+where
+    F: Future + Send + 'static,
+    F::Output: Send + 'static,
+{
+    refuse_on_worker()?;
+    let (tx, rx) = mpsc::sync_channel(1);
+    let task = handle().spawn(async move {
+        let out = fut.await;
+        let _ = tx.send(out);
+    });
+    Ok(Pending { rx, task })
+}
+
+/// A future running on the runtime, waited for from a host thread.
+pub struct Pending<T> {
+    rx: mpsc::Receiver<T>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl<T> Pending<T> {
+    /// Block until the result is ready.
+    pub fn wait(self) -> Result<T> {
+        self.rx.recv().map_err(|_| panicked())
+    }
+
+    /// Block up to `timeout`; `Ok(None)` if it is not ready yet.
+    pub fn wait_timeout(&self, timeout: Duration) -> Result<Option<T>> {
+        match self.rx.recv_timeout(timeout) {
+            Ok(v) => Ok(Some(v)),
+            Err(mpsc::RecvTimeoutError::Timeout) => Ok(None),
+            Err(mpsc::RecvTimeoutError::Disconnected) => Err(panicked()),
+        }
+    }
+
+    /// Cancel the future (it is dropped on the runtime, which runs its cleanup) and wait until it
+    /// is gone. Returns the result instead if it finished first.
+    pub fn cancel(self) -> Option<T> {
+        self.task.abort();
+        self.rx.recv().ok()
+    }
+}
+
+fn panicked() -> Error {
+    Error::new(
+        ErrorKind::Internal,
+        "a polylock task panicked; this is a bug, please report it",
+    )
+}

@@ -1,0 +1,99 @@
+//! Helpers shared by the integration tests. They talk to a real redis-server: the one at
+//! POLYLOCK_REDIS_URL (default redis://127.0.0.1:6379, started by scripts/servers.sh), or one a
+//! test starts itself. A server that cannot be reached fails the test; nothing is skipped.
+#![allow(dead_code)]
+
+use std::net::TcpListener;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use polylock::{Client, ClientOptions};
+
+pub fn url() -> String {
+    std::env::var("POLYLOCK_REDIS_URL").unwrap_or_else(|_| "redis://127.0.0.1:6379".into())
+}
+
+/// A lock name no other test (or earlier run) uses.
+pub fn unique(prefix: &str) -> String {
+    format!("polylock-test:{prefix}:{}", uuid::Uuid::new_v4().simple())
+}
+
+pub async fn client() -> Client {
+    Client::connect(&url()).await.expect("connect to the test Redis (scripts/servers.sh start)")
+}
+
+pub async fn client_with(watchdog: Duration) -> Client {
+    let opts = ClientOptions {
+        watchdog_timeout: watchdog,
+        ..ClientOptions::default()
+    };
+    Client::connect_with(&url(), opts).await.expect("connect")
+}
+
+pub async fn raw_at(url: &str) -> redis::aio::MultiplexedConnection {
+    redis::Client::open(url)
+        .unwrap()
+        .get_multiplexed_async_connection()
+        .await
+        .expect("raw connection to the test Redis")
+}
+
+pub async fn raw() -> redis::aio::MultiplexedConnection {
+    raw_at(&url()).await
+}
+
+pub fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+/// A redis-server of the test's own (to pause, stop or configure without disturbing others).
+pub struct OwnRedis {
+    pub child: Child,
+    pub port: u16,
+    dir: PathBuf,
+}
+
+impl OwnRedis {
+    pub fn start(extra: &[&str]) -> OwnRedis {
+        let port = free_port();
+        let dir = std::env::temp_dir().join(format!("polylock-redis-{port}"));
+        std::fs::create_dir_all(&dir).unwrap();
+        let child = Command::new("redis-server")
+            .args(["--bind", "127.0.0.1", "--port", &port.to_string(), "--save", "", "--appendonly", "no"])
+            .arg("--dir")
+            .arg(&dir)
+            .args(extra)
+            .stdout(Stdio::null())
+            .spawn()
+            .expect("redis-server must be installed (scripts/servers.sh install)");
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(Instant::now() < deadline, "own redis-server did not start");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        OwnRedis { child, port, dir }
+    }
+
+    pub fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}", self.port)
+    }
+
+    pub fn signal(&self, sig: &str) {
+        let ok = Command::new("kill")
+            .args([sig, &self.child.id().to_string()])
+            .status()
+            .unwrap()
+            .success();
+        assert!(ok, "kill {sig} failed");
+    }
+}
+
+impl Drop for OwnRedis {
+    fn drop(&mut self) {
+        let _ = Command::new("kill").args(["-CONT", &self.child.id().to_string()]).status();
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}

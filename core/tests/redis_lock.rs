@@ -1,0 +1,510 @@
+//! Behaviour of the Redis lock against a real redis-server.
+
+mod common;
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use common::*;
+use polylock::{
+    owner, AcquireOptions, Client, ClientOptions, ErrorKind, HoldState, LostReason, Released,
+    UnlockReply, Wait,
+};
+use redis::AsyncCommands;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reentrancy_counts_holds_and_last_release_frees() {
+    let c = client().await;
+    let lock = c.lock(&unique("reentry")).unwrap();
+    let me = owner::fresh();
+    let a = lock.acquire(me, AcquireOptions::forever()).await.unwrap();
+    let b = lock.acquire(me, AcquireOptions::forever()).await.unwrap();
+    assert_eq!((a.hold_count, b.hold_count), (1, 2));
+    assert_eq!(a.fencing_token, b.fencing_token, "a re-entry keeps the token");
+    assert_eq!(lock.hold_count(me).await.unwrap(), 2);
+    assert!(lock.is_held_by(me).await.unwrap());
+    assert_eq!(lock.release(me).await.unwrap(), Released::StillHeld(1));
+    assert!(lock.is_locked().await.unwrap());
+    assert_eq!(lock.release(me).await.unwrap(), Released::Freed);
+    assert!(!lock.is_locked().await.unwrap());
+    assert_eq!(b.lost.state(), HoldState::Released);
+    let err = lock.release(me).await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::NotOwner, "double release: {err}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn storage_is_redissons_rlock_format() {
+    let c = client().await;
+    let name = unique("format");
+    let lock = c.lock(&name).unwrap();
+    let me = owner::fresh();
+    let held = lock.acquire(me, AcquireOptions::forever()).await.unwrap();
+    lock.acquire(me, AcquireOptions::forever()).await.unwrap();
+    let mut r = raw().await;
+    let hash: Vec<(String, String)> = r.hgetall(&name).await.unwrap();
+    assert_eq!(hash, vec![(format!("{}:{me}", c.id()), "2".to_string())]);
+    let pttl: i64 = r.pttl(&name).await.unwrap();
+    assert!(pttl > 25_000 && pttl <= 30_000, "watchdog lease is 30 s, pttl {pttl}");
+    let token: u64 = r.get(format!("redisson_lock_token:{{{name}}}")).await.unwrap();
+    assert_eq!(token, held.fencing_token);
+    // A Redisson waiter listens on this channel; the last release must publish 0 there.
+    let mut sub = redis::Client::open(url()).unwrap().get_async_pubsub().await.unwrap();
+    sub.subscribe(format!("redisson_lock__channel:{{{name}}}")).await.unwrap();
+    lock.release(me).await.unwrap();
+    lock.release(me).await.unwrap();
+    use futures_util::StreamExt;
+    let msg = tokio::time::timeout(Duration::from_secs(2), sub.on_message().next())
+        .await
+        .expect("unlock message published")
+        .unwrap();
+    assert_eq!(msg.get_payload::<String>().unwrap(), "0");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn non_owner_cannot_release_or_acquire() {
+    let c = client().await;
+    let lock = c.lock(&unique("nonowner")).unwrap();
+    let (a, b) = (owner::fresh(), owner::fresh());
+    lock.acquire(a, AcquireOptions::forever()).await.unwrap();
+    let err = lock.release(b).await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::NotOwner);
+    assert!(lock.try_acquire(b, None).await.unwrap().is_none());
+    let err = lock.acquire(b, AcquireOptions::try_once()).await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Timeout);
+    // Another client (another process in real life) is excluded too.
+    let other = client().await;
+    let lock2 = other.lock(lock.name()).unwrap();
+    assert!(lock2.try_acquire(a, None).await.unwrap().is_none(), "same owner id, other client");
+    assert!(lock.is_held_by(a).await.unwrap());
+    assert!(!lock.is_held_by(b).await.unwrap());
+    lock.release(a).await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn retried_unlock_gets_the_first_answer_from_the_latch() {
+    let c = client().await;
+    let name = unique("latch");
+    let lock = c.lock(&name).unwrap();
+    let me = owner::fresh();
+    lock.acquire(me, AcquireOptions::forever()).await.unwrap();
+    lock.acquire(me, AcquireOptions::forever()).await.unwrap();
+    assert_eq!(lock.release_with_request_id(me, "req-1").await.unwrap(), UnlockReply::Decremented);
+    // The reply of req-1 was "lost"; the retry must not decrement a second time.
+    assert_eq!(lock.release_with_request_id(me, "req-1").await.unwrap(), UnlockReply::Decremented);
+    assert_eq!(lock.hold_count(me).await.unwrap(), 1);
+    assert_eq!(lock.release_with_request_id(me, "req-2").await.unwrap(), UnlockReply::Freed);
+    assert_eq!(lock.release_with_request_id(me, "req-2").await.unwrap(), UnlockReply::Freed, "never a false NotOwner");
+    assert_eq!(lock.release_with_request_id(me, "req-3").await.unwrap(), UnlockReply::NotHeld);
+    let mut r = raw().await;
+    let ttl: i64 = r.pttl(format!("redisson_unlock_latch:{{{name}}}:req-2")).await.unwrap();
+    assert!(ttl > 0, "the latch expires by itself");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn release_deletes_its_unlock_latch() {
+    let c = client().await;
+    let name = unique("latchdel");
+    let lock = c.lock(&name).unwrap();
+    let me = owner::fresh();
+    lock.acquire(me, AcquireOptions::forever()).await.unwrap();
+    lock.release(me).await.unwrap();
+    let mut r = raw().await;
+    let pattern = format!("redisson_unlock_latch:{{{name}}}:*");
+    let deadline = Instant::now() + Duration::from_secs(2);
+    loop {
+        let keys: Vec<String> = r.keys(&pattern).await.unwrap();
+        if keys.is_empty() {
+            break;
+        }
+        assert!(Instant::now() < deadline, "latch not deleted: {keys:?}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fixed_lease_expires_and_the_holder_learns_it() {
+    let c = client().await;
+    let lock = c.lock(&unique("lease")).unwrap();
+    let me = owner::fresh();
+    let held = lock
+        .acquire(me, AcquireOptions::forever().with_lease(Duration::from_millis(300)))
+        .await
+        .unwrap();
+    let ttl = lock.remaining_lease().await.unwrap().unwrap();
+    assert!(ttl <= Duration::from_millis(300) && ttl > Duration::from_millis(100), "{ttl:?}");
+    let reason = tokio::time::timeout(Duration::from_secs(2), held.lost.wait()).await.unwrap();
+    assert_eq!(reason, Some(LostReason::Expired));
+    assert!(!lock.is_held_by(me).await.unwrap());
+    let other = owner::fresh();
+    lock.acquire(other, AcquireOptions::try_once()).await.expect("free after the lease");
+    let err = lock.release(me).await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::LockLost);
+    assert_eq!(lock.release(me).await.unwrap_err().kind(), ErrorKind::NotOwner);
+    lock.release(other).await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn watchdog_keeps_a_hold_three_times_longer_than_its_lease() {
+    let c = client_with(Duration::from_millis(600)).await;
+    let lock = c.lock(&unique("watchdog")).unwrap();
+    let me = owner::fresh();
+    let held = lock.acquire(me, AcquireOptions::forever()).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(1900)).await;
+    assert!(!held.lost.is_lost());
+    assert_eq!(lock.hold_count(me).await.unwrap(), 1);
+    let ttl = lock.remaining_lease().await.unwrap().unwrap();
+    assert!(ttl > Duration::from_millis(250), "renewed lease {ttl:?}");
+    let other = client().await;
+    assert!(other.lock(lock.name()).unwrap().try_acquire(1, None).await.unwrap().is_none());
+    assert_eq!(lock.release(me).await.unwrap(), Released::Freed);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lost_signal_fires_when_the_key_is_deleted_behind_the_holders_back() {
+    let c = client_with(Duration::from_millis(900)).await;
+    let name = unique("deleted");
+    let lock = c.lock(&name).unwrap();
+    let me = owner::fresh();
+    let held = lock.acquire(me, AcquireOptions::forever()).await.unwrap();
+    let _: () = raw().await.del(&name).await.unwrap();
+    let started = Instant::now();
+    let reason = tokio::time::timeout(Duration::from_secs(3), held.lost.wait()).await.unwrap();
+    assert_eq!(reason, Some(LostReason::Deleted));
+    assert!(started.elapsed() < Duration::from_millis(900), "found at the next renewal");
+    assert!(!lock.is_held_by(me).await.unwrap());
+    assert_eq!(lock.fencing_token(me), None);
+    let err = lock.acquire(me, AcquireOptions::try_once()).await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::LockLost, "a lost hold must be released first");
+    assert_eq!(lock.release(me).await.unwrap_err().kind(), ErrorKind::LockLost);
+    lock.acquire(me, AcquireOptions::try_once()).await.unwrap();
+    lock.release(me).await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lost_signal_fires_when_the_server_is_paused_past_the_lease() {
+    let server = OwnRedis::start(&[]);
+    let opts = ClientOptions {
+        watchdog_timeout: Duration::from_millis(900),
+        command_timeout: Duration::from_millis(250),
+        ..ClientOptions::default()
+    };
+    let c = Client::connect_with(&server.url(), opts).await.unwrap();
+    let lock = c.lock(&unique("paused")).unwrap();
+    let me = owner::fresh();
+    let held = lock.acquire(me, AcquireOptions::forever()).await.unwrap();
+    server.signal("-STOP");
+    let paused = Instant::now();
+    let reason = tokio::time::timeout(Duration::from_secs(5), held.lost.wait()).await.unwrap();
+    let after = paused.elapsed();
+    server.signal("-CONT");
+    assert_eq!(reason, Some(LostReason::RenewalFailed));
+    assert!(after <= Duration::from_millis(1500), "declared lost {after:?} after the pause");
+    assert!(after >= Duration::from_millis(500), "not before the lease could have run out: {after:?}");
+    let err = lock.release(me).await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::LockLost);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fencing_tokens_strictly_increase_across_holders() {
+    let c1 = client().await;
+    let c2 = client().await;
+    let name = unique("fencing");
+    let (l1, l2) = (c1.lock(&name).unwrap(), c2.lock(&name).unwrap());
+    let mut last = 0;
+    for i in 0..6 {
+        let (lock, me) = if i % 2 == 0 { (&l1, 7) } else { (&l2, 7) };
+        let held = lock.acquire(me, AcquireOptions::forever()).await.unwrap();
+        assert!(held.fencing_token > last, "{} after {last}", held.fencing_token);
+        assert_eq!(lock.fencing_token(me), Some(held.fencing_token));
+        let again = lock.acquire(me, AcquireOptions::forever()).await.unwrap();
+        assert_eq!(again.fencing_token, held.fencing_token);
+        last = held.fencing_token;
+        lock.release(me).await.unwrap();
+        lock.release(me).await.unwrap();
+        assert_eq!(lock.fencing_token(me), None);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_waiter_is_woken_by_the_release_not_by_a_poll() {
+    let holder = client().await;
+    let waiter = client().await;
+    let name = unique("wake");
+    let lock = holder.lock(&name).unwrap();
+    lock.acquire(1, AcquireOptions::forever()).await.unwrap();
+    let wlock = waiter.lock(&name).unwrap();
+    let task = tokio::spawn(async move {
+        let a = wlock.acquire(2, AcquireOptions::forever()).await.unwrap();
+        (Instant::now(), a, wlock)
+    });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(!task.is_finished());
+    let released = Instant::now();
+    lock.release(1).await.unwrap();
+    let (woke, _, wlock) = tokio::time::timeout(Duration::from_secs(5), task).await.unwrap().unwrap();
+    let latency = woke - released;
+    println!("waiter woken {latency:?} after the release");
+    // The lease is 30 s: a waiter that polled at its TTL would take seconds, not milliseconds.
+    assert!(latency < Duration::from_millis(150), "woken after {latency:?}");
+    wlock.release(2).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert_eq!(waiter.subscribed_channels(), 0, "the subscription ends with the last waiter");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_missed_release_only_delays_a_waiter_to_the_ttl() {
+    let c = client().await;
+    let name = unique("ttlbound");
+    // A foreign holder (as a crashed Redisson client would leave): no release message will come.
+    let mut r = raw().await;
+    let _: () = r.hset(&name, "crashed-client:1", 1).await.unwrap();
+    let _: () = r.pexpire(&name, 400).await.unwrap();
+    let lock = c.lock(&name).unwrap();
+    let started = Instant::now();
+    lock.acquire(1, AcquireOptions::wait_for(Duration::from_secs(5))).await.unwrap();
+    let waited = started.elapsed();
+    assert!(waited >= Duration::from_millis(300) && waited < Duration::from_millis(1500), "{waited:?}");
+    lock.release(1).await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_bounded_wait_times_out() {
+    let c = client().await;
+    let lock = c.lock(&unique("bounded")).unwrap();
+    lock.acquire(1, AcquireOptions::forever()).await.unwrap();
+    let started = Instant::now();
+    let err = lock
+        .acquire(2, AcquireOptions::wait_for(Duration::from_millis(250)))
+        .await
+        .unwrap_err();
+    let waited = started.elapsed();
+    assert_eq!(err.kind(), ErrorKind::Timeout);
+    assert!(waited >= Duration::from_millis(250) && waited < Duration::from_millis(1000), "{waited:?}");
+    lock.release(1).await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cancelled_wait_leaves_nothing_behind() {
+    let c = client().await;
+    let name = unique("cancel");
+    let lock = c.lock(&name).unwrap();
+    lock.acquire(1, AcquireOptions::forever()).await.unwrap();
+    let l2 = lock.clone();
+    let waiting = tokio::spawn(async move { l2.acquire(2, AcquireOptions::forever()).await });
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    waiting.abort();
+    assert!(waiting.await.unwrap_err().is_cancelled());
+    lock.release(1).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(150)).await;
+    assert!(!lock.is_locked().await.unwrap(), "the cancelled waiter must not hold it");
+    assert_eq!(lock.hold_count(2).await.unwrap(), 0);
+    assert_eq!(c.subscribed_channels(), 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn many_local_waiters_all_get_the_lock_in_turn() {
+    let c = client().await;
+    let name = unique("queue");
+    let lock = c.lock(&name).unwrap();
+    lock.acquire(0, AcquireOptions::forever()).await.unwrap();
+    let inside = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let mut tasks = Vec::new();
+    for i in 1..=8u64 {
+        let (l, inside) = (lock.clone(), inside.clone());
+        tasks.push(tokio::spawn(async move {
+            l.acquire(i, AcquireOptions::wait_for(Duration::from_secs(10))).await.unwrap();
+            assert_eq!(inside.fetch_add(1, std::sync::atomic::Ordering::SeqCst), 0, "two holders at once");
+            tokio::time::sleep(Duration::from_millis(10)).await;
+            inside.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+            l.release(i).await.unwrap();
+        }));
+    }
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let started = Instant::now();
+    lock.release(0).await.unwrap();
+    for t in tasks {
+        t.await.unwrap();
+    }
+    // Eight 10 ms sections handed over by notification, not by the 30 s TTL.
+    assert!(started.elapsed() < Duration::from_secs(3), "{:?}", started.elapsed());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_foreign_release_message_wakes_our_waiter() {
+    // What a Redisson client does: HSET its owner field, later DEL + PUBLISH 0 on the channel.
+    let c = client().await;
+    let name = unique("foreign");
+    let mut r = raw().await;
+    let _: () = r.hset(&name, "redisson-uuid:42", 1).await.unwrap();
+    let _: () = r.pexpire(&name, 30_000).await.unwrap();
+    let lock = c.lock(&name).unwrap();
+    assert!(lock.try_acquire(1, None).await.unwrap().is_none(), "excluded by the foreign holder");
+    let l2 = lock.clone();
+    let task = tokio::spawn(async move { l2.acquire(1, AcquireOptions::forever()).await.map(|_| Instant::now()) });
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let _: () = r.del(&name).await.unwrap();
+    let freed = Instant::now();
+    let _: () = r.publish(format!("redisson_lock__channel:{{{name}}}"), "0").await.unwrap();
+    let woke = tokio::time::timeout(Duration::from_secs(5), task).await.unwrap().unwrap().unwrap();
+    assert!(woke - freed < Duration::from_millis(150), "{:?}", woke - freed);
+    lock.release(1).await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn force_unlock_frees_the_lock_and_the_holder_learns_it() {
+    let c = client().await;
+    let lock = c.lock(&unique("force")).unwrap();
+    let held = lock.acquire(1, AcquireOptions::forever()).await.unwrap();
+    let other = client().await;
+    let olock = other.lock(lock.name()).unwrap();
+    assert!(olock.force_unlock().await.unwrap());
+    assert!(!olock.force_unlock().await.unwrap(), "nothing left to unlock");
+    assert!(!lock.is_locked().await.unwrap());
+    let reason = tokio::time::timeout(Duration::from_secs(15), held.lost.wait()).await.unwrap();
+    assert_eq!(reason, Some(LostReason::Deleted));
+    assert_eq!(lock.release(1).await.unwrap_err().kind(), ErrorKind::LockLost);
+    // The holder's own force_unlock marks its hold lost at once.
+    let held = lock.acquire(1, AcquireOptions::forever()).await.unwrap();
+    assert!(lock.force_unlock().await.unwrap());
+    assert!(held.lost.is_lost());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn close_releases_held_locks_and_refuses_later_calls() {
+    let c = client().await;
+    let lock = c.lock(&unique("close")).unwrap();
+    let held = lock.acquire(1, AcquireOptions::forever()).await.unwrap();
+    lock.acquire(1, AcquireOptions::forever()).await.unwrap();
+    let other = client().await;
+    let olock = other.lock(lock.name()).unwrap();
+    assert!(olock.is_locked().await.unwrap());
+    c.close().await.unwrap();
+    c.close().await.unwrap();
+    assert!(c.is_closed());
+    assert_eq!(held.lost.state(), HoldState::Lost(LostReason::ClientClosed));
+    assert!(!olock.is_locked().await.unwrap(), "close released the lock");
+    for err in [
+        lock.acquire(1, AcquireOptions::try_once()).await.unwrap_err(),
+        lock.release(1).await.unwrap_err(),
+        lock.is_locked().await.unwrap_err(),
+        c.lock("x").unwrap_err(),
+    ] {
+        assert_eq!(err.kind(), ErrorKind::InvalidState, "{err}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_input_gets_typed_errors() {
+    let c = client().await;
+    for name in ["", "a\0b"] {
+        assert_eq!(c.lock(name).unwrap_err().kind(), ErrorKind::InvalidArgument, "{name:?}");
+    }
+    let long = "x".repeat(polylock::MAX_NAME_LEN + 1);
+    assert_eq!(c.lock(&long).unwrap_err().kind(), ErrorKind::InvalidArgument);
+    c.lock(&"x".repeat(polylock::MAX_NAME_LEN)).expect("64 KiB is allowed");
+    let lock = c.lock(&unique("bad")).unwrap();
+    for opts in [
+        AcquireOptions::forever().with_lease(Duration::ZERO),
+        AcquireOptions::forever().with_lease(Duration::from_micros(500)),
+        AcquireOptions::forever().with_lease(Duration::MAX),
+        AcquireOptions { wait: Wait::For(Duration::MAX), lease: None },
+    ] {
+        let err = lock.acquire(1, opts).await.unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::InvalidArgument, "{opts:?}: {err}");
+    }
+    assert!(!lock.is_locked().await.unwrap(), "nothing acquired by a rejected call");
+    for watchdog in [Duration::ZERO, Duration::from_millis(5), Duration::MAX] {
+        let opts = ClientOptions { watchdog_timeout: watchdog, ..ClientOptions::default() };
+        let err = Client::connect_with(&url(), opts).await.unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::InvalidArgument, "{watchdog:?}");
+    }
+    for bad in ["", "localhost:6379", "http://127.0.0.1:6379", "redis://127.0.0.1:99999", "redis://[::1"] {
+        let err = Client::connect(bad).await.unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::InvalidArgument, "{bad:?}: {err}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_that_is_down_is_a_connection_error() {
+    let port = free_port(); // nothing listens there
+    let started = Instant::now();
+    let err = Client::connect(&format!("redis://127.0.0.1:{port}")).await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Connection, "{err}");
+    assert!(err.message().contains("running"), "says what to check: {err}");
+    assert!(started.elapsed() < Duration::from_secs(10));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_wrong_password_is_an_auth_error() {
+    let server = OwnRedis::start(&["--requirepass", "s3cret"]);
+    let port = server.port;
+    let err = Client::connect(&format!("redis://:wrong@127.0.0.1:{port}")).await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Auth, "{err}");
+    let err = Client::connect(&format!("redis://127.0.0.1:{port}")).await;
+    // Without a password the connection opens, but the first command is refused.
+    let err = match err {
+        Err(e) => e,
+        Ok(c) => c.lock("x").unwrap().is_locked().await.unwrap_err(),
+    };
+    assert_eq!(err.kind(), ErrorKind::Auth, "{err}");
+    let c = Client::connect(&format!("redis://:s3cret@127.0.0.1:{port}")).await.unwrap();
+    let lock = c.lock("pw").unwrap();
+    lock.acquire(1, AcquireOptions::try_once()).await.unwrap();
+    lock.release(1).await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn zookeeper_urls_are_refused_until_that_backend_exists() {
+    let err = Client::connect("zk://127.0.0.1:2181").await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Unsupported);
+}
+
+#[test]
+fn blocking_facade_works_and_refuses_runtime_threads() {
+    let c = polylock::blocking::Client::connect(&url()).unwrap();
+    let lock = c.lock(&unique("blocking")).unwrap();
+    let me = owner::current_thread();
+    let held = lock.acquire(me, AcquireOptions::forever()).unwrap();
+    assert!(held.fencing_token > 0);
+    assert!(lock.is_held_by(me).unwrap());
+    // From another thread the owner differs: it cannot release our hold.
+    let l2 = lock.clone();
+    let err = std::thread::spawn(move || l2.release(owner::current_thread()).unwrap_err())
+        .join()
+        .unwrap();
+    assert_eq!(err.kind(), ErrorKind::NotOwner);
+    // A blocking call made on a runtime thread (as inside a lost callback) is refused, not a deadlock.
+    let l3 = lock.clone();
+    let err = polylock::runtime::handle()
+        .block_on(async move { polylock::runtime::handle().spawn(async move { l3.is_locked() }).await })
+        .unwrap()
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::InvalidState, "{err}");
+    assert_eq!(lock.release(me).unwrap(), Released::Freed);
+    c.close().unwrap();
+}
+
+#[test]
+fn error_table_is_stable() {
+    let expected = [
+        (1, "NULL_PARAMETER"),
+        (2, "INVALID_ARGUMENT"),
+        (3, "TIMEOUT"),
+        (4, "NOT_OWNER"),
+        (5, "LOCK_LOST"),
+        (6, "CONNECTION"),
+        (7, "AUTH"),
+        (8, "BACKEND"),
+        (9, "INVALID_STATE"),
+        (10, "INTERNAL"),
+        (11, "PANIC"),
+        (12, "CANCELLED"),
+        (13, "UNSUPPORTED"),
+    ];
+    let table: Vec<(u32, &str)> = ErrorKind::ALL.iter().map(|k| (k.code(), k.name())).collect();
+    assert_eq!(table, expected);
+    for (code, _) in expected {
+        assert_eq!(ErrorKind::from_code(code).unwrap().code(), code);
+    }
+    assert_eq!(ErrorKind::from_code(0), None);
+}
