@@ -1,1 +1,318 @@
-fn main(){}
+//! `polylock`: run a command under a distributed lock, inspect a lock, or force it open.
+//!
+//! Exit codes (sysexits.h): the command's own code, or 64 usage error, 69 server unreachable,
+//! 70 internal error, 75 `--wait` ran out, 76 the lock was lost while the command ran (with
+//! `--on-lost kill`), 77 credentials refused, 126/127 the command could not be run, 128+N the
+//! command died of signal N.
+
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::{Parser, Subcommand, ValueEnum};
+use polylock::{AcquireOptions, Client, ClientOptions, Error, ErrorKind, Wait};
+use tokio::signal::unix::{signal, SignalKind};
+
+const EX_USAGE: u8 = 64;
+const EX_UNAVAILABLE: u8 = 69;
+const EX_SOFTWARE: u8 = 70;
+const EX_TEMPFAIL: u8 = 75;
+const EX_LOST: u8 = 76;
+const EX_NOPERM: u8 = 77;
+
+#[derive(Parser, Debug)]
+#[command(name = "polylock", version, about = "Distributed locks on Redis (Redisson-compatible)")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(clap::Args, Debug)]
+struct Target {
+    /// Lock server: redis://[user:password@]host:port[/db] or rediss://...
+    #[arg(long, env = "POLYLOCK_URL", default_value = "redis://127.0.0.1:6379")]
+    url: String,
+    /// Lock name.
+    #[arg(long)]
+    name: String,
+}
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
+enum OnLost {
+    /// Send the command SIGTERM (SIGKILL after --grace) and exit 76.
+    Kill,
+    /// Only warn on stderr; the command keeps running.
+    Ignore,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Acquire the lock, run CMD with POLYLOCK_NAME and POLYLOCK_FENCING_TOKEN set, release it when
+    /// CMD exits, and exit with CMD's code.
+    Run {
+        #[command(flatten)]
+        target: Target,
+        /// Wait at most this long for the lock (e.g. 30s, 2m); exit 75 if it ran out.
+        /// Default: wait forever.
+        #[arg(long, value_parser = duration)]
+        wait: Option<Duration>,
+        /// Fixed lease: the lock expires after it even while CMD runs (no watchdog).
+        #[arg(long, value_parser = duration)]
+        lease: Option<Duration>,
+        /// Watchdog lease, renewed every third of it while polylock runs.
+        #[arg(long, value_parser = duration, default_value = "30s")]
+        watchdog: Duration,
+        /// What to do if the lock is lost while CMD runs.
+        #[arg(long, value_enum, default_value_t = OnLost::Kill)]
+        on_lost: OnLost,
+        /// After SIGTERM on a lost lock, how long CMD gets before SIGKILL.
+        #[arg(long, value_parser = duration, default_value = "10s")]
+        grace: Duration,
+        /// The command and its arguments.
+        #[arg(required = true, last = true, value_name = "CMD")]
+        cmd: Vec<std::ffi::OsString>,
+    },
+    /// Print one line of JSON: locked, holders with counts, remaining TTL in ms.
+    Status {
+        #[command(flatten)]
+        target: Target,
+    },
+    /// Delete the lock whoever holds it (Redisson's forceUnlock) and wake its waiters.
+    Unlock {
+        #[command(flatten)]
+        target: Target,
+        /// Required: this frees a lock another process may be relying on.
+        #[arg(long)]
+        force: bool,
+    },
+}
+
+fn duration(s: &str) -> Result<Duration, String> {
+    let d = humantime::parse_duration(s).map_err(|e| format!("{e} (examples: 500ms, 30s, 2m)"))?;
+    if d.is_zero() {
+        return Err("must be positive".into());
+    }
+    if d > polylock::MAX_DURATION {
+        return Err("is longer than the 10-year limit".into());
+    }
+    Ok(d)
+}
+
+fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            let code = if e.use_stderr() { EX_USAGE } else { 0 };
+            let _ = e.print();
+            return ExitCode::from(code);
+        }
+    };
+    match polylock::runtime::block_on(run(cli)) {
+        Ok(Ok(code)) => code,
+        Ok(Err(e)) | Err(e) => fail(&e),
+    }
+}
+
+fn fail(e: &Error) -> ExitCode {
+    eprintln!("polylock: {e}");
+    ExitCode::from(match e.kind() {
+        ErrorKind::InvalidArgument | ErrorKind::Unsupported => EX_USAGE,
+        ErrorKind::Connection => EX_UNAVAILABLE,
+        ErrorKind::Timeout => EX_TEMPFAIL,
+        ErrorKind::LockLost => EX_LOST,
+        ErrorKind::Auth => EX_NOPERM,
+        _ => EX_SOFTWARE,
+    })
+}
+
+async fn connect(url: &str, watchdog: Duration) -> Result<Client, Error> {
+    let options = ClientOptions {
+        watchdog_timeout: watchdog,
+        ..ClientOptions::default()
+    };
+    Client::connect_with(url, options).await
+}
+
+async fn run(cli: Cli) -> Result<ExitCode, Error> {
+    match cli.command {
+        Command::Status { target } => {
+            let client = connect(&target.url, Duration::from_secs(30)).await?;
+            let st = client.lock(&target.name)?.status().await?;
+            let holders: Vec<_> = st
+                .holders
+                .iter()
+                .map(|h| serde_json::json!({"owner": h.owner, "count": h.count}))
+                .collect();
+            let line = serde_json::json!({
+                "name": st.name,
+                "locked": st.locked,
+                "holders": holders,
+                "ttl_ms": st.ttl.map(|d| d.as_millis() as u64),
+            });
+            println!("{line}");
+            client.close().await?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Unlock { target, force } => {
+            if !force {
+                eprintln!(
+                    "polylock: refusing to unlock '{}' without --force: it frees the lock whoever holds it",
+                    target.name
+                );
+                return Ok(ExitCode::from(EX_USAGE));
+            }
+            let client = connect(&target.url, Duration::from_secs(30)).await?;
+            let was = client.lock(&target.name)?.force_unlock().await?;
+            println!("{}", serde_json::json!({"name": target.name, "unlocked": was}));
+            client.close().await?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Run {
+            target,
+            wait,
+            lease,
+            watchdog,
+            on_lost,
+            grace,
+            cmd,
+        } => run_command(target, wait, lease, watchdog, on_lost, grace, cmd).await,
+    }
+}
+
+struct Signals {
+    int: tokio::signal::unix::Signal,
+    term: tokio::signal::unix::Signal,
+    hup: tokio::signal::unix::Signal,
+    quit: tokio::signal::unix::Signal,
+}
+
+impl Signals {
+    fn new() -> Result<Signals, Error> {
+        let s = |k| signal(k).map_err(|e| Error::new(ErrorKind::Internal, format!("signal handler: {e}")));
+        Ok(Signals {
+            int: s(SignalKind::interrupt())?,
+            term: s(SignalKind::terminate())?,
+            hup: s(SignalKind::hangup())?,
+            quit: s(SignalKind::quit())?,
+        })
+    }
+
+    async fn next(&mut self) -> i32 {
+        tokio::select! {
+            _ = self.int.recv() => libc::SIGINT,
+            _ = self.term.recv() => libc::SIGTERM,
+            _ = self.hup.recv() => libc::SIGHUP,
+            _ = self.quit.recv() => libc::SIGQUIT,
+        }
+    }
+}
+
+async fn run_command(
+    target: Target,
+    wait: Option<Duration>,
+    lease: Option<Duration>,
+    watchdog: Duration,
+    on_lost: OnLost,
+    grace: Duration,
+    cmd: Vec<std::ffi::OsString>,
+) -> Result<ExitCode, Error> {
+    let mut signals = Signals::new()?;
+    let client = connect(&target.url, watchdog).await?;
+    let lock = client.lock(&target.name)?;
+    let owner = polylock::owner::fresh();
+    let options = AcquireOptions {
+        wait: wait.map_or(Wait::Forever, Wait::For),
+        lease,
+    };
+    // A signal while waiting for the lock: stop waiting (dropping the wait leaves no hold).
+    let held = tokio::select! {
+        r = lock.acquire(owner, options) => r?,
+        sig = signals.next() => {
+            client.close().await?;
+            return Ok(ExitCode::from(128 + sig as u8));
+        }
+    };
+    let mut child = match tokio::process::Command::new(&cmd[0])
+        .args(&cmd[1..])
+        .env("POLYLOCK_NAME", &target.name)
+        .env("POLYLOCK_FENCING_TOKEN", held.fencing_token.to_string())
+        .spawn()
+    {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("polylock: cannot run {:?}: {e}", cmd[0]);
+            let _ = lock.release(owner).await;
+            client.close().await?;
+            let code = if e.kind() == std::io::ErrorKind::NotFound { 127 } else { 126 };
+            return Ok(ExitCode::from(code));
+        }
+    };
+    let pid = child.id().map(|p| p as libc::pid_t);
+    let send = |sig: i32| {
+        if let Some(pid) = pid {
+            // SAFETY: kill(2) with our own child's pid; no memory is involved.
+            unsafe { libc::kill(pid, sig) };
+        }
+    };
+    let mut lost = false;
+    let mut kill_deadline: Option<tokio::time::Instant> = None;
+    let status = loop {
+        let lost_wait = async {
+            if lost {
+                std::future::pending::<()>().await;
+            }
+            held.lost.wait().await
+        };
+        let killer = async {
+            match kill_deadline {
+                Some(d) => tokio::time::sleep_until(d).await,
+                None => std::future::pending::<()>().await,
+            }
+        };
+        tokio::select! {
+            status = child.wait() => break status,
+            reason = lost_wait => {
+                let Some(reason) = reason else {
+                    lost = true; // the hold ended without a loss: stop watching
+                    continue;
+                };
+                lost = true;
+                match on_lost {
+                    OnLost::Kill => {
+                        eprintln!("polylock: lock '{}' lost ({}); stopping the command", target.name, reason.describe());
+                        send(libc::SIGTERM);
+                        kill_deadline = Some(tokio::time::Instant::now() + grace);
+                    }
+                    OnLost::Ignore => {
+                        eprintln!("polylock: warning: lock '{}' lost ({}); the command keeps running", target.name, reason.describe());
+                    }
+                }
+            }
+            _ = killer => {
+                send(libc::SIGKILL);
+                kill_deadline = None;
+            }
+            sig = signals.next() => send(sig),
+        }
+    };
+    let status = status.map_err(|e| Error::new(ErrorKind::Internal, format!("waiting for the command: {e}")))?;
+    let was_lost = held.lost.is_lost();
+    match lock.release(owner).await {
+        Ok(_) => {}
+        Err(e) if e.kind() == ErrorKind::LockLost => {
+            if !was_lost {
+                eprintln!("polylock: {e}");
+            }
+        }
+        Err(e) => eprintln!("polylock: release failed: {e}"),
+    }
+    client.close().await?;
+    if (was_lost || held.lost.is_lost()) && on_lost == OnLost::Kill {
+        return Ok(ExitCode::from(EX_LOST));
+    }
+    use std::os::unix::process::ExitStatusExt;
+    Ok(match (status.code(), status.signal()) {
+        (Some(code), _) => ExitCode::from(code as u8),
+        (None, Some(sig)) => ExitCode::from(128u8.wrapping_add(sig as u8)),
+        _ => ExitCode::from(EX_SOFTWARE),
+    })
+}
