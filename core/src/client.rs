@@ -228,7 +228,9 @@ pub struct Client {
 
 impl std::fmt::Debug for Client {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Client").field("id", &self.inner.id).finish()
+        f.debug_struct("Client")
+            .field("id", &self.inner.id)
+            .finish()
     }
 }
 
@@ -419,9 +421,7 @@ impl Lock {
                 }
                 None => (
                     0,
-                    options
-                        .lease
-                        .map_or(LeaseMode::Watchdog, LeaseMode::Fixed),
+                    options.lease.map_or(LeaseMode::Watchdog, LeaseMode::Fixed),
                 ),
             }
         };
@@ -475,7 +475,11 @@ impl Lock {
     }
 
     /// Try once without waiting; `Ok(None)` if another owner holds the lock.
-    pub async fn try_acquire(&self, owner: OwnerId, lease: Option<Duration>) -> Result<Option<Acquired>> {
+    pub async fn try_acquire(
+        &self,
+        owner: OwnerId,
+        lease: Option<Duration>,
+    ) -> Result<Option<Acquired>> {
         let options = AcquireOptions {
             wait: Wait::Never,
             lease,

@@ -37,8 +37,12 @@ impl LostReason {
     pub fn describe(self) -> &'static str {
         match self {
             LostReason::Expired => "its lease expired before it was released",
-            LostReason::Deleted => "its entry was removed from the server (deleted, force-unlocked or expired)",
-            LostReason::RenewalFailed => "the server could not be reached to renew it before the lease ran out",
+            LostReason::Deleted => {
+                "its entry was removed from the server (deleted, force-unlocked or expired)"
+            }
+            LostReason::RenewalFailed => {
+                "the server could not be reached to renew it before the lease ran out"
+            }
             LostReason::SessionExpired => "the session that held it expired",
             LostReason::ClientClosed => "the client was closed while it was held",
         }
@@ -131,7 +135,12 @@ impl Hold {
         if self.lost.is_some() {
             return;
         }
-        tracing::warn!(lock = name, owner, "polylock: lock lost: {}", reason.describe());
+        tracing::warn!(
+            lock = name,
+            owner,
+            "polylock: lock lost: {}",
+            reason.describe()
+        );
         self.lost = Some(reason);
         self.state.send_replace(HoldState::Lost(reason));
     }
@@ -194,7 +203,9 @@ impl WatchdogHandle {
 /// The watchdog loop of one client. Holds only a weak reference between rounds, so a dropped
 /// client ends it.
 pub(crate) async fn run(client: Weak<ClientInner>) {
-    let Some(first) = client.upgrade() else { return };
+    let Some(first) = client.upgrade() else {
+        return;
+    };
     let lease = first.options.watchdog_timeout;
     let interval = lease / 3;
     let retry = (lease / 10).max(Duration::from_millis(50)).min(interval);
@@ -202,7 +213,9 @@ pub(crate) async fn run(client: Weak<ClientInner>) {
     drop(first);
     let mut next_round = Instant::now() + interval;
     loop {
-        let Some(inner) = client.upgrade() else { return };
+        let Some(inner) = client.upgrade() else {
+            return;
+        };
         if handle.stop.is_cancelled() {
             return;
         }
@@ -240,8 +253,10 @@ async fn renew_round(inner: &Arc<ClientInner>, lease: Duration, interval: Durati
     let mut ok = true;
     for chunk in batch.chunks(crate::redis::RENEW_BATCH) {
         let sent_at = Instant::now();
-        let locks: Vec<(Arc<str>, String)> =
-            chunk.iter().map(|((n, _), f)| (n.clone(), f.clone())).collect();
+        let locks: Vec<(Arc<str>, String)> = chunk
+            .iter()
+            .map(|((n, _), f)| (n.clone(), f.clone()))
+            .collect();
         let limit = inner.options.command_timeout.min(interval);
         let result = match &inner.backend {
             Backend::Redis(r) => tokio::time::timeout(limit, r.renew(&locks, lease)).await,
@@ -250,7 +265,9 @@ async fn renew_round(inner: &Arc<ClientInner>, lease: Duration, interval: Durati
             Ok(Ok(held)) => {
                 let mut map = inner.holds.lock();
                 for ((key, _), still) in chunk.iter().zip(held) {
-                    let Some(hold) = map.get_mut(key) else { continue };
+                    let Some(hold) = map.get_mut(key) else {
+                        continue;
+                    };
                     if hold.lost.is_some() || hold.lease != LeaseMode::Watchdog {
                         continue;
                     }

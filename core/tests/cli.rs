@@ -26,7 +26,10 @@ async fn wait_locked(name: &str, want: bool) {
         if (n == 1) == want {
             return;
         }
-        assert!(Instant::now() < deadline, "lock {name} never became locked={want}");
+        assert!(
+            Instant::now() < deadline,
+            "lock {name} never became locked={want}"
+        );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }
@@ -34,16 +37,36 @@ async fn wait_locked(name: &str, want: bool) {
 #[test]
 fn run_passes_the_token_and_exits_with_the_commands_code() {
     let name = unique("cli-run");
-    let out = run(&["run", "--name", &name, "--", "sh", "-c", "echo \"$POLYLOCK_NAME $POLYLOCK_FENCING_TOKEN\"; exit 7"]);
+    let out = run(&[
+        "run",
+        "--name",
+        &name,
+        "--",
+        "sh",
+        "-c",
+        "echo \"$POLYLOCK_NAME $POLYLOCK_FENCING_TOKEN\"; exit 7",
+    ]);
     assert_eq!(out.status.code(), Some(7));
     let stdout = String::from_utf8(out.stdout).unwrap();
     let mut parts = stdout.split_whitespace();
     assert_eq!(parts.next(), Some(name.as_str()));
     let token: u64 = parts.next().unwrap().parse().unwrap();
     assert!(token >= 1);
-    let out = run(&["run", "--name", &name, "--", "sh", "-c", "echo $POLYLOCK_FENCING_TOKEN"]);
+    let out = run(&[
+        "run",
+        "--name",
+        &name,
+        "--",
+        "sh",
+        "-c",
+        "echo $POLYLOCK_FENCING_TOKEN",
+    ]);
     assert!(out.status.success());
-    let next: u64 = String::from_utf8(out.stdout).unwrap().trim().parse().unwrap();
+    let next: u64 = String::from_utf8(out.stdout)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
     assert!(next > token, "tokens grow: {next} after {token}");
     // Released after the command: the status says free.
     let out = run(&["status", "--name", &name]);
@@ -54,7 +77,10 @@ fn run_passes_the_token_and_exits_with_the_commands_code() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn wait_that_runs_out_exits_75_and_status_shows_the_holder() {
     let name = unique("cli-wait");
-    let mut holder = polylock().args(["run", "--name", &name, "--", "sleep", "30"]).spawn().unwrap();
+    let mut holder = polylock()
+        .args(["run", "--name", &name, "--", "sleep", "30"])
+        .spawn()
+        .unwrap();
     wait_locked(&name, true).await;
     let out = run(&["status", "--name", &name]);
     assert!(out.status.success());
@@ -65,7 +91,12 @@ async fn wait_that_runs_out_exits_75_and_status_shows_the_holder() {
     assert!(v["ttl_ms"].as_u64().unwrap() > 20_000);
     let started = Instant::now();
     let out = run(&["run", "--name", &name, "--wait", "300ms", "--", "true"]);
-    assert_eq!(out.status.code(), Some(75), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(
+        out.status.code(),
+        Some(75),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert!(started.elapsed() >= Duration::from_millis(300));
     holder.kill().unwrap();
     holder.wait().unwrap();
@@ -78,12 +109,25 @@ fn usage_errors_exit_64() {
         vec!["run", "--name", "x", "--wait", "soon", "--", "true"],
         vec!["run", "--name", "x", "--lease", "0s", "--", "true"],
         vec!["run", "--name", "", "--", "true"],
-        vec!["run", "--url", "http://127.0.0.1:6379", "--name", "x", "--", "true"],
+        vec![
+            "run",
+            "--url",
+            "http://127.0.0.1:6379",
+            "--name",
+            "x",
+            "--",
+            "true",
+        ],
         vec!["unlock", "--name", "x"],
         vec!["frobnicate"],
     ] {
         let out = run(&args);
-        assert_eq!(out.status.code(), Some(64), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
+        assert_eq!(
+            out.status.code(),
+            Some(64),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         assert!(!out.stderr.is_empty(), "{args:?} explains itself");
     }
     assert_eq!(run(&["--help"]).status.code(), Some(0));
@@ -94,7 +138,13 @@ fn unreachable_server_exits_69_and_missing_command_127() {
     let dead = format!("redis://127.0.0.1:{}", free_port());
     let out = run(&["run", "--url", &dead, "--name", "x", "--", "true"]);
     assert_eq!(out.status.code(), Some(69));
-    let out = run(&["run", "--name", &unique("cli-127"), "--", "/no/such/command"]);
+    let out = run(&[
+        "run",
+        "--name",
+        &unique("cli-127"),
+        "--",
+        "/no/such/command",
+    ]);
     assert_eq!(out.status.code(), Some(127));
 }
 
@@ -103,23 +153,49 @@ fn wrong_password_exits_77() {
     let server = OwnRedis::start(&["--requirepass", "pw"]);
     let u = format!("redis://:nope@127.0.0.1:{}", server.port);
     let out = run(&["run", "--url", &u, "--name", "x", "--", "true"]);
-    assert_eq!(out.status.code(), Some(77), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(
+        out.status.code(),
+        Some(77),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_lost_lock_stops_the_command_and_exits_76() {
     let name = unique("cli-lost");
     let child = polylock()
-        .args(["run", "--name", &name, "--watchdog", "900ms", "--", "sleep", "30"])
+        .args([
+            "run",
+            "--name",
+            &name,
+            "--watchdog",
+            "900ms",
+            "--",
+            "sleep",
+            "30",
+        ])
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
     wait_locked(&name, true).await;
     let _: () = raw().await.del(&name).await.unwrap();
     let started = Instant::now();
-    let out = tokio::task::spawn_blocking(move || child.wait_with_output()).await.unwrap().unwrap();
-    assert_eq!(out.status.code(), Some(76), "{}", String::from_utf8_lossy(&out.stderr));
-    assert!(started.elapsed() < Duration::from_secs(5), "{:?}", started.elapsed());
+    let out = tokio::task::spawn_blocking(move || child.wait_with_output())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(76),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        started.elapsed()
+    );
     assert!(String::from_utf8_lossy(&out.stderr).contains("lost"));
 }
 
@@ -127,13 +203,28 @@ async fn a_lost_lock_stops_the_command_and_exits_76() {
 async fn on_lost_ignore_only_warns() {
     let name = unique("cli-ignore");
     let child = polylock()
-        .args(["run", "--name", &name, "--watchdog", "600ms", "--on-lost", "ignore", "--", "sh", "-c", "sleep 1.5; exit 4"])
+        .args([
+            "run",
+            "--name",
+            &name,
+            "--watchdog",
+            "600ms",
+            "--on-lost",
+            "ignore",
+            "--",
+            "sh",
+            "-c",
+            "sleep 1.5; exit 4",
+        ])
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
     wait_locked(&name, true).await;
     let _: () = raw().await.del(&name).await.unwrap();
-    let out = tokio::task::spawn_blocking(move || child.wait_with_output()).await.unwrap().unwrap();
+    let out = tokio::task::spawn_blocking(move || child.wait_with_output())
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(out.status.code(), Some(4));
     assert!(String::from_utf8_lossy(&out.stderr).contains("warning"));
 }
@@ -142,15 +233,33 @@ async fn on_lost_ignore_only_warns() {
 async fn sigterm_is_forwarded_and_the_lock_still_released() {
     let name = unique("cli-term");
     let mut child = polylock()
-        .args(["run", "--name", &name, "--", "sh", "-c", "trap 'exit 9' TERM; sleep 30 & wait"])
+        .args([
+            "run",
+            "--name",
+            &name,
+            "--",
+            "sh",
+            "-c",
+            "trap 'exit 9' TERM; sleep 30 & wait",
+        ])
         .spawn()
         .unwrap();
     wait_locked(&name, true).await;
     tokio::time::sleep(Duration::from_millis(200)).await; // let sh install its trap
-    let ok = Command::new("kill").args(["-TERM", &child.id().to_string()]).status().unwrap();
+    let ok = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
     assert!(ok.success());
-    let status = tokio::task::spawn_blocking(move || child.wait()).await.unwrap().unwrap();
-    assert_eq!(status.code(), Some(9), "the command saw SIGTERM and chose its exit code");
+    let status = tokio::task::spawn_blocking(move || child.wait())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        status.code(),
+        Some(9),
+        "the command saw SIGTERM and chose its exit code"
+    );
     let n: i64 = raw().await.exists(&name).await.unwrap();
     assert_eq!(n, 0, "released after the command ended");
 }
@@ -169,6 +278,9 @@ async fn unlock_force_frees_a_held_lock() {
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["unlocked"], true);
     // The holder learns at its next renewal (30 s watchdog: up to 10 s) and stops its command.
-    let out = tokio::task::spawn_blocking(move || holder.wait_with_output()).await.unwrap().unwrap();
+    let out = tokio::task::spawn_blocking(move || holder.wait_with_output())
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(out.status.code(), Some(76));
 }

@@ -14,7 +14,11 @@ fn seckill() -> PathBuf {
     let exe = std::env::current_exe().unwrap();
     let dir = exe.parent().unwrap().parent().unwrap();
     let path = dir.join("examples").join("seckill");
-    assert!(path.exists(), "{} not built (cargo test builds examples)", path.display());
+    assert!(
+        path.exists(),
+        "{} not built (cargo test builds examples)",
+        path.display()
+    );
     path
 }
 
@@ -27,35 +31,71 @@ async fn eight_processes_times_200_sections_keep_a_counter_exact() {
     let children: Vec<_> = (0..8)
         .map(|_| {
             Command::new(seckill())
-                .args(["--url", &url(), "--name", &name, "--delay-ms", "0", "buyer", "--max", "200"])
+                .args([
+                    "--url",
+                    &url(),
+                    "--name",
+                    &name,
+                    "--delay-ms",
+                    "0",
+                    "buyer",
+                    "--max",
+                    "200",
+                ])
                 .stdout(Stdio::piped())
                 .spawn()
                 .unwrap()
         })
         .collect();
     let outputs = tokio::task::spawn_blocking(move || {
-        children.into_iter().map(|c| c.wait_with_output().unwrap()).collect::<Vec<_>>()
+        children
+            .into_iter()
+            .map(|c| c.wait_with_output().unwrap())
+            .collect::<Vec<_>>()
     })
     .await
     .unwrap();
     for out in &outputs {
-        assert!(out.status.success(), "buyer failed: {}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "buyer failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
         assert_eq!(v["purchases"], 200);
     }
     let sold: i64 = r.get(format!("seckill:{name}:sold")).await.unwrap();
     let left: i64 = r.get(format!("seckill:{name}:stock")).await.unwrap();
-    assert_eq!(sold, 1600, "lost updates mean two processes were inside at once");
+    assert_eq!(
+        sold, 1600,
+        "lost updates mean two processes were inside at once"
+    );
     assert_eq!(left, stock - 1600);
 }
 
 #[test]
 fn the_seckill_demo_never_oversells() {
     let out = Command::new(seckill())
-        .args(["--url", &url(), "--name", &unique("sale"), "--stock", "60", "--buyers", "4"])
+        .args([
+            "--url",
+            &url(),
+            "--name",
+            &unique("sale"),
+            "--stock",
+            "60",
+            "--buyers",
+            "4",
+        ])
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
-    assert!(stdout.contains("sold = 60 of 60") && stdout.contains("oversold = 0"), "{stdout}");
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        stdout.contains("sold = 60 of 60") && stdout.contains("oversold = 0"),
+        "{stdout}"
+    );
 }

@@ -20,7 +20,10 @@ async fn reentrancy_counts_holds_and_last_release_frees() {
     let a = lock.acquire(me, AcquireOptions::forever()).await.unwrap();
     let b = lock.acquire(me, AcquireOptions::forever()).await.unwrap();
     assert_eq!((a.hold_count, b.hold_count), (1, 2));
-    assert_eq!(a.fencing_token, b.fencing_token, "a re-entry keeps the token");
+    assert_eq!(
+        a.fencing_token, b.fencing_token,
+        "a re-entry keeps the token"
+    );
     assert_eq!(lock.hold_count(me).await.unwrap(), 2);
     assert!(lock.is_held_by(me).await.unwrap());
     assert_eq!(lock.release(me).await.unwrap(), Released::StillHeld(1));
@@ -44,12 +47,24 @@ async fn storage_is_redissons_rlock_format() {
     let hash: Vec<(String, String)> = r.hgetall(&name).await.unwrap();
     assert_eq!(hash, vec![(format!("{}:{me}", c.id()), "2".to_string())]);
     let pttl: i64 = r.pttl(&name).await.unwrap();
-    assert!(pttl > 25_000 && pttl <= 30_000, "watchdog lease is 30 s, pttl {pttl}");
-    let token: u64 = r.get(format!("redisson_lock_token:{{{name}}}")).await.unwrap();
+    assert!(
+        pttl > 25_000 && pttl <= 30_000,
+        "watchdog lease is 30 s, pttl {pttl}"
+    );
+    let token: u64 = r
+        .get(format!("redisson_lock_token:{{{name}}}"))
+        .await
+        .unwrap();
     assert_eq!(token, held.fencing_token);
     // A Redisson waiter listens on this channel; the last release must publish 0 there.
-    let mut sub = redis::Client::open(url()).unwrap().get_async_pubsub().await.unwrap();
-    sub.subscribe(format!("redisson_lock__channel:{{{name}}}")).await.unwrap();
+    let mut sub = redis::Client::open(url())
+        .unwrap()
+        .get_async_pubsub()
+        .await
+        .unwrap();
+    sub.subscribe(format!("redisson_lock__channel:{{{name}}}"))
+        .await
+        .unwrap();
     lock.release(me).await.unwrap();
     lock.release(me).await.unwrap();
     use futures_util::StreamExt;
@@ -69,12 +84,18 @@ async fn non_owner_cannot_release_or_acquire() {
     let err = lock.release(b).await.unwrap_err();
     assert_eq!(err.kind(), ErrorKind::NotOwner);
     assert!(lock.try_acquire(b, None).await.unwrap().is_none());
-    let err = lock.acquire(b, AcquireOptions::try_once()).await.unwrap_err();
+    let err = lock
+        .acquire(b, AcquireOptions::try_once())
+        .await
+        .unwrap_err();
     assert_eq!(err.kind(), ErrorKind::Timeout);
     // Another client (another process in real life) is excluded too.
     let other = client().await;
     let lock2 = other.lock(lock.name()).unwrap();
-    assert!(lock2.try_acquire(a, None).await.unwrap().is_none(), "same owner id, other client");
+    assert!(
+        lock2.try_acquire(a, None).await.unwrap().is_none(),
+        "same owner id, other client"
+    );
     assert!(lock.is_held_by(a).await.unwrap());
     assert!(!lock.is_held_by(b).await.unwrap());
     lock.release(a).await.unwrap();
@@ -88,15 +109,34 @@ async fn retried_unlock_gets_the_first_answer_from_the_latch() {
     let me = owner::fresh();
     lock.acquire(me, AcquireOptions::forever()).await.unwrap();
     lock.acquire(me, AcquireOptions::forever()).await.unwrap();
-    assert_eq!(lock.release_with_request_id(me, "req-1").await.unwrap(), UnlockReply::Decremented);
+    assert_eq!(
+        lock.release_with_request_id(me, "req-1").await.unwrap(),
+        UnlockReply::Decremented
+    );
     // The reply of req-1 was "lost"; the retry must not decrement a second time.
-    assert_eq!(lock.release_with_request_id(me, "req-1").await.unwrap(), UnlockReply::Decremented);
+    assert_eq!(
+        lock.release_with_request_id(me, "req-1").await.unwrap(),
+        UnlockReply::Decremented
+    );
     assert_eq!(lock.hold_count(me).await.unwrap(), 1);
-    assert_eq!(lock.release_with_request_id(me, "req-2").await.unwrap(), UnlockReply::Freed);
-    assert_eq!(lock.release_with_request_id(me, "req-2").await.unwrap(), UnlockReply::Freed, "never a false NotOwner");
-    assert_eq!(lock.release_with_request_id(me, "req-3").await.unwrap(), UnlockReply::NotHeld);
+    assert_eq!(
+        lock.release_with_request_id(me, "req-2").await.unwrap(),
+        UnlockReply::Freed
+    );
+    assert_eq!(
+        lock.release_with_request_id(me, "req-2").await.unwrap(),
+        UnlockReply::Freed,
+        "never a false NotOwner"
+    );
+    assert_eq!(
+        lock.release_with_request_id(me, "req-3").await.unwrap(),
+        UnlockReply::NotHeld
+    );
     let mut r = raw().await;
-    let ttl: i64 = r.pttl(format!("redisson_unlock_latch:{{{name}}}:req-2")).await.unwrap();
+    let ttl: i64 = r
+        .pttl(format!("redisson_unlock_latch:{{{name}}}:req-2"))
+        .await
+        .unwrap();
     assert!(ttl > 0, "the latch expires by itself");
 }
 
@@ -127,19 +167,32 @@ async fn fixed_lease_expires_and_the_holder_learns_it() {
     let lock = c.lock(&unique("lease")).unwrap();
     let me = owner::fresh();
     let held = lock
-        .acquire(me, AcquireOptions::forever().with_lease(Duration::from_millis(300)))
+        .acquire(
+            me,
+            AcquireOptions::forever().with_lease(Duration::from_millis(300)),
+        )
         .await
         .unwrap();
     let ttl = lock.remaining_lease().await.unwrap().unwrap();
-    assert!(ttl <= Duration::from_millis(300) && ttl > Duration::from_millis(100), "{ttl:?}");
-    let reason = tokio::time::timeout(Duration::from_secs(2), held.lost.wait()).await.unwrap();
+    assert!(
+        ttl <= Duration::from_millis(300) && ttl > Duration::from_millis(100),
+        "{ttl:?}"
+    );
+    let reason = tokio::time::timeout(Duration::from_secs(2), held.lost.wait())
+        .await
+        .unwrap();
     assert_eq!(reason, Some(LostReason::Expired));
     assert!(!lock.is_held_by(me).await.unwrap());
     let other = owner::fresh();
-    lock.acquire(other, AcquireOptions::try_once()).await.expect("free after the lease");
+    lock.acquire(other, AcquireOptions::try_once())
+        .await
+        .expect("free after the lease");
     let err = lock.release(me).await.unwrap_err();
     assert_eq!(err.kind(), ErrorKind::LockLost);
-    assert_eq!(lock.release(me).await.unwrap_err().kind(), ErrorKind::NotOwner);
+    assert_eq!(
+        lock.release(me).await.unwrap_err().kind(),
+        ErrorKind::NotOwner
+    );
     lock.release(other).await.unwrap();
 }
 
@@ -155,7 +208,13 @@ async fn watchdog_keeps_a_hold_three_times_longer_than_its_lease() {
     let ttl = lock.remaining_lease().await.unwrap().unwrap();
     assert!(ttl > Duration::from_millis(250), "renewed lease {ttl:?}");
     let other = client().await;
-    assert!(other.lock(lock.name()).unwrap().try_acquire(1, None).await.unwrap().is_none());
+    assert!(other
+        .lock(lock.name())
+        .unwrap()
+        .try_acquire(1, None)
+        .await
+        .unwrap()
+        .is_none());
     assert_eq!(lock.release(me).await.unwrap(), Released::Freed);
 }
 
@@ -168,14 +227,29 @@ async fn lost_signal_fires_when_the_key_is_deleted_behind_the_holders_back() {
     let held = lock.acquire(me, AcquireOptions::forever()).await.unwrap();
     let _: () = raw().await.del(&name).await.unwrap();
     let started = Instant::now();
-    let reason = tokio::time::timeout(Duration::from_secs(3), held.lost.wait()).await.unwrap();
+    let reason = tokio::time::timeout(Duration::from_secs(3), held.lost.wait())
+        .await
+        .unwrap();
     assert_eq!(reason, Some(LostReason::Deleted));
-    assert!(started.elapsed() < Duration::from_millis(900), "found at the next renewal");
+    assert!(
+        started.elapsed() < Duration::from_millis(900),
+        "found at the next renewal"
+    );
     assert!(!lock.is_held_by(me).await.unwrap());
     assert_eq!(lock.fencing_token(me), None);
-    let err = lock.acquire(me, AcquireOptions::try_once()).await.unwrap_err();
-    assert_eq!(err.kind(), ErrorKind::LockLost, "a lost hold must be released first");
-    assert_eq!(lock.release(me).await.unwrap_err().kind(), ErrorKind::LockLost);
+    let err = lock
+        .acquire(me, AcquireOptions::try_once())
+        .await
+        .unwrap_err();
+    assert_eq!(
+        err.kind(),
+        ErrorKind::LockLost,
+        "a lost hold must be released first"
+    );
+    assert_eq!(
+        lock.release(me).await.unwrap_err().kind(),
+        ErrorKind::LockLost
+    );
     lock.acquire(me, AcquireOptions::try_once()).await.unwrap();
     lock.release(me).await.unwrap();
 }
@@ -194,12 +268,20 @@ async fn lost_signal_fires_when_the_server_is_paused_past_the_lease() {
     let held = lock.acquire(me, AcquireOptions::forever()).await.unwrap();
     server.signal("-STOP");
     let paused = Instant::now();
-    let reason = tokio::time::timeout(Duration::from_secs(5), held.lost.wait()).await.unwrap();
+    let reason = tokio::time::timeout(Duration::from_secs(5), held.lost.wait())
+        .await
+        .unwrap();
     let after = paused.elapsed();
     server.signal("-CONT");
     assert_eq!(reason, Some(LostReason::RenewalFailed));
-    assert!(after <= Duration::from_millis(1500), "declared lost {after:?} after the pause");
-    assert!(after >= Duration::from_millis(500), "not before the lease could have run out: {after:?}");
+    assert!(
+        after <= Duration::from_millis(1500),
+        "declared lost {after:?} after the pause"
+    );
+    assert!(
+        after >= Duration::from_millis(500),
+        "not before the lease could have run out: {after:?}"
+    );
     let err = lock.release(me).await.unwrap_err();
     assert_eq!(err.kind(), ErrorKind::LockLost);
 }
@@ -214,7 +296,11 @@ async fn fencing_tokens_strictly_increase_across_holders() {
     for i in 0..6 {
         let (lock, me) = if i % 2 == 0 { (&l1, 7) } else { (&l2, 7) };
         let held = lock.acquire(me, AcquireOptions::forever()).await.unwrap();
-        assert!(held.fencing_token > last, "{} after {last}", held.fencing_token);
+        assert!(
+            held.fencing_token > last,
+            "{} after {last}",
+            held.fencing_token
+        );
         assert_eq!(lock.fencing_token(me), Some(held.fencing_token));
         let again = lock.acquire(me, AcquireOptions::forever()).await.unwrap();
         assert_eq!(again.fencing_token, held.fencing_token);
@@ -241,14 +327,24 @@ async fn a_waiter_is_woken_by_the_release_not_by_a_poll() {
     assert!(!task.is_finished());
     let released = Instant::now();
     lock.release(1).await.unwrap();
-    let (woke, _, wlock) = tokio::time::timeout(Duration::from_secs(5), task).await.unwrap().unwrap();
+    let (woke, _, wlock) = tokio::time::timeout(Duration::from_secs(5), task)
+        .await
+        .unwrap()
+        .unwrap();
     let latency = woke - released;
     println!("waiter woken {latency:?} after the release");
     // The lease is 30 s: a waiter that polled at its TTL would take seconds, not milliseconds.
-    assert!(latency < Duration::from_millis(150), "woken after {latency:?}");
+    assert!(
+        latency < Duration::from_millis(150),
+        "woken after {latency:?}"
+    );
     wlock.release(2).await.unwrap();
     tokio::time::sleep(Duration::from_millis(100)).await;
-    assert_eq!(waiter.subscribed_channels(), 0, "the subscription ends with the last waiter");
+    assert_eq!(
+        waiter.subscribed_channels(),
+        0,
+        "the subscription ends with the last waiter"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -261,9 +357,14 @@ async fn a_missed_release_only_delays_a_waiter_to_the_ttl() {
     let _: () = r.pexpire(&name, 400).await.unwrap();
     let lock = c.lock(&name).unwrap();
     let started = Instant::now();
-    lock.acquire(1, AcquireOptions::wait_for(Duration::from_secs(5))).await.unwrap();
+    lock.acquire(1, AcquireOptions::wait_for(Duration::from_secs(5)))
+        .await
+        .unwrap();
     let waited = started.elapsed();
-    assert!(waited >= Duration::from_millis(300) && waited < Duration::from_millis(1500), "{waited:?}");
+    assert!(
+        waited >= Duration::from_millis(300) && waited < Duration::from_millis(1500),
+        "{waited:?}"
+    );
     lock.release(1).await.unwrap();
 }
 
@@ -279,7 +380,10 @@ async fn a_bounded_wait_times_out() {
         .unwrap_err();
     let waited = started.elapsed();
     assert_eq!(err.kind(), ErrorKind::Timeout);
-    assert!(waited >= Duration::from_millis(250) && waited < Duration::from_millis(1000), "{waited:?}");
+    assert!(
+        waited >= Duration::from_millis(250) && waited < Duration::from_millis(1000),
+        "{waited:?}"
+    );
     lock.release(1).await.unwrap();
 }
 
@@ -296,7 +400,10 @@ async fn a_cancelled_wait_leaves_nothing_behind() {
     assert!(waiting.await.unwrap_err().is_cancelled());
     lock.release(1).await.unwrap();
     tokio::time::sleep(Duration::from_millis(150)).await;
-    assert!(!lock.is_locked().await.unwrap(), "the cancelled waiter must not hold it");
+    assert!(
+        !lock.is_locked().await.unwrap(),
+        "the cancelled waiter must not hold it"
+    );
     assert_eq!(lock.hold_count(2).await.unwrap(), 0);
     assert_eq!(c.subscribed_channels(), 0);
 }
@@ -312,8 +419,14 @@ async fn many_local_waiters_all_get_the_lock_in_turn() {
     for i in 1..=8u64 {
         let (l, inside) = (lock.clone(), inside.clone());
         tasks.push(tokio::spawn(async move {
-            l.acquire(i, AcquireOptions::wait_for(Duration::from_secs(10))).await.unwrap();
-            assert_eq!(inside.fetch_add(1, std::sync::atomic::Ordering::SeqCst), 0, "two holders at once");
+            l.acquire(i, AcquireOptions::wait_for(Duration::from_secs(10)))
+                .await
+                .unwrap();
+            assert_eq!(
+                inside.fetch_add(1, std::sync::atomic::Ordering::SeqCst),
+                0,
+                "two holders at once"
+            );
             tokio::time::sleep(Duration::from_millis(10)).await;
             inside.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
             l.release(i).await.unwrap();
@@ -326,7 +439,11 @@ async fn many_local_waiters_all_get_the_lock_in_turn() {
         t.await.unwrap();
     }
     // Eight 10 ms sections handed over by notification, not by the 30 s TTL.
-    assert!(started.elapsed() < Duration::from_secs(3), "{:?}", started.elapsed());
+    assert!(
+        started.elapsed() < Duration::from_secs(3),
+        "{:?}",
+        started.elapsed()
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -338,15 +455,33 @@ async fn a_foreign_release_message_wakes_our_waiter() {
     let _: () = r.hset(&name, "redisson-uuid:42", 1).await.unwrap();
     let _: () = r.pexpire(&name, 30_000).await.unwrap();
     let lock = c.lock(&name).unwrap();
-    assert!(lock.try_acquire(1, None).await.unwrap().is_none(), "excluded by the foreign holder");
+    assert!(
+        lock.try_acquire(1, None).await.unwrap().is_none(),
+        "excluded by the foreign holder"
+    );
     let l2 = lock.clone();
-    let task = tokio::spawn(async move { l2.acquire(1, AcquireOptions::forever()).await.map(|_| Instant::now()) });
+    let task = tokio::spawn(async move {
+        l2.acquire(1, AcquireOptions::forever())
+            .await
+            .map(|_| Instant::now())
+    });
     tokio::time::sleep(Duration::from_millis(200)).await;
     let _: () = r.del(&name).await.unwrap();
     let freed = Instant::now();
-    let _: () = r.publish(format!("redisson_lock__channel:{{{name}}}"), "0").await.unwrap();
-    let woke = tokio::time::timeout(Duration::from_secs(5), task).await.unwrap().unwrap().unwrap();
-    assert!(woke - freed < Duration::from_millis(150), "{:?}", woke - freed);
+    let _: () = r
+        .publish(format!("redisson_lock__channel:{{{name}}}"), "0")
+        .await
+        .unwrap();
+    let woke = tokio::time::timeout(Duration::from_secs(5), task)
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
+    assert!(
+        woke - freed < Duration::from_millis(150),
+        "{:?}",
+        woke - freed
+    );
     lock.release(1).await.unwrap();
 }
 
@@ -358,11 +493,19 @@ async fn force_unlock_frees_the_lock_and_the_holder_learns_it() {
     let other = client().await;
     let olock = other.lock(lock.name()).unwrap();
     assert!(olock.force_unlock().await.unwrap());
-    assert!(!olock.force_unlock().await.unwrap(), "nothing left to unlock");
+    assert!(
+        !olock.force_unlock().await.unwrap(),
+        "nothing left to unlock"
+    );
     assert!(!lock.is_locked().await.unwrap());
-    let reason = tokio::time::timeout(Duration::from_secs(15), held.lost.wait()).await.unwrap();
+    let reason = tokio::time::timeout(Duration::from_secs(15), held.lost.wait())
+        .await
+        .unwrap();
     assert_eq!(reason, Some(LostReason::Deleted));
-    assert_eq!(lock.release(1).await.unwrap_err().kind(), ErrorKind::LockLost);
+    assert_eq!(
+        lock.release(1).await.unwrap_err().kind(),
+        ErrorKind::LockLost
+    );
     // The holder's own force_unlock marks its hold lost at once.
     let held = lock.acquire(1, AcquireOptions::forever()).await.unwrap();
     assert!(lock.force_unlock().await.unwrap());
@@ -384,7 +527,9 @@ async fn close_releases_held_locks_and_refuses_later_calls() {
     assert_eq!(held.lost.state(), HoldState::Lost(LostReason::ClientClosed));
     assert!(!olock.is_locked().await.unwrap(), "close released the lock");
     for err in [
-        lock.acquire(1, AcquireOptions::try_once()).await.unwrap_err(),
+        lock.acquire(1, AcquireOptions::try_once())
+            .await
+            .unwrap_err(),
         lock.release(1).await.unwrap_err(),
         lock.is_locked().await.unwrap_err(),
         c.lock("x").unwrap_err(),
@@ -397,28 +542,51 @@ async fn close_releases_held_locks_and_refuses_later_calls() {
 async fn bad_input_gets_typed_errors() {
     let c = client().await;
     for name in ["", "a\0b"] {
-        assert_eq!(c.lock(name).unwrap_err().kind(), ErrorKind::InvalidArgument, "{name:?}");
+        assert_eq!(
+            c.lock(name).unwrap_err().kind(),
+            ErrorKind::InvalidArgument,
+            "{name:?}"
+        );
     }
     let long = "x".repeat(polylock::MAX_NAME_LEN + 1);
-    assert_eq!(c.lock(&long).unwrap_err().kind(), ErrorKind::InvalidArgument);
-    c.lock(&"x".repeat(polylock::MAX_NAME_LEN)).expect("64 KiB is allowed");
+    assert_eq!(
+        c.lock(&long).unwrap_err().kind(),
+        ErrorKind::InvalidArgument
+    );
+    c.lock(&"x".repeat(polylock::MAX_NAME_LEN))
+        .expect("64 KiB is allowed");
     let lock = c.lock(&unique("bad")).unwrap();
     for opts in [
         AcquireOptions::forever().with_lease(Duration::ZERO),
         AcquireOptions::forever().with_lease(Duration::from_micros(500)),
         AcquireOptions::forever().with_lease(Duration::MAX),
-        AcquireOptions { wait: Wait::For(Duration::MAX), lease: None },
+        AcquireOptions {
+            wait: Wait::For(Duration::MAX),
+            lease: None,
+        },
     ] {
         let err = lock.acquire(1, opts).await.unwrap_err();
         assert_eq!(err.kind(), ErrorKind::InvalidArgument, "{opts:?}: {err}");
     }
-    assert!(!lock.is_locked().await.unwrap(), "nothing acquired by a rejected call");
+    assert!(
+        !lock.is_locked().await.unwrap(),
+        "nothing acquired by a rejected call"
+    );
     for watchdog in [Duration::ZERO, Duration::from_millis(5), Duration::MAX] {
-        let opts = ClientOptions { watchdog_timeout: watchdog, ..ClientOptions::default() };
+        let opts = ClientOptions {
+            watchdog_timeout: watchdog,
+            ..ClientOptions::default()
+        };
         let err = Client::connect_with(&url(), opts).await.unwrap_err();
         assert_eq!(err.kind(), ErrorKind::InvalidArgument, "{watchdog:?}");
     }
-    for bad in ["", "localhost:6379", "http://127.0.0.1:6379", "redis://127.0.0.1:99999", "redis://[::1"] {
+    for bad in [
+        "",
+        "localhost:6379",
+        "http://127.0.0.1:6379",
+        "redis://127.0.0.1:99999",
+        "redis://[::1",
+    ] {
         let err = Client::connect(bad).await.unwrap_err();
         assert_eq!(err.kind(), ErrorKind::InvalidArgument, "{bad:?}: {err}");
     }
@@ -428,9 +596,14 @@ async fn bad_input_gets_typed_errors() {
 async fn a_server_that_is_down_is_a_connection_error() {
     let port = free_port(); // nothing listens there
     let started = Instant::now();
-    let err = Client::connect(&format!("redis://127.0.0.1:{port}")).await.unwrap_err();
+    let err = Client::connect(&format!("redis://127.0.0.1:{port}"))
+        .await
+        .unwrap_err();
     assert_eq!(err.kind(), ErrorKind::Connection, "{err}");
-    assert!(err.message().contains("running"), "says what to check: {err}");
+    assert!(
+        err.message().contains("running"),
+        "says what to check: {err}"
+    );
     assert!(started.elapsed() < Duration::from_secs(10));
 }
 
@@ -438,7 +611,9 @@ async fn a_server_that_is_down_is_a_connection_error() {
 async fn a_wrong_password_is_an_auth_error() {
     let server = OwnRedis::start(&["--requirepass", "s3cret"]);
     let port = server.port;
-    let err = Client::connect(&format!("redis://:wrong@127.0.0.1:{port}")).await.unwrap_err();
+    let err = Client::connect(&format!("redis://:wrong@127.0.0.1:{port}"))
+        .await
+        .unwrap_err();
     assert_eq!(err.kind(), ErrorKind::Auth, "{err}");
     let err = Client::connect(&format!("redis://127.0.0.1:{port}")).await;
     // Without a password the connection opens, but the first command is refused.
@@ -447,7 +622,9 @@ async fn a_wrong_password_is_an_auth_error() {
         Ok(c) => c.lock("x").unwrap().is_locked().await.unwrap_err(),
     };
     assert_eq!(err.kind(), ErrorKind::Auth, "{err}");
-    let c = Client::connect(&format!("redis://:s3cret@127.0.0.1:{port}")).await.unwrap();
+    let c = Client::connect(&format!("redis://:s3cret@127.0.0.1:{port}"))
+        .await
+        .unwrap();
     let lock = c.lock("pw").unwrap();
     lock.acquire(1, AcquireOptions::try_once()).await.unwrap();
     lock.release(1).await.unwrap();
@@ -476,7 +653,11 @@ fn blocking_facade_works_and_refuses_runtime_threads() {
     // A blocking call made on a runtime thread (as inside a lost callback) is refused, not a deadlock.
     let l3 = lock.clone();
     let err = polylock::runtime::handle()
-        .block_on(async move { polylock::runtime::handle().spawn(async move { l3.is_locked() }).await })
+        .block_on(async move {
+            polylock::runtime::handle()
+                .spawn(async move { l3.is_locked() })
+                .await
+        })
         .unwrap()
         .unwrap_err();
     assert_eq!(err.kind(), ErrorKind::InvalidState, "{err}");
@@ -501,7 +682,10 @@ fn error_table_is_stable() {
         (12, "CANCELLED"),
         (13, "UNSUPPORTED"),
     ];
-    let table: Vec<(u32, &str)> = ErrorKind::ALL.iter().map(|k| (k.code(), k.name())).collect();
+    let table: Vec<(u32, &str)> = ErrorKind::ALL
+        .iter()
+        .map(|k| (k.code(), k.name()))
+        .collect();
     assert_eq!(table, expected);
     for (code, _) in expected {
         assert_eq!(ErrorKind::from_code(code).unwrap().code(), code);

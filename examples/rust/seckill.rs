@@ -18,7 +18,11 @@ use redis::Commands;
 #[derive(Parser)]
 struct Args {
     /// Redis URL.
-    #[arg(long, env = "POLYLOCK_REDIS_URL", default_value = "redis://127.0.0.1:6379")]
+    #[arg(
+        long,
+        env = "POLYLOCK_REDIS_URL",
+        default_value = "redis://127.0.0.1:6379"
+    )]
     url: String,
     /// Name of the sale (lock `seckill:<name>`, stock `seckill:<name>:stock`).
     #[arg(long, default_value = "goods")]
@@ -91,7 +95,11 @@ fn buyer(args: &Args, max: Option<u64>) -> Res<()> {
         }
         let last: u64 = redis.get::<_, Option<u64>>(&token_key)?.unwrap_or(0);
         if held.fencing_token <= last {
-            return Err(format!("fencing token {} after {last}: sections out of order", held.fencing_token).into());
+            return Err(format!(
+                "fencing token {} after {last}: sections out of order",
+                held.fencing_token
+            )
+            .into());
         }
         std::thread::sleep(Duration::from_millis(args.delay_ms));
         let sold: i64 = redis.get::<_, Option<i64>>(&sold_key)?.unwrap_or(0);
@@ -102,7 +110,12 @@ fn buyer(args: &Args, max: Option<u64>) -> Res<()> {
         bought += 1;
     }
     waits.sort();
-    let pct = |p: f64| waits.get(((waits.len() as f64 - 1.0) * p) as usize).copied().unwrap_or_default();
+    let pct = |p: f64| {
+        waits
+            .get(((waits.len() as f64 - 1.0) * p) as usize)
+            .copied()
+            .unwrap_or_default()
+    };
     println!(
         "{{\"purchases\":{bought},\"wait_p50_ms\":{:.3},\"wait_p99_ms\":{:.3}}}",
         pct(0.5).as_secs_f64() * 1e3,
@@ -122,14 +135,25 @@ fn coordinator(args: &Args) -> Res<()> {
     let children: Vec<_> = (0..args.buyers)
         .map(|_| {
             Command::new(&exe)
-                .args(["--url", &args.url, "--name", &args.name, "--delay-ms", &args.delay_ms.to_string(), "buyer"])
+                .args([
+                    "--url",
+                    &args.url,
+                    "--name",
+                    &args.name,
+                    "--delay-ms",
+                    &args.delay_ms.to_string(),
+                    "buyer",
+                ])
                 .stdout(Stdio::piped())
                 .spawn()
         })
         .collect::<Result<_, _>>()?;
     let mut total = 0u64;
     let mut failed = 0;
-    println!("{:<8} {:>10} {:>12} {:>12}", "buyer", "purchases", "wait p50 ms", "wait p99 ms");
+    println!(
+        "{:<8} {:>10} {:>12} {:>12}",
+        "buyer", "purchases", "wait p50 ms", "wait p99 ms"
+    );
     for (i, child) in children.into_iter().enumerate() {
         let out = child.wait_with_output()?;
         let line = String::from_utf8_lossy(&out.stdout);
@@ -143,7 +167,13 @@ fn coordinator(args: &Args) -> Res<()> {
         };
         let n = v["purchases"].as_u64().unwrap_or(0);
         total += n;
-        println!("{:<8} {:>10} {:>12.3} {:>12.3}", i, n, v["wait_p50_ms"].as_f64().unwrap_or(0.0), v["wait_p99_ms"].as_f64().unwrap_or(0.0));
+        println!(
+            "{:<8} {:>10} {:>12.3} {:>12.3}",
+            i,
+            n,
+            v["wait_p50_ms"].as_f64().unwrap_or(0.0),
+            v["wait_p99_ms"].as_f64().unwrap_or(0.0)
+        );
     }
     let stock: i64 = redis.get(&stock_key)?;
     let sold: i64 = redis.get::<_, Option<i64>>(&sold_key)?.unwrap_or(0);

@@ -20,7 +20,11 @@ const EX_LOST: u8 = 76;
 const EX_NOPERM: u8 = 77;
 
 #[derive(Parser, Debug)]
-#[command(name = "polylock", version, about = "Distributed locks on Redis (Redisson-compatible)")]
+#[command(
+    name = "polylock",
+    version,
+    about = "Distributed locks on Redis (Redisson-compatible)"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -162,7 +166,10 @@ async fn run(cli: Cli) -> Result<ExitCode, Error> {
             }
             let client = connect(&target.url, Duration::from_secs(30)).await?;
             let was = client.lock(&target.name)?.force_unlock().await?;
-            println!("{}", serde_json::json!({"name": target.name, "unlocked": was}));
+            println!(
+                "{}",
+                serde_json::json!({"name": target.name, "unlocked": was})
+            );
             client.close().await?;
             Ok(ExitCode::SUCCESS)
         }
@@ -187,7 +194,9 @@ struct Signals {
 
 impl Signals {
     fn new() -> Result<Signals, Error> {
-        let s = |k| signal(k).map_err(|e| Error::new(ErrorKind::Internal, format!("signal handler: {e}")));
+        let s = |k| {
+            signal(k).map_err(|e| Error::new(ErrorKind::Internal, format!("signal handler: {e}")))
+        };
         Ok(Signals {
             int: s(SignalKind::interrupt())?,
             term: s(SignalKind::terminate())?,
@@ -242,7 +251,11 @@ async fn run_command(
             eprintln!("polylock: cannot run {:?}: {e}", cmd[0]);
             let _ = lock.release(owner).await;
             client.close().await?;
-            let code = if e.kind() == std::io::ErrorKind::NotFound { 127 } else { 126 };
+            let code = if e.kind() == std::io::ErrorKind::NotFound {
+                127
+            } else {
+                126
+            };
             return Ok(ExitCode::from(code));
         }
     };
@@ -294,7 +307,8 @@ async fn run_command(
             sig = signals.next() => send(sig),
         }
     };
-    let status = status.map_err(|e| Error::new(ErrorKind::Internal, format!("waiting for the command: {e}")))?;
+    let status = status
+        .map_err(|e| Error::new(ErrorKind::Internal, format!("waiting for the command: {e}")))?;
     let was_lost = held.lost.is_lost();
     match lock.release(owner).await {
         Ok(_) => {}

@@ -14,7 +14,6 @@ use std::time::{Duration, Instant};
 
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use redis::{RedisError, RetryMethod, Script, Value};
-use tokio::sync::mpsc;
 
 use crate::client::{ClientOptions, Wait};
 use crate::error::{Error, ErrorKind, Result};
@@ -88,8 +87,10 @@ pub(crate) struct RedisBackend {
     conn: ConnectionManager,
     subs: Arc<Subscriptions>,
     scripts: Arc<Scripts>,
-    latch_tx: mpsc::UnboundedSender<String>,
+    latches: Arc<Latches>,
     latch_ttl_ms: u64,
+    request_prefix: String,
+    requests: std::sync::atomic::AtomicU64,
 }
 
 /// Map a redis-rs error to polylock's table, by redis-rs's own classification.
@@ -148,15 +149,17 @@ impl RedisBackend {
         let conn = ConnectionManager::new_with_config(client.clone(), config.clone())
             .await
             .map_err(|e| map_err(e, "connect"))?;
-        let (latch_tx, latch_rx) = mpsc::unbounded_channel();
-        tokio::spawn(delete_latches(conn.clone(), latch_rx));
+        let latches = Arc::new(Latches::default());
+        tokio::spawn(delete_latches(conn.clone(), latches.clone()));
         let latch_ttl_ms = ms(options.command_timeout * (RETRIES as u32 + 2));
         Ok(RedisBackend {
             conn,
             subs: Arc::new(Subscriptions::new(client, config)),
             scripts: Arc::new(Scripts::new()),
-            latch_tx,
+            latches,
             latch_ttl_ms,
+            request_prefix: uuid::Uuid::new_v4().simple().to_string()[..16].to_string(),
+            requests: 0.into(),
         })
     }
 
@@ -277,12 +280,19 @@ impl RedisBackend {
         field: &str,
         lease: Duration,
     ) -> Result<UnlockReply> {
-        let request_id = uuid::Uuid::new_v4().simple().to_string();
+        // Unique across clients (random client prefix) and requests (counter), without a
+        // getrandom call per release.
+        let request_id = format!(
+            "{}{:x}",
+            self.request_prefix,
+            self.requests
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+        );
         let mut attempt = 0;
         loop {
             match self.release_once(name, field, lease, &request_id).await {
                 Ok(r) => {
-                    let _ = self.latch_tx.send(latch_key(name, &request_id));
+                    self.latches.push(latch_key(name, &request_id));
                     return Ok(r);
                 }
                 Err(e) if attempt < RETRIES && retryable(&e) => {
@@ -346,7 +356,11 @@ impl RedisBackend {
     }
 
     /// Renew many locks in one round trip. `Ok(v)`: `v[i]` says whether `locks[i]` is still held.
-    pub(crate) async fn renew(&self, locks: &[(Arc<str>, String)], lease: Duration) -> Result<Vec<bool>> {
+    pub(crate) async fn renew(
+        &self,
+        locks: &[(Arc<str>, String)],
+        lease: Duration,
+    ) -> Result<Vec<bool>> {
         let mut inv = self.scripts.renew.prepare_invoke();
         inv.arg(ms(lease));
         for (name, field) in locks {
@@ -357,7 +371,9 @@ impl RedisBackend {
             .await
             .map_err(|e| map_err(e, "renew leases"))?;
         if v.len() != locks.len() {
-            return Err(Error::internal("renewal script returned the wrong number of results"));
+            return Err(Error::internal(
+                "renewal script returned the wrong number of results",
+            ));
         }
         Ok(v.into_iter().map(|x| x == 1).collect())
     }
@@ -399,7 +415,10 @@ impl RedisBackend {
 
     pub(crate) async fn hold_count(&self, name: &str, field: &str) -> Result<u32> {
         let n: Option<i64> = self
-            .query(redis::cmd("HGET").arg(name).arg(field).clone(), "read the hold count")
+            .query(
+                redis::cmd("HGET").arg(name).arg(field).clone(),
+                "read the hold count",
+            )
             .await?;
         Ok(n.unwrap_or(0).clamp(0, u32::MAX as i64) as u32)
     }
@@ -412,9 +431,7 @@ impl RedisBackend {
     pub(crate) async fn status(&self, name: &str) -> Result<RawStatus> {
         let mut pipe = redis::pipe();
         pipe.cmd("HGETALL").arg(name).cmd("PTTL").arg(name);
-        let (holders, pttl): (Vec<(String, Value)>, i64) = self
-            .query_pipe(pipe)
-            .await?;
+        let (holders, pttl): (Vec<(String, Value)>, i64) = self.query_pipe(pipe).await?;
         let holders = holders
             .into_iter()
             .map(|(owner, v)| {
@@ -465,7 +482,8 @@ impl Drop for UndoOnDrop<'_> {
         };
         // Same connection, queued after the cancelled script: it runs after it, if that ran.
         let scripts = self.backend.scripts.clone();
-        let (name, field, expected) = (self.name.to_string(), self.field.to_string(), self.expected);
+        let (name, field, expected) =
+            (self.name.to_string(), self.field.to_string(), self.expected);
         let mut conn = self.backend.conn();
         rt.spawn(async move {
             let _: redis::RedisResult<i64> = scripts
@@ -482,11 +500,48 @@ impl Drop for UndoOnDrop<'_> {
     }
 }
 
-/// Deletes unlock latches once their answer arrived, many keys per DEL when releases are busy.
-async fn delete_latches(mut conn: ConnectionManager, mut rx: mpsc::UnboundedReceiver<String>) {
-    let mut batch = Vec::with_capacity(RENEW_BATCH);
-    while rx.recv_many(&mut batch, RENEW_BATCH).await > 0 {
-        let _: redis::RedisResult<i64> = redis::cmd("UNLINK").arg(&batch).query_async(&mut conn).await;
-        batch.clear();
+/// Unlock latches whose answer arrived, waiting to be deleted.
+#[derive(Default)]
+struct Latches {
+    keys: std::sync::Mutex<Vec<String>>,
+    wake: tokio::sync::Notify,
+}
+
+impl Latches {
+    fn push(&self, key: String) {
+        let mut keys = self.keys.lock().unwrap_or_else(|e| e.into_inner());
+        keys.push(key);
+        if keys.len() == 1 {
+            self.wake.notify_one();
+        }
+    }
+}
+
+/// Deletes unlock latches once their answer arrived. It waits a moment after the first key so
+/// that a busy client deletes many latches per UNLINK and a release never wakes a task of its
+/// own; latches it misses expire by their TTL anyway.
+async fn delete_latches(mut conn: ConnectionManager, latches: Arc<Latches>) {
+    loop {
+        let notified = latches.wake.notified();
+        tokio::pin!(notified);
+        notified.as_mut().enable();
+        if latches
+            .keys
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .is_empty()
+        {
+            if Arc::strong_count(&latches) == 1 {
+                return; // the client is gone
+            }
+            let _ = tokio::time::timeout(Duration::from_secs(5), notified).await;
+            continue;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        let batch = std::mem::take(&mut *latches.keys.lock().unwrap_or_else(|e| e.into_inner()));
+        for chunk in batch.chunks(RENEW_BATCH) {
+            let _: redis::RedisResult<i64> =
+                redis::cmd("UNLINK").arg(chunk).query_async(&mut conn).await;
+        }
     }
 }

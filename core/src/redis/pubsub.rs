@@ -183,11 +183,7 @@ fn dispatch(channels: &Channels, msg: PushInfo) {
         }
         PushKind::Disconnection => {
             // Messages may have been missed while disconnected: let every waiter try again.
-            for state in channels
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .values()
-            {
+            for state in channels.lock().unwrap_or_else(|e| e.into_inner()).values() {
                 state.notify.notify_waiters();
             }
         }

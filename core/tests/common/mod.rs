@@ -20,7 +20,9 @@ pub fn unique(prefix: &str) -> String {
 }
 
 pub async fn client() -> Client {
-    Client::connect(&url()).await.expect("connect to the test Redis (scripts/servers.sh start)")
+    Client::connect(&url())
+        .await
+        .expect("connect to the test Redis (scripts/servers.sh start)")
 }
 
 pub async fn client_with(watchdog: Duration) -> Client {
@@ -44,7 +46,11 @@ pub async fn raw() -> redis::aio::MultiplexedConnection {
 }
 
 pub fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
 }
 
 /// A redis-server of the test's own (to pause, stop or configure without disturbing others).
@@ -60,7 +66,16 @@ impl OwnRedis {
         let dir = std::env::temp_dir().join(format!("polylock-redis-{port}"));
         std::fs::create_dir_all(&dir).unwrap();
         let child = Command::new("redis-server")
-            .args(["--bind", "127.0.0.1", "--port", &port.to_string(), "--save", "", "--appendonly", "no"])
+            .args([
+                "--bind",
+                "127.0.0.1",
+                "--port",
+                &port.to_string(),
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+            ])
             .arg("--dir")
             .arg(&dir)
             .args(extra)
@@ -91,7 +106,9 @@ impl OwnRedis {
 
 impl Drop for OwnRedis {
     fn drop(&mut self) {
-        let _ = Command::new("kill").args(["-CONT", &self.child.id().to_string()]).status();
+        let _ = Command::new("kill")
+            .args(["-CONT", &self.child.id().to_string()])
+            .status();
         let _ = self.child.kill();
         let _ = self.child.wait();
         let _ = std::fs::remove_dir_all(&self.dir);

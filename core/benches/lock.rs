@@ -1,0 +1,247 @@
+//! polylock's benchmark: lock figures beside the physical limit measured in the same run.
+//!
+//!     cargo bench --bench lock                      # against redis://127.0.0.1:6379
+//!     cargo bench --bench lock -- --url redis://... --seconds 3
+//!
+//! Prints: Redis PING round trip p50 (same connection type as the lock), uncontended
+//! lock+unlock pair p50/p99 and pairs/s, 64 tasks on distinct keys (pairs/s, beside 64 tasks
+//! of PING/s), and a contended run of 4 processes on one lock: handoff p50, the fraction of
+//! sections handed to another process, and the longest wait.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use polylock::{owner, AcquireOptions, Client};
+
+struct Opts {
+    url: String,
+    seconds: f64,
+    child: Option<String>,
+}
+
+fn opts() -> Opts {
+    let mut o = Opts {
+        url: std::env::var("POLYLOCK_REDIS_URL")
+            .unwrap_or_else(|_| "redis://127.0.0.1:6379".into()),
+        seconds: 3.0,
+        child: None,
+    };
+    let mut it = std::env::args().skip(1);
+    while let Some(a) = it.next() {
+        match a.as_str() {
+            "--url" => o.url = it.next().expect("--url URL"),
+            "--seconds" => o.seconds = it.next().expect("--seconds N").parse().expect("seconds"),
+            "--child" => o.child = it.next(),
+            _ => {} // cargo bench passes --bench
+        }
+    }
+    o
+}
+
+fn pct(v: &mut [Duration], p: f64) -> Duration {
+    v.sort();
+    v[((v.len() - 1) as f64 * p).round() as usize]
+}
+
+fn us(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e6
+}
+
+fn now_us() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_micros() as u64
+}
+
+fn main() {
+    let o = opts();
+    if let Some(name) = o.child.clone() {
+        polylock::runtime::block_on(contender(o, name))
+            .unwrap()
+            .unwrap();
+        return;
+    }
+    polylock::runtime::block_on(run(o)).unwrap();
+}
+
+async fn run(o: Opts) {
+    let client = Client::connect(&o.url)
+        .await
+        .expect("connect (scripts/servers.sh start)");
+    let n = 5000;
+    // Warm up scripts and connections.
+    let warm = client.lock("polylock-bench:warm").unwrap();
+    for _ in 0..200 {
+        client.ping().await.unwrap();
+        warm.acquire(1, AcquireOptions::try_once()).await.unwrap();
+        warm.release(1).await.unwrap();
+    }
+
+    let mut ping = Vec::with_capacity(n);
+    for _ in 0..n {
+        let t = Instant::now();
+        client.ping().await.unwrap();
+        ping.push(t.elapsed());
+    }
+    let ping_p50 = pct(&mut ping, 0.5);
+
+    let lock = client.lock("polylock-bench:uncontended").unwrap();
+    let me = owner::fresh();
+    let mut pairs = Vec::with_capacity(n);
+    let started = Instant::now();
+    for _ in 0..n {
+        let t = Instant::now();
+        lock.acquire(me, AcquireOptions::forever()).await.unwrap();
+        lock.release(me).await.unwrap();
+        pairs.push(t.elapsed());
+    }
+    let pair_rate = n as f64 / started.elapsed().as_secs_f64();
+    let (p50, p99) = (pct(&mut pairs, 0.5), pct(&mut pairs, 0.99));
+
+    let secs = Duration::from_secs_f64(o.seconds);
+    let ping64 = parallel(&client, 64, secs, true).await;
+    let lock64 = parallel(&client, 64, secs, false).await;
+
+    let contended = contended(&o).await;
+
+    println!(
+        "polylock benchmark ({} worker threads, {} cores)",
+        std::env::var("POLYLOCK_WORKER_THREADS").unwrap_or_else(|_| "default".into()),
+        std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(0)
+    );
+    println!(
+        "  Redis PING round trip            p50 {:>8.1} us   (the physical limit)",
+        us(ping_p50)
+    );
+    println!(
+        "  uncontended lock+unlock pair     p50 {:>8.1} us   p99 {:>8.1} us   {:>8.0} pairs/s",
+        us(p50),
+        us(p99),
+        pair_rate
+    );
+    println!(
+        "  pair p50 / PING p50              {:>8.2}        (target <= 2.2)",
+        us(p50) / us(ping_p50)
+    );
+    println!("  64 tasks, distinct keys          {:>8.0} pairs/s   beside {:>8.0} PING/s   (target >= 35000 pairs/s)", lock64, ping64);
+    println!("{contended}");
+}
+
+async fn parallel(client: &Client, tasks: usize, secs: Duration, ping: bool) -> f64 {
+    let stop = Arc::new(AtomicBool::new(false));
+    let count = Arc::new(AtomicU64::new(0));
+    let mut handles = Vec::new();
+    for i in 0..tasks {
+        let (client, stop, count) = (client.clone(), stop.clone(), count.clone());
+        handles.push(tokio::spawn(async move {
+            let lock = client.lock(&format!("polylock-bench:key-{i}")).unwrap();
+            let me = owner::fresh();
+            while !stop.load(Ordering::Relaxed) {
+                if ping {
+                    client.ping().await.unwrap();
+                } else {
+                    lock.acquire(me, AcquireOptions::forever()).await.unwrap();
+                    lock.release(me).await.unwrap();
+                }
+                count.fetch_add(1, Ordering::Relaxed);
+            }
+        }));
+    }
+    let started = Instant::now();
+    tokio::time::sleep(secs).await;
+    stop.store(true, Ordering::Relaxed);
+    for h in handles {
+        h.await.unwrap();
+    }
+    count.load(Ordering::Relaxed) as f64 / started.elapsed().as_secs_f64()
+}
+
+/// 4 processes on one lock; each section is recorded as (acquired, released, waited) in µs.
+async fn contended(o: &Opts) -> String {
+    let name = format!("polylock-bench:contended:{}", std::process::id());
+    let exe = std::env::current_exe().unwrap();
+    let children: Vec<_> = (0..4)
+        .map(|_| {
+            std::process::Command::new(&exe)
+                .args([
+                    "--url",
+                    &o.url,
+                    "--seconds",
+                    &o.seconds.to_string(),
+                    "--child",
+                    &name,
+                ])
+                .stdout(std::process::Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    let outs = tokio::task::spawn_blocking(move || {
+        children
+            .into_iter()
+            .map(|c| c.wait_with_output().unwrap())
+            .collect::<Vec<_>>()
+    })
+    .await
+    .unwrap();
+    let mut sections: Vec<(u64, u64, u64, usize)> = Vec::new();
+    for (p, out) in outs.iter().enumerate() {
+        for line in String::from_utf8_lossy(&out.stdout).lines() {
+            let v: Vec<u64> = line.split(' ').map(|x| x.parse().unwrap()).collect();
+            sections.push((v[0], v[1], v[2], p));
+        }
+    }
+    sections.sort();
+    let mut handoffs = Vec::new();
+    let mut overlaps = 0;
+    for w in sections.windows(2) {
+        if w[1].0 < w[0].1 {
+            overlaps += 1;
+        }
+        if w[1].3 != w[0].3 {
+            handoffs.push(Duration::from_micros(w[1].0.saturating_sub(w[0].1)));
+        }
+    }
+    let longest = sections.iter().map(|s| s.2).max().unwrap_or(0);
+    let total = sections.len();
+    let frac = handoffs.len() as f64 / total.max(2).saturating_sub(1) as f64;
+    let p50 = if handoffs.is_empty() {
+        Duration::ZERO
+    } else {
+        pct(&mut handoffs, 0.5)
+    };
+    format!(
+        "  contended, 4 processes, 1 lock   handoff p50 {:>8.1} us   {} sections, {:.1}% handed to another process, longest wait {:.1} ms, overlapping sections {}",
+        us(p50),
+        total,
+        frac * 100.0,
+        longest as f64 / 1e3,
+        overlaps
+    )
+}
+
+/// A contending process: lock, hold briefly, unlock, think briefly, for the given time.
+async fn contender(o: Opts, name: String) -> polylock::Result<()> {
+    let client = Client::connect(&o.url).await?;
+    let lock = client.lock(&name)?;
+    let me = owner::fresh();
+    let until = Instant::now() + Duration::from_secs_f64(o.seconds);
+    let mut out = String::new();
+    while Instant::now() < until {
+        let asked = Instant::now();
+        lock.acquire(me, AcquireOptions::forever()).await?;
+        let acquired = now_us();
+        let waited = asked.elapsed().as_micros() as u64;
+        std::hint::black_box((0..2000).sum::<u64>()); // a short critical section
+        let released = now_us();
+        lock.release(me).await?;
+        out.push_str(&format!("{acquired} {released} {waited}\n"));
+        tokio::time::sleep(Duration::from_micros(200)).await; // work outside the lock
+    }
+    print!("{out}");
+    client.close().await
+}
