@@ -503,18 +503,32 @@ impl Lock {
             let Some(h) = map.get_mut(&key) else {
                 return Err(Error::not_owner(&self.name, owner));
             };
-            if let Some(reason) = h.lost {
-                map.remove(&key);
-                drop(map);
-                self.cleanup_lost(owner);
+            match h.lost {
+                Some(reason) => {
+                    map.remove(&key);
+                    Err(reason)
+                }
+                None => {
+                    if h.count <= 1 {
+                        h.releasing = true;
+                    }
+                    Ok(match h.lease {
+                        LeaseMode::Watchdog => self.client.options.watchdog_timeout,
+                        LeaseMode::Fixed(d) => d,
+                    })
+                }
+            }
+        };
+        let lease = match lease {
+            Ok(lease) => lease,
+            Err(reason) => {
+                // Remove what may be left on the server (the loss may have been declared while
+                // it was unreachable) before returning, so that it cannot race a new acquire.
+                let field = self.field(owner);
+                let _ = match &self.client.backend {
+                    Backend::Redis(r) => r.drop_field(&self.name, &field, None).await,
+                };
                 return Err(self.lost_error(reason));
-            }
-            if h.count <= 1 {
-                h.releasing = true;
-            }
-            match h.lease {
-                LeaseMode::Watchdog => self.client.options.watchdog_timeout,
-                LeaseMode::Fixed(d) => d,
             }
         };
         let mut reset = ResetReleasing {
@@ -563,18 +577,6 @@ impl Lock {
                 Err(self.lost_error(reason))
             }
         }
-    }
-
-    /// Remove a lost hold's leftovers on the server, in the background (it may still be there
-    /// when the loss was declared because the server could not be reached).
-    fn cleanup_lost(&self, owner: OwnerId) {
-        let lock = self.clone();
-        runtime::handle().spawn(async move {
-            let field = lock.field(owner);
-            let _ = match &lock.client.backend {
-                Backend::Redis(r) => r.drop_field(&lock.name, &field, None).await,
-            };
-        });
     }
 
     /// Whether anybody holds the lock (asks the server).

@@ -692,3 +692,49 @@ fn error_table_is_stable() {
     }
     assert_eq!(ErrorKind::from_code(0), None);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cancelling_an_acquire_in_flight_never_removes_a_newer_hold() {
+    let c = client().await;
+    let lock = c.lock(&unique("cancel-race")).unwrap();
+    for round in 0..50u64 {
+        let me = owner::fresh();
+        let l = lock.clone();
+        let t = tokio::spawn(async move { l.acquire(me, AcquireOptions::forever()).await });
+        // Cancel at varying points: before sending, in flight, or after the reply.
+        tokio::time::sleep(Duration::from_micros(round * 10)).await;
+        t.abort();
+        // If the first acquire finished before the abort, the second is a re-entry.
+        let first = matches!(t.await, Ok(Ok(_)));
+        let want = if first { 2 } else { 1 };
+        let held = lock.acquire(me, AcquireOptions::try_once()).await;
+        let held = held.unwrap_or_else(|e| panic!("round {round}: {e}"));
+        assert_eq!(held.hold_count, want, "round {round}");
+        assert_eq!(lock.hold_count(me).await.unwrap(), want, "round {round}");
+        if first {
+            assert_eq!(lock.release(me).await.unwrap(), Released::StillHeld(1));
+        }
+        assert_eq!(
+            lock.release(me).await.unwrap(),
+            Released::Freed,
+            "round {round}"
+        );
+        assert!(!lock.is_locked().await.unwrap(), "round {round}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_leftover_of_our_own_becomes_a_fresh_hold() {
+    // What a hold given up as lost while the server was unreachable may leave behind.
+    let c = client().await;
+    let name = unique("leftover");
+    let mut r = raw().await;
+    let _: () = r.hset(&name, format!("{}:9", c.id()), 3).await.unwrap();
+    let _: () = r.pexpire(&name, 30_000).await.unwrap();
+    let lock = c.lock(&name).unwrap();
+    let held = lock.acquire(9, AcquireOptions::try_once()).await.unwrap();
+    assert_eq!(held.hold_count, 1);
+    assert!(held.fencing_token >= 1);
+    assert_eq!(lock.release(9).await.unwrap(), Released::Freed);
+    assert!(!lock.is_locked().await.unwrap());
+}

@@ -91,7 +91,12 @@ pub(crate) struct RedisBackend {
     latch_ttl_ms: u64,
     request_prefix: String,
     requests: std::sync::atomic::AtomicU64,
+    /// Undos of cancelled acquires still in flight, by lock and owner: the owner's next acquire
+    /// waits for its own, so a late undo can never remove a newer hold.
+    undos: Arc<Undos>,
 }
+
+type Undos = std::sync::Mutex<std::collections::HashMap<String, Arc<tokio::sync::Notify>>>;
 
 /// Map a redis-rs error to polylock's table, by redis-rs's own classification.
 pub(crate) fn map_err(e: RedisError, doing: &str) -> Error {
@@ -160,6 +165,7 @@ impl RedisBackend {
             latch_ttl_ms,
             request_prefix: uuid::Uuid::new_v4().simple().to_string()[..16].to_string(),
             requests: 0.into(),
+            undos: Arc::default(),
         })
     }
 
@@ -179,12 +185,11 @@ impl RedisBackend {
         let mut attempt = 0;
         loop {
             let mut inv = self.scripts.acquire.key(name);
-            inv.key(&token).arg(ms(lease)).arg(field);
-            if attempt == 0 {
-                inv.arg("");
-            } else {
-                inv.arg(expected);
-            }
+            inv.key(&token)
+                .arg(ms(lease))
+                .arg(field)
+                .arg(expected)
+                .arg(if attempt == 0 { "" } else { "1" });
             // If this future is dropped while the script is in flight, the script may still run:
             // the guard then undoes the hold it would have added.
             let guard = UndoOnDrop {
@@ -240,6 +245,7 @@ impl RedisBackend {
             Wait::Never => Some(Instant::now()),
             Wait::For(d) => Some(Instant::now() + d),
         };
+        self.wait_for_undo(name, field).await;
         // Fast path: uncontended locks cost exactly one round trip.
         if let Ok(g) = self.attempt(name, field, lease, expected).await? {
             return Ok(Some(g));
@@ -270,6 +276,41 @@ impl RedisBackend {
                 _ = &mut notified => {}
                 _ = tokio::time::sleep(sleep) => {}
             }
+        }
+    }
+
+    async fn wait_for_undo(&self, name: &str, field: &str) {
+        if self
+            .undos
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .is_empty()
+        {
+            return;
+        }
+        let key = undo_key(name, field);
+        loop {
+            let Some(done) = self
+                .undos
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .get(&key)
+                .cloned()
+            else {
+                return;
+            };
+            let notified = done.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            if !self
+                .undos
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .contains_key(&key)
+            {
+                return;
+            }
+            notified.await;
         }
     }
 
@@ -485,7 +526,15 @@ impl Drop for UndoOnDrop<'_> {
         let (name, field, expected) =
             (self.name.to_string(), self.field.to_string(), self.expected);
         let mut conn = self.backend.conn();
+        let undos = self.backend.undos.clone();
+        let key = undo_key(&name, &field);
+        let done = Arc::new(tokio::sync::Notify::new());
+        undos
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(key.clone(), done.clone());
         rt.spawn(async move {
+            let _clear = ClearUndo { undos, key, done };
             let _: redis::RedisResult<i64> = scripts
                 .drop_field
                 .key(&name)
@@ -497,6 +546,31 @@ impl Drop for UndoOnDrop<'_> {
                 .invoke_async(&mut conn)
                 .await;
         });
+    }
+}
+
+fn undo_key(name: &str, field: &str) -> String {
+    format!("{field}\n{name}")
+}
+
+/// Unregisters a finished undo (also if its task is dropped) and wakes whoever waits for it.
+struct ClearUndo {
+    undos: Arc<Undos>,
+    key: String,
+    done: Arc<tokio::sync::Notify>,
+}
+
+impl Drop for ClearUndo {
+    fn drop(&mut self) {
+        let mut map = self.undos.lock().unwrap_or_else(|e| e.into_inner());
+        if map
+            .get(&self.key)
+            .is_some_and(|d| Arc::ptr_eq(d, &self.done))
+        {
+            map.remove(&self.key);
+        }
+        drop(map);
+        self.done.notify_waiters();
     }
 }
 
