@@ -100,6 +100,10 @@ async fn run(o: Opts) {
     let pair_rate = n as f64 / started.elapsed().as_secs_f64();
     let (p50, p99) = (pct(&mut pairs, 0.5), pct(&mut pairs, 0.99));
 
+    // The same two scripts through a bare redis-rs connection: what the server costs for a pair,
+    // without any polylock bookkeeping.
+    let floor = script_floor(&o.url, n).await;
+
     let secs = Duration::from_secs_f64(o.seconds);
     let ping64 = parallel(&client, 64, secs, true).await;
     let lock64 = parallel(&client, 64, secs, false).await;
@@ -124,11 +128,56 @@ async fn run(o: Opts) {
         pair_rate
     );
     println!(
+        "  same 2 scripts, bare redis-rs    p50 {:>8.1} us   (floor of a Redisson-format pair: {:.2} x PING)",
+        us(floor),
+        us(floor) / us(ping_p50)
+    );
+    println!(
         "  pair p50 / PING p50              {:>8.2}        (target <= 2.2)",
         us(p50) / us(ping_p50)
     );
     println!("  64 tasks, distinct keys          {:>8.0} pairs/s   beside {:>8.0} PING/s   (target >= 35000 pairs/s)", lock64, ping64);
     println!("{contended}");
+}
+
+async fn script_floor(url: &str, n: usize) -> Duration {
+    let client = redis::Client::open(url).unwrap();
+    let mut conn = redis::aio::ConnectionManager::new(client).await.unwrap();
+    let acquire = redis::Script::new(include_str!("../src/redis/lua/acquire.lua"));
+    let release = redis::Script::new(include_str!("../src/redis/lua/release.lua"));
+    let name = "polylock-bench:floor";
+    let mut v = Vec::with_capacity(n);
+    for i in 0..n + 200 {
+        let t = Instant::now();
+        let _: Vec<i64> = acquire
+            .key(name)
+            .key("redisson_lock_token:{polylock-bench:floor}")
+            .arg(30_000)
+            .arg("bench:1")
+            .arg(0)
+            .arg("")
+            .invoke_async(&mut conn)
+            .await
+            .unwrap();
+        let _: Option<i64> = release
+            .key(name)
+            .key("redisson_lock__channel:{polylock-bench:floor}")
+            .key(format!(
+                "redisson_unlock_latch:{{polylock-bench:floor}}:{i}"
+            ))
+            .arg("0")
+            .arg(30_000)
+            .arg("bench:1")
+            .arg("publish")
+            .arg(1_000)
+            .invoke_async(&mut conn)
+            .await
+            .unwrap();
+        if i >= 200 {
+            v.push(t.elapsed());
+        }
+    }
+    pct(&mut v, 0.5)
 }
 
 async fn parallel(client: &Client, tasks: usize, secs: Duration, ping: bool) -> f64 {

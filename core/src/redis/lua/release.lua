@@ -1,4 +1,5 @@
--- Release one hold of a Redisson RLock (Redisson's unlock script, unlock latch included).
+-- Release one hold of a Redisson RLock: Redisson's unlock script and unlock latch, with one HGET
+-- in place of HEXISTS + HINCRBY where the last hold goes (same stored result, fewer calls).
 -- KEYS[1] lock hash; KEYS[2] channel redisson_lock__channel:{<name>};
 -- KEYS[3] latch redisson_unlock_latch:{<name>}:<requestId>
 -- ARGV[1] unlock message '0'; ARGV[2] lease ms for the remaining holds; ARGV[3] owner field;
@@ -9,11 +10,12 @@ local val = redis.call('get', KEYS[3])
 if val ~= false then
   return tonumber(val)
 end
-if redis.call('hexists', KEYS[1], ARGV[3]) == 0 then
+local count = tonumber(redis.call('hget', KEYS[1], ARGV[3]) or '0')
+if count == 0 then
   return nil
 end
-local counter = redis.call('hincrby', KEYS[1], ARGV[3], -1)
-if counter > 0 then
+if count > 1 then
+  redis.call('hincrby', KEYS[1], ARGV[3], -1)
   redis.call('pexpire', KEYS[1], ARGV[2])
   redis.call('set', KEYS[3], 0, 'px', ARGV[5])
   return 0
