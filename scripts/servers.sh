@@ -7,12 +7,14 @@
 #   scripts/servers.sh stop        stop the servers this script started
 #   scripts/servers.sh env         print the URLs as shell exports
 #
-# Ports: POLYLOCK_REDIS_PORT (6379). State lives under target/servers/.
+# Ports: POLYLOCK_REDIS_PORT (6379), POLYLOCK_ZK_PORT (2181). State lives under target/servers/.
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 state="${POLYLOCK_SERVER_DIR:-$root/target/servers}"
 redis_port="${POLYLOCK_REDIS_PORT:-6379}"
+zk_port="${POLYLOCK_ZK_PORT:-2181}"
+zk_home=/usr/share/zookeeper
 
 log() { printf 'servers: %s\n' "$*" >&2; }
 
@@ -24,6 +26,7 @@ install() {
   local missing=()
   command -v redis-server >/dev/null 2>&1 || missing+=(redis-server)
   command -v redis-cli >/dev/null 2>&1 || missing+=(redis-tools)
+  [ -x "$zk_home/bin/zkServer.sh" ] || missing+=(zookeeper)
   if [ ${#missing[@]} -gt 0 ]; then
     log "installing ${missing[*]}"
     export DEBIAN_FRONTEND=noninteractive
@@ -51,15 +54,66 @@ start_redis() {
   exit 1
 }
 
+# True when a ZooKeeper server answers "srvr" on 127.0.0.1:$1.
+zk_answers() {
+  local port=$1 reply
+  reply=$(timeout 2 bash -c "exec 3<>/dev/tcp/127.0.0.1/$port && printf srvr >&3 && cat <&3" 2>/dev/null) || return 1
+  grep -q "Zookeeper version" <<<"$reply"
+}
+
+# Write a config for one server of a standalone server or an ensemble and start it.
+#   start_zk_server DIR CLIENT_PORT [MYID "server.1=... server.2=..."]
+start_zk_server() {
+  local dir=$1 port=$2 myid=${3:-} servers=${4:-}
+  mkdir -p "$dir/data"
+  {
+    echo "tickTime=500"
+    echo "initLimit=20"
+    echo "syncLimit=10"
+    echo "dataDir=$dir/data"
+    echo "clientPort=$port"
+    echo "clientPortAddress=127.0.0.1"
+    echo "admin.enableServer=false"
+    echo "4lw.commands.whitelist=srvr,ruok,mntr"
+    echo "maxClientCnxns=0"
+    echo "minSessionTimeout=1000"
+    echo "maxSessionTimeout=60000"
+    for s in $servers; do echo "$s"; done
+  } >"$dir/zoo.cfg"
+  [ -z "$myid" ] || echo "$myid" >"$dir/data/myid"
+  ZOO_LOG_DIR="$dir" ZOOPIDFILE="$dir/zookeeper.pid" JVMFLAGS="-Xmx256m" \
+    "$zk_home/bin/zkServer.sh" start "$dir/zoo.cfg" >"$dir/start.out" 2>&1
+}
+
+start_zk() {
+  if zk_answers "$zk_port"; then
+    log "zookeeper already answering on 127.0.0.1:$zk_port"
+    return
+  fi
+  start_zk_server "$state/zk-$zk_port" "$zk_port"
+  for _ in $(seq 1 100); do
+    zk_answers "$zk_port" && { log "zookeeper started on 127.0.0.1:$zk_port"; return; }
+    sleep 0.2
+  done
+  log "zookeeper did not start; see $state/zk-$zk_port/"
+  exit 1
+}
+
 stop() {
+  local zkpid="$state/zk-$zk_port/zookeeper.pid"
+  if [ -f "$zkpid" ]; then kill "$(cat "$zkpid")" 2>/dev/null || true; rm -f "$zkpid"; fi
   local pidfile="$state/redis-$redis_port/redis.pid"
   if [ -f "$pidfile" ]; then kill "$(cat "$pidfile")" 2>/dev/null || true; rm -f "$pidfile"; fi
 }
 
 case "${1:-start}" in
   install) install ;;
-  start) install; start_redis ;;
+  start) install; start_redis; start_zk ;;
+  zk-server) shift; start_zk_server "$@" ;; # used by the ensemble tests
   stop) stop ;;
-  env) echo "export POLYLOCK_REDIS_URL=redis://127.0.0.1:$redis_port" ;;
-  *) echo "usage: $0 install|start|stop|env" >&2; exit 64 ;;
+  env)
+    echo "export POLYLOCK_REDIS_URL=redis://127.0.0.1:$redis_port"
+    echo "export POLYLOCK_ZK_URL=zk://127.0.0.1:$zk_port"
+    ;;
+  *) echo "usage: $0 install|start|stop|env|zk-server DIR PORT [MYID SERVERS]" >&2; exit 64 ;;
 esac

@@ -9,6 +9,11 @@ use crate::owner::{self, OwnerId};
 use crate::redis::{RedisBackend, UnlockReply};
 use crate::runtime;
 use crate::watchdog::{self, Hold, Holds, LeaseMode, LostReason, LostSignal, WatchdogHandle};
+use crate::zookeeper::ZkBackend;
+
+/// The hold of a semaphore mutex belongs to the whole client (Curator's
+/// InterProcessSemaphoreMutex: any thread may release it), so it is kept under this owner.
+const MUTEX_OWNER: OwnerId = u64::MAX;
 
 /// Longest accepted lock name, in bytes.
 pub const MAX_NAME_LEN: usize = 64 * 1024;
@@ -27,6 +32,9 @@ pub struct ClientOptions {
     pub connect_timeout: Duration,
     /// Limit of one command's answer. Default 5 s.
     pub command_timeout: Duration,
+    /// ZooKeeper session timeout (a `session_timeout_ms` in the URL wins). Locks held through a
+    /// session are lost when it expires. Default 10 s.
+    pub session_timeout: Duration,
 }
 
 impl Default for ClientOptions {
@@ -35,6 +43,7 @@ impl Default for ClientOptions {
             watchdog_timeout: Duration::from_secs(30),
             connect_timeout: Duration::from_secs(5),
             command_timeout: Duration::from_secs(5),
+            session_timeout: Duration::from_secs(10),
         }
     }
 }
@@ -50,6 +59,7 @@ impl ClientOptions {
         }
         check_duration("connect timeout", self.connect_timeout)?;
         check_duration("command timeout", self.command_timeout)?;
+        check_duration("session timeout", self.session_timeout)?;
         Ok(())
     }
 }
@@ -186,12 +196,16 @@ pub struct LockStatus {
     pub locked: bool,
     /// The holders with their counts (one for a mutex).
     pub holders: Vec<Holder>,
-    /// Remaining lease, if the lock is held with one.
+    /// Remaining lease, if the lock is held with one (Redis).
     pub ttl: Option<Duration>,
+    /// Contenders queued behind the holder, in the order they will get the lock (ZooKeeper).
+    pub waiters: Vec<String>,
 }
 
 pub(crate) enum Backend {
     Redis(RedisBackend),
+    // Boxed: one per client, and it keeps the enum small.
+    Zk(Box<ZkBackend>),
 }
 
 pub(crate) struct ClientInner {
@@ -249,22 +263,21 @@ impl Client {
         options.validate()?;
         let scheme = url.split_once("://").map(|(s, _)| s.to_ascii_lowercase());
         let url = url.to_string();
-        match scheme.as_deref() {
-            Some("redis" | "rediss") => {}
-            Some("zk") => {
-                return Err(Error::new(
-                    ErrorKind::Unsupported,
-                    "zk:// URLs need the ZooKeeper backend, which this build does not have yet",
-                ))
-            }
+        let zk = match scheme.as_deref() {
+            Some("redis" | "rediss") => false,
+            Some("zk") => true,
             _ => {
                 return Err(Error::invalid(format!(
-                    "malformed URL '{url}': expected redis://[user:password@]host:port[/db] or rediss://..."
+                    "malformed URL '{url}': expected redis://[user:password@]host:port[/db], rediss://... or zk://host:port[,host:port...][/chroot]"
                 )))
             }
-        }
+        };
         let task = runtime::handle().spawn(async move {
-            let backend = Backend::Redis(RedisBackend::connect(&url, &options).await?);
+            let backend = if zk {
+                Backend::Zk(Box::new(ZkBackend::connect(&url, &options).await?))
+            } else {
+                Backend::Redis(RedisBackend::connect(&url, &options).await?)
+            };
             let inner = Arc::new(ClientInner {
                 id: uuid::Uuid::new_v4().to_string(),
                 options,
@@ -274,7 +287,10 @@ impl Client {
                 pid: std::process::id(),
                 closed: AtomicBool::new(false),
             });
-            tokio::spawn(watchdog::run(Arc::downgrade(&inner)));
+            match &inner.backend {
+                Backend::Redis(_) => tokio::spawn(watchdog::run(Arc::downgrade(&inner))),
+                Backend::Zk(_) => tokio::spawn(watch_session(Arc::downgrade(&inner))),
+            };
             Ok(Client { inner })
         });
         task.await
@@ -296,10 +312,47 @@ impl Client {
     pub fn lock(&self, name: &str) -> Result<Lock> {
         self.inner.check_usable()?;
         validate_name(name)?;
+        if let Backend::Zk(_) = self.inner.backend {
+            crate::zookeeper::validate_path(name)?;
+        }
         Ok(Lock {
             client: self.inner.clone(),
             name: Arc::from(name),
+            mutex: false,
         })
+    }
+
+    /// A non-reentrant mutex on ZooKeeper (Curator's InterProcessSemaphoreMutex): one holder; a
+    /// second acquire, even by the same owner, waits or fails; any owner of this client may
+    /// release it. `Unsupported` on Redis.
+    pub fn mutex(&self, path: &str) -> Result<Lock> {
+        let mut lock = self.lock(path)?;
+        if let Backend::Redis(_) = self.inner.backend {
+            return Err(Error::new(
+                ErrorKind::Unsupported,
+                "the non-reentrant semaphore mutex is a ZooKeeper lock; use lock() on Redis",
+            ));
+        }
+        lock.mutex = true;
+        Ok(lock)
+    }
+
+    #[doc(hidden)]
+    /// How often ZooKeeper waiters were woken by their watch (tests: one wake per release).
+    pub fn debug_zk_wakeups(&self) -> u64 {
+        match &self.inner.backend {
+            Backend::Zk(z) => z.wakeups(),
+            Backend::Redis(_) => 0,
+        }
+    }
+
+    #[doc(hidden)]
+    /// Close this client's ZooKeeper session from a second handle, as an expiry (tests).
+    pub async fn debug_close_zk_session(&self) -> Result<()> {
+        match &self.inner.backend {
+            Backend::Zk(z) => z.close_session_elsewhere().await,
+            Backend::Redis(_) => Err(Error::new(ErrorKind::Unsupported, "not a ZooKeeper client")),
+        }
     }
 
     /// Round trip of the cheapest command (PING on Redis): the physical limit benchmarks
@@ -308,6 +361,7 @@ impl Client {
         self.inner.check_usable()?;
         match &self.inner.backend {
             Backend::Redis(r) => r.ping().await,
+            Backend::Zk(z) => z.ping().await,
         }
     }
 
@@ -324,22 +378,25 @@ impl Client {
             return Ok(());
         }
         self.inner.watchdog.stop.cancel();
-        let held: Vec<(Arc<str>, OwnerId)> = {
+        let held: Vec<(Arc<str>, OwnerId, Option<String>)> = {
             let mut map = self.inner.holds.lock();
-            let keys: Vec<_> = map.keys().cloned().collect();
-            for (name, owner) in &keys {
-                if let Some(h) = map.get_mut(&(name.clone(), *owner)) {
+            let held = map
+                .iter_mut()
+                .map(|((name, owner), h)| {
                     h.mark_lost(name, *owner, LostReason::ClientClosed);
-                }
-            }
+                    (name.clone(), *owner, h.node.clone())
+                })
+                .collect();
             map.clear();
-            keys
+            held
         };
         let mut first_err = None;
-        for (name, owner) in held {
+        for (name, owner, node) in held {
             let field = owner::field(&self.inner.id, owner);
-            let res = match &self.inner.backend {
-                Backend::Redis(r) => r.drop_field(&name, &field, None).await,
+            let res = match (&self.inner.backend, node) {
+                (Backend::Redis(r), _) => r.drop_field(&name, &field, None).await,
+                (Backend::Zk(z), Some(node)) => z.release(&name, &node).await,
+                (Backend::Zk(_), None) => Ok(true),
             };
             if let Err(e) = res {
                 first_err.get_or_insert(e);
@@ -353,6 +410,7 @@ impl Client {
     pub fn subscribed_channels(&self) -> usize {
         match &self.inner.backend {
             Backend::Redis(r) => r.subscribed_channels(),
+            Backend::Zk(_) => 0,
         }
     }
 }
@@ -362,6 +420,8 @@ impl Client {
 pub struct Lock {
     client: Arc<ClientInner>,
     name: Arc<str>,
+    /// A semaphore mutex (ZooKeeper) rather than a reentrant lock.
+    mutex: bool,
 }
 
 impl std::fmt::Debug for Lock {
@@ -374,6 +434,20 @@ impl Lock {
     /// The lock's name.
     pub fn name(&self) -> &str {
         &self.name
+    }
+
+    /// The registry owner of a hold: the caller, or the whole client for a semaphore mutex.
+    fn hold_owner(&self, owner: OwnerId) -> OwnerId {
+        if self.mutex {
+            MUTEX_OWNER
+        } else {
+            owner
+        }
+    }
+
+    /// True for a non-reentrant semaphore mutex (see [`Client::mutex`]).
+    pub fn is_mutex(&self) -> bool {
+        self.mutex
     }
 
     fn field(&self, owner: OwnerId) -> String {
@@ -397,6 +471,7 @@ impl Lock {
     /// Cancel-safe: dropping the future leaves no hold behind.
     pub async fn acquire(&self, owner: OwnerId, options: AcquireOptions) -> Result<Acquired> {
         self.client.check_usable()?;
+        let owner = self.hold_owner(owner);
         let wait = match options.wait {
             Wait::For(d) if d.is_zero() => Wait::Never,
             Wait::For(d) => Wait::For(check_duration("wait", d)?),
@@ -408,7 +483,7 @@ impl Lock {
         let key = (self.name.clone(), owner);
         let (expected, mode) = {
             let map = self.client.holds.lock();
-            match map.get(&key) {
+            match map.get(&key).filter(|_| !self.mutex) {
                 Some(h) => {
                     if let Some(reason) = h.lost {
                         return Err(self.lost_error(reason));
@@ -425,13 +500,20 @@ impl Lock {
                 ),
             }
         };
+        if let Backend::Zk(z) = &self.client.backend {
+            return self
+                .acquire_zk(z, owner, expected, wait, options.lease)
+                .await;
+        }
         let lease = match mode {
             LeaseMode::Watchdog => self.client.options.watchdog_timeout,
             LeaseMode::Fixed(d) => d,
+            LeaseMode::Session => return Err(Error::internal("session lease on Redis")),
         };
         let field = self.field(owner);
         let sent_at = Instant::now();
         let granted = match &self.client.backend {
+            Backend::Zk(_) => unreachable!("handled above"),
             Backend::Redis(r) => {
                 r.acquire(
                     &self.name,
@@ -474,6 +556,148 @@ impl Lock {
         Ok(acquired)
     }
 
+    async fn acquire_zk(
+        &self,
+        z: &ZkBackend,
+        owner: OwnerId,
+        expected: u32,
+        wait: Wait,
+        lease: Option<Duration>,
+    ) -> Result<Acquired> {
+        if lease.is_some() {
+            return Err(Error::new(
+                ErrorKind::Unsupported,
+                "ZooKeeper locks have no lease: they are held while the session lives; acquire without a lease",
+            ));
+        }
+        let key = (self.name.clone(), owner);
+        if self.mutex {
+            if lease.is_some() {
+                return Err(Error::new(
+                    ErrorKind::Unsupported,
+                    "ZooKeeper locks have no lease",
+                ));
+            }
+            let Some(granted) = z.acquire_semaphore(&self.name, wait).await? else {
+                let waited = match wait {
+                    Wait::For(d) => Some(d),
+                    _ => None,
+                };
+                return Err(Error::timeout(&self.name, waited));
+            };
+            let hold = Hold::new(
+                granted.token,
+                1,
+                LeaseMode::Session,
+                Instant::now() + MAX_DURATION,
+            )
+            .with_node(granted.node);
+            let acquired = Acquired {
+                fencing_token: hold.token,
+                hold_count: 1,
+                lost: hold.signal(),
+            };
+            self.client.holds.lock().insert(key, hold);
+            return Ok(acquired);
+        }
+        if expected > 0 {
+            // Re-entry is counted in the client, as Curator does: no round trip.
+            let mut map = self.client.holds.lock();
+            let Some(h) = map.get_mut(&key) else {
+                return Err(Error::internal("hold vanished during re-entry"));
+            };
+            h.count += 1;
+            return Ok(Acquired {
+                fencing_token: h.token,
+                hold_count: h.count,
+                lost: h.signal(),
+            });
+        }
+        let Some(granted) = z.acquire(&self.name, wait).await? else {
+            let waited = match wait {
+                Wait::For(d) => Some(d),
+                _ => None,
+            };
+            return Err(Error::timeout(&self.name, waited));
+        };
+        let hold = Hold::new(
+            granted.token,
+            1,
+            LeaseMode::Session,
+            Instant::now() + MAX_DURATION,
+        )
+        .with_node(granted.node);
+        let acquired = Acquired {
+            fencing_token: hold.token,
+            hold_count: 1,
+            lost: hold.signal(),
+        };
+        self.client.holds.lock().insert(key, hold);
+        Ok(acquired)
+    }
+
+    async fn release_zk(&self, z: &ZkBackend, owner: OwnerId) -> Result<Released> {
+        let key = (self.name.clone(), owner);
+        if self.mutex {
+            // Forget the hold before deleting the lease: a waiter of this client may get the
+            // mutex the moment the lease is gone and register its own hold under the same key.
+            let Some(mut h) = self.client.holds.lock().remove(&key) else {
+                return Err(Error::new(
+                    ErrorKind::NotOwner,
+                    format!("mutex '{}' is not held by this client", self.name),
+                ));
+            };
+            let node = h.node.clone().unwrap_or_default();
+            if let Some(reason) = h.lost {
+                let _ = z.release(&self.name, &node).await;
+                return Err(self.lost_error(reason));
+            }
+            return match z.release(&self.name, &node).await {
+                Ok(true) => {
+                    h.mark_released();
+                    Ok(Released::Freed)
+                }
+                Ok(false) => {
+                    h.mark_lost(&self.name, owner, LostReason::Deleted);
+                    Err(self.lost_error(LostReason::Deleted))
+                }
+                Err(e) => {
+                    self.client.holds.lock().insert(key, h);
+                    Err(e)
+                }
+            };
+        }
+        let (node, lost) = {
+            let mut map = self.client.holds.lock();
+            let Some(h) = map.get_mut(&key) else {
+                return Err(Error::not_owner(&self.name, owner));
+            };
+            if h.lost.is_none() && h.count > 1 {
+                h.count -= 1;
+                return Ok(Released::StillHeld(h.count));
+            }
+            (h.node.clone().unwrap_or_default(), h.lost)
+        };
+        if let Some(reason) = lost {
+            self.client.holds.lock().remove(&key);
+            let _ = z.release(&self.name, &node).await;
+            return Err(self.lost_error(reason));
+        }
+        let existed = z.release(&self.name, &node).await?;
+        let mut map = self.client.holds.lock();
+        let Some(mut h) = map.remove(&key) else {
+            return Err(Error::not_owner(&self.name, owner));
+        };
+        if existed {
+            h.mark_released();
+            Ok(Released::Freed)
+        } else {
+            let reason = h.lost.unwrap_or(LostReason::Deleted);
+            h.mark_lost(&self.name, owner, reason);
+            Err(self.lost_error(reason))
+        }
+    }
+
     /// Try once without waiting; `Ok(None)` if another owner holds the lock.
     pub async fn try_acquire(
         &self,
@@ -497,6 +721,10 @@ impl Lock {
     /// forgotten, so a second release says `NotOwner`).
     pub async fn release(&self, owner: OwnerId) -> Result<Released> {
         self.client.check_usable()?;
+        let owner = self.hold_owner(owner);
+        if let Backend::Zk(z) = &self.client.backend {
+            return self.release_zk(z, owner).await;
+        }
         let key = (self.name.clone(), owner);
         let lease = {
             let mut map = self.client.holds.lock();
@@ -513,8 +741,8 @@ impl Lock {
                         h.releasing = true;
                     }
                     Ok(match h.lease {
-                        LeaseMode::Watchdog => self.client.options.watchdog_timeout,
                         LeaseMode::Fixed(d) => d,
+                        _ => self.client.options.watchdog_timeout,
                     })
                 }
             }
@@ -525,9 +753,9 @@ impl Lock {
                 // Remove what may be left on the server (the loss may have been declared while
                 // it was unreachable) before returning, so that it cannot race a new acquire.
                 let field = self.field(owner);
-                let _ = match &self.client.backend {
-                    Backend::Redis(r) => r.drop_field(&self.name, &field, None).await,
-                };
+                if let Backend::Redis(r) = &self.client.backend {
+                    let _ = r.drop_field(&self.name, &field, None).await;
+                }
                 return Err(self.lost_error(reason));
             }
         };
@@ -538,6 +766,7 @@ impl Lock {
         };
         let reply = match &self.client.backend {
             Backend::Redis(r) => r.release(&self.name, &self.field(owner), lease).await,
+            Backend::Zk(_) => unreachable!("handled above"),
         };
         reset.armed = false;
         let mut map = self.client.holds.lock();
@@ -567,7 +796,7 @@ impl Lock {
                     Some(mut h) => {
                         let reason = h.lost.unwrap_or(match h.lease {
                             LeaseMode::Fixed(_) => LostReason::Expired,
-                            LeaseMode::Watchdog => LostReason::Deleted,
+                            _ => LostReason::Deleted,
                         });
                         h.mark_lost(&self.name, owner, reason);
                         reason
@@ -584,6 +813,8 @@ impl Lock {
         self.client.check_usable()?;
         match &self.client.backend {
             Backend::Redis(r) => r.is_locked(&self.name).await,
+            Backend::Zk(z) if self.mutex => Ok(!z.leases(&self.name).await?.is_empty()),
+            Backend::Zk(z) => Ok(!z.contenders(&self.name).await?.is_empty()),
         }
     }
 
@@ -595,11 +826,19 @@ impl Lock {
     /// How many times `owner` holds the lock (0 if not at all, or if its hold was lost).
     pub async fn hold_count(&self, owner: OwnerId) -> Result<u32> {
         self.client.check_usable()?;
+        let owner = self.hold_owner(owner);
         if self.local_lost(owner) {
             return Ok(0);
         }
         match &self.client.backend {
             Backend::Redis(r) => r.hold_count(&self.name, &self.field(owner)).await,
+            // Re-entry is client-side on ZooKeeper: the count lives here.
+            Backend::Zk(_) => Ok(self
+                .client
+                .holds
+                .lock()
+                .get(&(self.name.clone(), owner))
+                .map_or(0, |h| h.count)),
         }
     }
 
@@ -616,6 +855,7 @@ impl Lock {
         self.client.check_usable()?;
         let pttl = match &self.client.backend {
             Backend::Redis(r) => r.pttl(&self.name).await?,
+            Backend::Zk(_) => return Ok(None), // no lease: held while the session lives
         };
         Ok((pttl >= 0).then(|| Duration::from_millis(pttl as u64)))
     }
@@ -626,6 +866,8 @@ impl Lock {
         self.client.check_usable()?;
         let was = match &self.client.backend {
             Backend::Redis(r) => r.force_unlock(&self.name).await?,
+            Backend::Zk(z) if self.mutex => z.force_unlock_semaphore(&self.name).await?,
+            Backend::Zk(z) => z.force_unlock(&self.name).await?,
         };
         let mut map = self.client.holds.lock();
         for ((name, owner), hold) in map.iter_mut() {
@@ -638,6 +880,7 @@ impl Lock {
 
     /// The fencing token of `owner`'s current hold, if it holds the lock (local, no round trip).
     pub fn fencing_token(&self, owner: OwnerId) -> Option<u64> {
+        let owner = self.hold_owner(owner);
         let map = self.client.holds.lock();
         map.get(&(self.name.clone(), owner))
             .filter(|h| h.lost.is_none())
@@ -646,6 +889,7 @@ impl Lock {
 
     /// The lost signal of `owner`'s current hold, if any (local).
     pub fn lost_signal(&self, owner: OwnerId) -> Option<LostSignal> {
+        let owner = self.hold_owner(owner);
         let map = self.client.holds.lock();
         map.get(&(self.name.clone(), owner)).map(|h| h.signal())
     }
@@ -655,6 +899,42 @@ impl Lock {
         self.client.check_usable()?;
         let raw = match &self.client.backend {
             Backend::Redis(r) => r.status(&self.name).await?,
+            Backend::Zk(z) => {
+                let names: Vec<String> = if self.mutex {
+                    z.leases(&self.name)
+                        .await?
+                        .into_iter()
+                        .map(|n| format!("leases/{n}"))
+                        .collect()
+                } else {
+                    z.contenders(&self.name)
+                        .await?
+                        .into_iter()
+                        .map(|c| c.name)
+                        .collect()
+                };
+                let mut names = names.into_iter();
+                let holder = names.next();
+                let ours = {
+                    let map = self.client.holds.lock();
+                    map.iter()
+                        .find(|((n, _), h)| *n == self.name && h.node == holder)
+                        .map(|(_, h)| h.count)
+                };
+                return Ok(LockStatus {
+                    name: self.name.to_string(),
+                    locked: holder.is_some(),
+                    holders: holder
+                        .map(|owner| Holder {
+                            owner,
+                            count: ours.unwrap_or(1),
+                        })
+                        .into_iter()
+                        .collect(),
+                    ttl: None,
+                    waiters: names.collect(),
+                });
+            }
         };
         Ok(LockStatus {
             name: self.name.to_string(),
@@ -665,6 +945,7 @@ impl Lock {
                 .map(|(owner, count)| Holder { owner, count })
                 .collect(),
             ttl: (raw.pttl >= 0).then(|| Duration::from_millis(raw.pttl as u64)),
+            waiters: Vec::new(),
         })
     }
 
@@ -683,6 +964,10 @@ impl Lock {
                 .release_once(&self.name, &self.field(owner), lease, request_id)
                 .await
                 .map_err(|e| crate::redis::map_err(e, "release the lock")),
+            Backend::Zk(_) => Err(Error::new(
+                ErrorKind::Unsupported,
+                "unlock latches are a Redis thing",
+            )),
         }
     }
 }
@@ -701,6 +986,63 @@ impl Drop for ResetReleasing<'_> {
             if let Some(h) = map.get_mut(&(self.lock.name.clone(), self.owner)) {
                 h.releasing = false;
             }
+        }
+    }
+}
+
+/// Follows a ZooKeeper client's session: a suspended connection is reported, an expired session
+/// makes every hold of the client lost and opens a new session for later calls.
+async fn watch_session(client: std::sync::Weak<ClientInner>) {
+    use zookeeper_client::SessionState as S;
+    loop {
+        let Some(inner) = client.upgrade() else {
+            return;
+        };
+        let Backend::Zk(z) = &inner.backend else {
+            return;
+        };
+        let mut states = z.client().state_watcher();
+        let stop = inner.watchdog.stop.clone();
+        drop(inner);
+        let expired = loop {
+            let state = tokio::select! {
+                _ = stop.cancelled() => return,
+                s = states.changed() => s,
+            };
+            match state {
+                S::Disconnected => {
+                    tracing::warn!("polylock: ZooKeeper connection suspended; locks stay held while the session lives")
+                }
+                S::SyncConnected | S::ConnectedReadOnly => {
+                    tracing::info!("polylock: ZooKeeper connection restored")
+                }
+                S::Expired | S::AuthFailed => break true,
+                S::Closed => break false,
+            }
+        };
+        let Some(inner) = client.upgrade() else {
+            return;
+        };
+        if !expired || inner.closed.load(Ordering::Acquire) {
+            return;
+        }
+        {
+            let mut map = inner.holds.lock();
+            for ((name, owner), hold) in map.iter_mut() {
+                hold.mark_lost(name, *owner, LostReason::SessionExpired);
+            }
+        }
+        let Backend::Zk(z) = &inner.backend else {
+            return;
+        };
+        let mut delay = Duration::from_millis(100);
+        while let Err(e) = z.renew_session().await {
+            tracing::warn!("polylock: cannot open a new ZooKeeper session: {e}");
+            if stop.is_cancelled() {
+                return;
+            }
+            tokio::time::sleep(delay).await;
+            delay = (delay * 2).min(Duration::from_secs(5));
         }
     }
 }

@@ -23,6 +23,7 @@ pub mod owner;
 mod redis;
 pub mod runtime;
 mod watchdog;
+mod zookeeper;
 
 pub use crate::client::{
     validate_name, AcquireOptions, Acquired, Client, ClientOptions, Holder, Lock, LockStatus,
@@ -32,6 +33,7 @@ pub use crate::error::{Error, ErrorKind, Result};
 pub use crate::owner::OwnerId;
 pub use crate::redis::UnlockReply;
 pub use crate::watchdog::{HoldState, LostReason, LostSignal};
+pub use crate::zookeeper::validate_path as validate_zk_path;
 
 /// The crate version (also the version of every binding built from it).
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");

@@ -96,6 +96,8 @@ pub(crate) enum LeaseMode {
     Watchdog,
     /// A fixed lease of this length; nobody renews it.
     Fixed(Duration),
+    /// Held while the backend session lives (ZooKeeper); lost when it expires.
+    Session,
 }
 
 pub(crate) struct Hold {
@@ -109,6 +111,8 @@ pub(crate) struct Hold {
     /// A release that may free the lock is in flight: a renewal that finds the field gone is
     /// then not a loss.
     pub(crate) releasing: bool,
+    /// The holder's node (ZooKeeper).
+    pub(crate) node: Option<String>,
     state: watch::Sender<HoldState>,
 }
 
@@ -121,8 +125,14 @@ impl Hold {
             deadline,
             lost: None,
             releasing: false,
+            node: None,
             state: watch::Sender::new(HoldState::Held),
         }
+    }
+
+    pub(crate) fn with_node(mut self, node: String) -> Hold {
+        self.node = Some(node);
+        self
     }
 
     pub(crate) fn signal(&self) -> LostSignal {
@@ -168,13 +178,13 @@ impl Holds {
         let mut map = self.lock();
         let mut earliest: Option<Instant> = None;
         for ((name, owner), hold) in map.iter_mut() {
-            if hold.lost.is_some() {
+            if hold.lost.is_some() || hold.lease == LeaseMode::Session {
                 continue;
             }
             if hold.deadline <= now {
                 let reason = match hold.lease {
                     LeaseMode::Fixed(_) => LostReason::Expired,
-                    LeaseMode::Watchdog => LostReason::RenewalFailed,
+                    _ => LostReason::RenewalFailed,
                 };
                 hold.mark_lost(name, *owner, reason);
             } else {
@@ -260,6 +270,7 @@ async fn renew_round(inner: &Arc<ClientInner>, lease: Duration, interval: Durati
         let limit = inner.options.command_timeout.min(interval);
         let result = match &inner.backend {
             Backend::Redis(r) => tokio::time::timeout(limit, r.renew(&locks, lease)).await,
+            Backend::Zk(_) => return true, // sessions keep ZooKeeper locks; nothing to renew
         };
         match result {
             Ok(Ok(held)) => {

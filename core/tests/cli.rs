@@ -284,3 +284,74 @@ async fn unlock_force_frees_a_held_lock() {
         .unwrap();
     assert_eq!(out.status.code(), Some(76));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn zookeeper_urls_work_for_run_status_and_unlock() {
+    let path = zk_path("cli");
+    let u = zk_url();
+    let out = run(&[
+        "run",
+        "--url",
+        &u,
+        "--name",
+        &path,
+        "--",
+        "sh",
+        "-c",
+        "echo $POLYLOCK_FENCING_TOKEN",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let token: u64 = String::from_utf8(out.stdout)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    assert!(token > 0);
+    let mut holder = polylock()
+        .args(["run", "--url", &u, "--name", &path, "--", "sleep", "30"])
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while zk_children(&path).await.is_empty() {
+        assert!(Instant::now() < deadline, "holder never queued");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let mut waiter = polylock()
+        .args(["run", "--url", &u, "--name", &path, "--", "true"])
+        .spawn()
+        .unwrap();
+    while zk_children(&path).await.len() < 2 {
+        assert!(Instant::now() < deadline, "holder and waiter never queued");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let out = run(&["status", "--url", &u, "--name", &path]);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["locked"], true);
+    let children = zk_children(&path).await;
+    let holder_node = v["holders"][0]["owner"].as_str().unwrap().to_string();
+    let waiter_node = v["waiters"][0].as_str().unwrap().to_string();
+    assert!(children.contains(&holder_node) && children.contains(&waiter_node));
+    let seq = |n: &str| n.rsplit("-lock-").next().unwrap().parse::<u64>().unwrap();
+    assert!(
+        seq(&holder_node) < seq(&waiter_node),
+        "contenders listed in lock order"
+    );
+    let out = run(&[
+        "run", "--url", &u, "--name", &path, "--wait", "200ms", "--", "true",
+    ]);
+    assert_eq!(out.status.code(), Some(75));
+    let out = run(&["unlock", "--url", &u, "--name", &path, "--force"]);
+    assert!(out.status.success());
+    let _ = tokio::task::spawn_blocking(move || waiter.wait())
+        .await
+        .unwrap();
+    holder.kill().unwrap();
+    let _ = holder.wait();
+    let out = run(&["run", "--url", &u, "--name", "relative/path", "--", "true"]);
+    assert_eq!(out.status.code(), Some(64));
+}

@@ -99,3 +99,54 @@ fn the_seckill_demo_never_oversells() {
         "{stdout}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn eight_processes_times_100_sections_on_zookeeper_keep_a_counter_exact() {
+    let name = unique("mpzk").replace(':', "-");
+    let mut r = raw().await;
+    let _: () = r
+        .set(format!("seckill:{name}:stock"), 100_000)
+        .await
+        .unwrap();
+    let children: Vec<_> = (0..8)
+        .map(|_| {
+            Command::new(seckill())
+                .args([
+                    "--url",
+                    &url(),
+                    "--lock-url",
+                    &zk_url(),
+                    "--name",
+                    &name,
+                    "--delay-ms",
+                    "0",
+                    "buyer",
+                    "--max",
+                    "100",
+                ])
+                .stdout(Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    let outputs = tokio::task::spawn_blocking(move || {
+        children
+            .into_iter()
+            .map(|c| c.wait_with_output().unwrap())
+            .collect::<Vec<_>>()
+    })
+    .await
+    .unwrap();
+    for out in &outputs {
+        assert!(
+            out.status.success(),
+            "buyer failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let sold: i64 = r.get(format!("seckill:{name}:sold")).await.unwrap();
+    assert_eq!(
+        sold, 800,
+        "lost updates mean two processes were inside at once"
+    );
+}

@@ -24,7 +24,11 @@ struct Args {
         default_value = "redis://127.0.0.1:6379"
     )]
     url: String,
-    /// Name of the sale (lock `seckill:<name>`, stock `seckill:<name>:stock`).
+    /// Lock server, if not the Redis that holds the stock (e.g. zk://127.0.0.1:2181).
+    #[arg(long)]
+    lock_url: Option<String>,
+    /// Name of the sale (lock `seckill:<name>`, or `/seckill/<name>` on ZooKeeper; stock
+    /// `seckill:<name>:stock`).
     #[arg(long, default_value = "goods")]
     name: String,
     /// Pause inside the critical section, in milliseconds.
@@ -76,7 +80,13 @@ fn keys(name: &str) -> (String, String, String, String) {
 
 fn buyer(args: &Args, max: Option<u64>) -> Res<()> {
     let (lock_name, stock_key, sold_key, token_key) = keys(&args.name);
-    let client = Client::connect(&args.url)?;
+    let lock_url = args.lock_url.as_deref().unwrap_or(&args.url);
+    let lock_name = if lock_url.starts_with("zk://") {
+        format!("/seckill/{}", args.name)
+    } else {
+        lock_name
+    };
+    let client = Client::connect(lock_url)?;
     let lock = client.lock(&lock_name)?;
     let mut redis = redis::Client::open(args.url.as_str())?.get_connection()?;
     let me = owner::current_thread();
@@ -134,18 +144,21 @@ fn coordinator(args: &Args) -> Res<()> {
     let started = Instant::now();
     let children: Vec<_> = (0..args.buyers)
         .map(|_| {
-            Command::new(&exe)
-                .args([
-                    "--url",
-                    &args.url,
-                    "--name",
-                    &args.name,
-                    "--delay-ms",
-                    &args.delay_ms.to_string(),
-                    "buyer",
-                ])
-                .stdout(Stdio::piped())
-                .spawn()
+            let mut c = Command::new(&exe);
+            if let Some(l) = &args.lock_url {
+                c.args(["--lock-url", l]);
+            }
+            c.args([
+                "--url",
+                &args.url,
+                "--name",
+                &args.name,
+                "--delay-ms",
+                &args.delay_ms.to_string(),
+                "buyer",
+            ])
+            .stdout(Stdio::piped())
+            .spawn()
         })
         .collect::<Result<_, _>>()?;
     let mut total = 0u64;

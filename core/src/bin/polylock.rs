@@ -32,7 +32,8 @@ struct Cli {
 
 #[derive(clap::Args, Debug)]
 struct Target {
-    /// Lock server: redis://[user:password@]host:port[/db] or rediss://...
+    /// Lock server: redis://[user:password@]host:port[/db], rediss://..., or
+    /// zk://[user:password@]host:port[,host:port...][/chroot] (the name is then a znode path).
     #[arg(long, env = "POLYLOCK_URL", default_value = "redis://127.0.0.1:6379")]
     url: String,
     /// Lock name.
@@ -75,7 +76,8 @@ enum Command {
         #[arg(required = true, last = true, value_name = "CMD")]
         cmd: Vec<std::ffi::OsString>,
     },
-    /// Print one line of JSON: locked, holders with counts, remaining TTL in ms.
+    /// Print one line of JSON: locked, holders with counts, remaining TTL in ms (Redis), and the
+    /// contenders waiting in order (ZooKeeper).
     Status {
         #[command(flatten)]
         target: Target,
@@ -151,6 +153,7 @@ async fn run(cli: Cli) -> Result<ExitCode, Error> {
                 "locked": st.locked,
                 "holders": holders,
                 "ttl_ms": st.ttl.map(|d| d.as_millis() as u64),
+                "waiters": st.waiters,
             });
             println!("{line}");
             client.close().await?;

@@ -114,3 +114,37 @@ impl Drop for OwnRedis {
         let _ = std::fs::remove_dir_all(&self.dir);
     }
 }
+
+pub fn zk_url() -> String {
+    std::env::var("POLYLOCK_ZK_URL").unwrap_or_else(|_| "zk://127.0.0.1:2181".into())
+}
+
+/// A lock path no other test (or earlier run) uses.
+pub fn zk_path(prefix: &str) -> String {
+    format!("/polylock-test/{prefix}-{}", uuid::Uuid::new_v4().simple())
+}
+
+pub async fn zk_client() -> Client {
+    Client::connect(&zk_url())
+        .await
+        .expect("connect to the test ZooKeeper (scripts/servers.sh start)")
+}
+
+/// A plain zookeeper-client session, to look at what polylock stored.
+pub async fn zk_raw() -> zookeeper_client::Client {
+    let hosts = zk_url().trim_start_matches("zk://").to_string();
+    zookeeper_client::Client::connect(&hosts)
+        .await
+        .expect("raw ZooKeeper session")
+}
+
+pub async fn zk_children(path: &str) -> Vec<String> {
+    match zk_raw().await.list_children(path).await {
+        Ok(mut c) => {
+            c.sort();
+            c
+        }
+        Err(zookeeper_client::Error::NoNode) => Vec::new(),
+        Err(e) => panic!("list {path}: {e}"),
+    }
+}
