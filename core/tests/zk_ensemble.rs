@@ -35,14 +35,14 @@ impl Ensemble {
         let root = std::env::temp_dir().join(format!("polylock-ensemble-{}", ports[0]));
         let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../scripts/servers.sh");
         let mut dirs = Vec::new();
-        for i in 0..3 {
+        for (i, port) in ports[..3].iter().enumerate() {
             let dir = root.join(format!("zk{}", i + 1));
             let ok = Command::new("bash")
                 .arg(&script)
                 .args([
                     "zk-server",
                     dir.to_str().unwrap(),
-                    &ports[i].to_string(),
+                    &port.to_string(),
                     &(i + 1).to_string(),
                     &servers.join(" "),
                 ])
