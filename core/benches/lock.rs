@@ -14,10 +14,13 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use polylock::{owner, AcquireOptions, Client};
 
+#[derive(Clone)]
 struct Opts {
     url: String,
     seconds: f64,
     child: Option<String>,
+    zk_url: String,
+    only: Option<String>,
 }
 
 fn opts() -> Opts {
@@ -26,6 +29,8 @@ fn opts() -> Opts {
             .unwrap_or_else(|_| "redis://127.0.0.1:6379".into()),
         seconds: 3.0,
         child: None,
+        zk_url: std::env::var("POLYLOCK_ZK_URL").unwrap_or_else(|_| "zk://127.0.0.1:2181".into()),
+        only: None,
     };
     let mut it = std::env::args().skip(1);
     while let Some(a) = it.next() {
@@ -33,7 +38,9 @@ fn opts() -> Opts {
             "--url" => o.url = it.next().expect("--url URL"),
             "--seconds" => o.seconds = it.next().expect("--seconds N").parse().expect("seconds"),
             "--child" => o.child = it.next(),
-            _ => {} // cargo bench passes --bench
+            "--zk-url" => o.zk_url = it.next().expect("--zk-url URL"),
+            "--only" => o.only = it.next(), // redis | zk
+            _ => {}                         // cargo bench passes --bench
         }
     }
     o
@@ -63,7 +70,13 @@ fn main() {
             .unwrap();
         return;
     }
-    polylock::runtime::block_on(run(o)).unwrap();
+    let only = o.only.clone();
+    if only.as_deref() != Some("zk") {
+        polylock::runtime::block_on(run(o.clone())).unwrap();
+    }
+    if only.as_deref() != Some("redis") {
+        polylock::runtime::block_on(run_zk(o)).unwrap();
+    }
 }
 
 async fn run(o: Opts) {
@@ -108,7 +121,12 @@ async fn run(o: Opts) {
     let ping64 = parallel(&client, 64, secs, true).await;
     let lock64 = parallel(&client, 64, secs, false).await;
 
-    let contended = contended(&o).await;
+    let contended = contended(
+        &o.url,
+        &format!("polylock-bench:contended:{}", std::process::id()),
+        o.seconds,
+    )
+    .await;
 
     println!(
         "polylock benchmark ({} worker threads, {} cores)",
@@ -138,6 +156,57 @@ async fn run(o: Opts) {
     );
     println!("  64 tasks, distinct keys          {:>8.0} pairs/s   beside {:>8.0} PING/s   (target >= 35000 pairs/s)", lock64, ping64);
     println!("{contended}");
+}
+
+/// ZooKeeper: pairs (one create, one getChildren, one delete each) beside `exists /`.
+async fn run_zk(o: Opts) {
+    let client = Client::connect(&o.zk_url)
+        .await
+        .expect("connect (scripts/servers.sh start)");
+    let n = 1000;
+    let path = format!("/polylock-bench/uncontended-{}", std::process::id());
+    let lock = client.lock(&path).unwrap();
+    let me = owner::fresh();
+    for _ in 0..100 {
+        client.ping().await.unwrap();
+        lock.acquire(me, AcquireOptions::forever()).await.unwrap();
+        lock.release(me).await.unwrap();
+    }
+    let mut ping = Vec::with_capacity(n);
+    for _ in 0..n {
+        let t = Instant::now();
+        client.ping().await.unwrap();
+        ping.push(t.elapsed());
+    }
+    let ping_p50 = pct(&mut ping, 0.5);
+    let mut pairs = Vec::with_capacity(n);
+    let started = Instant::now();
+    for _ in 0..n {
+        let t = Instant::now();
+        lock.acquire(me, AcquireOptions::forever()).await.unwrap();
+        lock.release(me).await.unwrap();
+        pairs.push(t.elapsed());
+    }
+    let rate = n as f64 / started.elapsed().as_secs_f64();
+    let (p50, p99) = (pct(&mut pairs, 0.5), pct(&mut pairs, 0.99));
+    let contended = contended(
+        &o.zk_url,
+        &format!("/polylock-bench/contended-{}", std::process::id()),
+        o.seconds,
+    )
+    .await;
+    println!("polylock benchmark, ZooKeeper");
+    println!(
+        "  ZooKeeper exists(/) round trip   p50 {:>8.1} us   (the physical limit; a pair is create+list pipelined, then delete: 2 round trips, 2 fsynced writes)",
+        us(ping_p50)
+    );
+    println!(
+        "  uncontended lock+unlock pair     p50 {:>8.1} us   p99 {:>8.1} us   {:>8.0} pairs/s   (target >= 1034 pairs/s: 2x Curator's 517)",
+        us(p50),
+        us(p99),
+        rate
+    );
+    println!("{contended}   (target: handoff p50 <= Curator's 1.6 ms)");
 }
 
 async fn script_floor(url: &str, n: usize) -> Duration {
@@ -210,19 +279,18 @@ async fn parallel(client: &Client, tasks: usize, secs: Duration, ping: bool) -> 
 }
 
 /// 4 processes on one lock; each section is recorded as (acquired, released, waited) in µs.
-async fn contended(o: &Opts) -> String {
-    let name = format!("polylock-bench:contended:{}", std::process::id());
+async fn contended(url: &str, name: &str, seconds: f64) -> String {
     let exe = std::env::current_exe().unwrap();
     let children: Vec<_> = (0..4)
         .map(|_| {
             std::process::Command::new(&exe)
                 .args([
                     "--url",
-                    &o.url,
+                    url,
                     "--seconds",
-                    &o.seconds.to_string(),
+                    &seconds.to_string(),
                     "--child",
-                    &name,
+                    name,
                 ])
                 .stdout(std::process::Stdio::piped())
                 .spawn()

@@ -257,15 +257,39 @@ impl ZkBackend {
             node: None,
             armed: true,
         };
-        let (node, token) = self
-            .create_protected(&client, path, &uuid, LOCK_MARKER)
-            .await?;
+        // Create and list in one round trip: zookeeper-client sends a request when the method is
+        // called, and the server answers a session's requests in order, so a listing sent right
+        // after the create already contains our node.
+        let prefix = format!("{path}/{PROTECTED_PREFIX}{uuid}{LOCK_MARKER}");
+        let options = zk::CreateMode::EphemeralSequential.with_acls(self.acls());
+        let create = client.create(&prefix, &[], &options);
+        let listing = client.get_children(path);
+        let (created, listed) = tokio::join!(create, listing);
+        let (node, token) = match created {
+            Ok((stat, seq)) => (
+                format!("{PROTECTED_PREFIX}{uuid}{LOCK_MARKER}{seq}"),
+                stat.czxid as u64,
+            ),
+            // Missing parents, a connection loss: the careful path (it finds a node of ours
+            // that the lost create may have made).
+            Err(_) => {
+                self.create_protected(&client, path, &uuid, LOCK_MARKER)
+                    .await?
+            }
+        };
         cleanup.node = Some(node.clone());
+        let mut listed = Some(listed);
         loop {
-            let (children, _) = client
-                .get_children(path)
-                .await
-                .map_err(|e| map_err(e, "list the lock's contenders"))?;
+            let children = match listed.take() {
+                Some(Ok((children, _))) if children.contains(&node) => children,
+                _ => {
+                    client
+                        .get_children(path)
+                        .await
+                        .map_err(|e| map_err(e, "list the lock's contenders"))?
+                        .0
+                }
+            };
             let list = contenders(children);
             let Some(idx) = list.iter().position(|c| c.name == node) else {
                 return Err(Error::new(
