@@ -10,7 +10,7 @@ eval "$(bash scripts/servers.sh env)"
 
 log=$(mktemp)
 status=0
-cargo test --workspace --color never 2>&1 | tee "$log" || status=$?
+cargo test --workspace --no-fail-fast --color never 2>&1 | tee "$log" || status=$?
 
 passed=$(grep -Eo '^test result: .* ([0-9]+) passed' "$log" | grep -Eo '[0-9]+ passed' | awk '{s+=$1} END {print s+0}')
 failed=$(grep -Eo '[0-9]+ failed' "$log" | awk '{s+=$1} END {print s+0}')

@@ -630,12 +630,6 @@ async fn a_wrong_password_is_an_auth_error() {
     lock.release(1).await.unwrap();
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn zookeeper_urls_are_refused_until_that_backend_exists() {
-    let err = Client::connect("zk://127.0.0.1:2181").await.unwrap_err();
-    assert_eq!(err.kind(), ErrorKind::Unsupported);
-}
-
 #[test]
 fn blocking_facade_works_and_refuses_runtime_threads() {
     let c = polylock::blocking::Client::connect(&url()).unwrap();
