@@ -395,7 +395,7 @@ impl Client {
             let field = owner::field(&self.inner.id, owner);
             let res = match (&self.inner.backend, node) {
                 (Backend::Redis(r), _) => r.drop_field(&name, &field, None).await,
-                (Backend::Zk(z), Some(node)) => z.release(&name, &node).await,
+                (Backend::Zk(z), Some(node)) => z.release(&name, &node, false).await,
                 (Backend::Zk(_), None) => Ok(true),
             };
             if let Err(e) = res {
@@ -649,10 +649,10 @@ impl Lock {
             };
             let node = h.node.clone().unwrap_or_default();
             if let Some(reason) = h.lost {
-                let _ = z.release(&self.name, &node).await;
+                let _ = z.release(&self.name, &node, false).await;
                 return Err(self.lost_error(reason));
             }
-            return match z.release(&self.name, &node).await {
+            return match z.release(&self.name, &node, h.releasing).await {
                 Ok(true) => {
                     h.mark_released();
                     Ok(Released::Freed)
@@ -662,6 +662,7 @@ impl Lock {
                     Err(self.lost_error(LostReason::Deleted))
                 }
                 Err(e) => {
+                    h.releasing = true; // the delete may have been applied
                     self.client.holds.lock().insert(key, h);
                     Err(e)
                 }
@@ -676,14 +677,24 @@ impl Lock {
                 h.count -= 1;
                 return Ok(Released::StillHeld(h.count));
             }
-            (h.node.clone().unwrap_or_default(), h.lost)
+            (h.node.clone().unwrap_or_default(), (h.lost, h.releasing))
         };
+        let (lost, tried) = lost;
         if let Some(reason) = lost {
             self.client.holds.lock().remove(&key);
-            let _ = z.release(&self.name, &node).await;
+            let _ = z.release(&self.name, &node, false).await;
             return Err(self.lost_error(reason));
         }
-        let existed = z.release(&self.name, &node).await?;
+        let existed = match z.release(&self.name, &node, tried).await {
+            Ok(existed) => existed,
+            Err(e) => {
+                // The delete may have reached the server: a later NoNode is then our own.
+                if let Some(h) = self.client.holds.lock().get_mut(&key) {
+                    h.releasing = true;
+                }
+                return Err(e);
+            }
+        };
         let mut map = self.client.holds.lock();
         let Some(mut h) = map.remove(&key) else {
             return Err(Error::not_owner(&self.name, owner));

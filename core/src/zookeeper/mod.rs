@@ -147,6 +147,8 @@ pub(crate) fn map_err(e: zk::Error, doing: &str) -> Error {
         }
         Z::ClientClosed => ErrorKind::InvalidState,
         Z::BadArguments(_) => ErrorKind::InvalidArgument,
+        // zookeeper-client reports socket errors as its custom error (see `maybe_applied`).
+        Z::Custom(_) => ErrorKind::Connection,
         _ => ErrorKind::Backend,
     };
     let hint = match kind {
@@ -155,6 +157,18 @@ pub(crate) fn map_err(e: zk::Error, doing: &str) -> Error {
         _ => "",
     };
     Error::new(kind, format!("ZooKeeper: could not {doing}: {e}{hint}"))
+}
+
+/// An error after which the request may or may not have been applied on the server.
+///
+/// zookeeper-client wraps socket errors (a reset when a server dies) in its custom error, behind
+/// an `Arc` that hides the `io::Error` from `source()`. Its other custom errors come from SASL,
+/// which polylock does not use, so a custom error is treated as a lost connection.
+fn maybe_applied(e: &zk::Error) -> bool {
+    matches!(
+        e,
+        zk::Error::ConnectionLoss | zk::Error::Timeout | zk::Error::Custom(_)
+    )
 }
 
 /// A successful ZooKeeper acquire.
@@ -270,8 +284,16 @@ impl ZkBackend {
                 format!("{PROTECTED_PREFIX}{uuid}{LOCK_MARKER}{seq}"),
                 stat.czxid as u64,
             ),
-            // Missing parents, a connection loss: the careful path (it finds a node of ours
-            // that the lost create may have made).
+            // A create lost with the connection may have made our node: find it by its uuid
+            // before making a second one (Curator's protected mode).
+            Err(e) if maybe_applied(&e) => match self.find_own(&client, path, &uuid).await? {
+                Some(found) => found,
+                None => {
+                    self.create_protected(&client, path, &uuid, LOCK_MARKER)
+                        .await?
+                }
+            },
+            // Missing parents and the like: the careful path creates them.
             Err(_) => {
                 self.create_protected(&client, path, &uuid, LOCK_MARKER)
                     .await?
@@ -402,14 +424,26 @@ impl ZkBackend {
     /// expiry looks like to the first handle (tests of the lost signal).
     pub(crate) async fn close_session_elsewhere(&self) -> Result<()> {
         let info = self.client().session().clone();
-        let other = zk::Client::connector()
-            .with_session(info)
-            .with_session_timeout(self.options.session_timeout)
-            .connect(&self.connector.cluster)
-            .await
-            .map_err(|e| map_err(e, "open a second handle on the session"))?;
-        drop(other);
-        Ok(())
+        let mut tries = 0;
+        loop {
+            let other = zk::Client::connector()
+                .with_session(info.clone())
+                .with_session_timeout(self.options.session_timeout)
+                .with_connection_timeout(self.options.connect_timeout)
+                .connect(&self.connector.cluster)
+                .await;
+            match other {
+                Ok(other) => {
+                    drop(other);
+                    return Ok(());
+                }
+                Err(e) if tries < 3 => {
+                    tries += 1;
+                    tracing::warn!("second handle on the session: {e}; retrying");
+                }
+                Err(e) => return Err(map_err(e, "open a second handle on the session")),
+            }
+        }
     }
 
     /// Curator's protected create: on a connection loss, look for our own node (by uuid) before
@@ -446,7 +480,7 @@ impl ZkBackend {
                         Err(e) => return Err(map_err(e, "create the lock's parents")),
                     }
                 }
-                Err(zk::Error::ConnectionLoss) if attempts <= 3 => {
+                Err(e) if attempts <= 3 && maybe_applied(&e) => {
                     if let Some(found) = self.find_own(client, path, uuid).await? {
                         return Ok(found);
                     }
@@ -482,11 +516,25 @@ impl ZkBackend {
     }
 
     /// Delete our holder node. `Ok(false)` if it was already gone.
-    pub(crate) async fn release(&self, path: &str, node: &str) -> Result<bool> {
-        match self.client().delete(&format!("{path}/{node}"), None).await {
-            Ok(()) => Ok(true),
-            Err(zk::Error::NoNode) => Ok(false),
-            Err(e) => Err(map_err(e, "delete the lock node")),
+    ///
+    /// `tried`: an earlier attempt may have deleted it without us hearing back. A delete
+    /// that times out with the connection is retried here, and a NoNode after such an attempt is
+    /// our own delete (the ZooKeeper form of Redis's unlock latch).
+    pub(crate) async fn release(&self, path: &str, node: &str, mut tried: bool) -> Result<bool> {
+        let full = format!("{path}/{node}");
+        let deadline = Instant::now() + self.options.command_timeout;
+        let mut delay = Duration::from_millis(50);
+        loop {
+            match self.client().delete(&full, None).await {
+                Ok(()) => return Ok(true),
+                Err(zk::Error::NoNode) => return Ok(tried),
+                Err(e) if Instant::now() < deadline && maybe_applied(&e) => {
+                    tried = true;
+                    tokio::time::sleep(delay).await;
+                    delay = (delay * 2).min(Duration::from_millis(500));
+                }
+                Err(e) => return Err(map_err(e, "delete the lock node")),
+            }
         }
     }
 
@@ -641,6 +689,21 @@ mod tests {
             let e = ZkUrl::parse(bad).unwrap_err();
             assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{bad}");
         }
+    }
+
+    #[test]
+    fn error_classification() {
+        assert!(maybe_applied(&zk::Error::ConnectionLoss));
+        assert!(!maybe_applied(&zk::Error::NoNode));
+        assert_eq!(
+            map_err(zk::Error::ConnectionLoss, "x").kind(),
+            ErrorKind::Connection
+        );
+        assert_eq!(map_err(zk::Error::NoAuth, "x").kind(), ErrorKind::Auth);
+        assert_eq!(
+            map_err(zk::Error::UnexpectedErrorCode(-999), "x").kind(),
+            ErrorKind::Backend
+        );
     }
 
     #[test]
