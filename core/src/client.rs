@@ -216,6 +216,8 @@ pub(crate) struct ClientInner {
     pub(crate) watchdog: Arc<WatchdogHandle>,
     pid: u32,
     closed: AtomicBool,
+    /// The connection is down but the session may still be alive (ZooKeeper).
+    suspended: AtomicBool,
 }
 
 impl ClientInner {
@@ -286,6 +288,7 @@ impl Client {
                 watchdog: Arc::new(WatchdogHandle::new()),
                 pid: std::process::id(),
                 closed: AtomicBool::new(false),
+                suspended: AtomicBool::new(false),
             });
             match &inner.backend {
                 Backend::Redis(_) => tokio::spawn(watchdog::run(Arc::downgrade(&inner))),
@@ -363,6 +366,13 @@ impl Client {
             Backend::Redis(r) => r.ping().await,
             Backend::Zk(z) => z.ping().await,
         }
+    }
+
+    /// True while the connection to ZooKeeper is down but the session may still be alive: locks
+    /// stay held (they are lost only if the session expires), but nothing can be acquired or
+    /// released until the connection comes back. Always false on Redis.
+    pub fn is_suspended(&self) -> bool {
+        self.inner.suspended.load(Ordering::Acquire)
     }
 
     /// True once [`close`](Client::close) was called.
@@ -1015,6 +1025,11 @@ async fn watch_session(client: std::sync::Weak<ClientInner>) {
         let mut states = z.client().state_watcher();
         let stop = inner.watchdog.stop.clone();
         drop(inner);
+        let set_suspended = |v: bool| {
+            if let Some(inner) = client.upgrade() {
+                inner.suspended.store(v, Ordering::Release);
+            }
+        };
         let expired = loop {
             let state = tokio::select! {
                 _ = stop.cancelled() => return,
@@ -1022,15 +1037,18 @@ async fn watch_session(client: std::sync::Weak<ClientInner>) {
             };
             match state {
                 S::Disconnected => {
+                    set_suspended(true);
                     tracing::warn!("polylock: ZooKeeper connection suspended; locks stay held while the session lives")
                 }
                 S::SyncConnected | S::ConnectedReadOnly => {
+                    set_suspended(false);
                     tracing::info!("polylock: ZooKeeper connection restored")
                 }
                 S::Expired | S::AuthFailed => break true,
                 S::Closed => break false,
             }
         };
+        set_suspended(false);
         let Some(inner) = client.upgrade() else {
             return;
         };

@@ -211,3 +211,82 @@ async fn locks_survive_a_leader_kill_and_never_overlap() {
     );
     assert_eq!(kept.release(1).await.unwrap(), Released::Freed);
 }
+
+/// One standalone server of the test's own, to pause without disturbing other tests.
+struct OwnZk {
+    dir: PathBuf,
+    port: u16,
+}
+
+impl OwnZk {
+    fn start() -> OwnZk {
+        let port = free_port();
+        let dir = std::env::temp_dir().join(format!("polylock-zk-{port}"));
+        let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../scripts/servers.sh");
+        let ok = Command::new("bash")
+            .arg(&script)
+            .args(["zk-server", dir.to_str().unwrap(), &port.to_string()])
+            .status()
+            .unwrap()
+            .success();
+        assert!(ok);
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while Ensemble::mode(port).is_none() {
+            assert!(Instant::now() < deadline, "own ZooKeeper did not start");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        OwnZk { dir, port }
+    }
+
+    fn signal(&self, sig: &str) {
+        let pid = std::fs::read_to_string(self.dir.join("zookeeper.pid")).unwrap();
+        assert!(Command::new("kill")
+            .args([sig, pid.trim()])
+            .status()
+            .unwrap()
+            .success());
+    }
+}
+
+impl Drop for OwnZk {
+    fn drop(&mut self) {
+        if let Ok(pid) = std::fs::read_to_string(self.dir.join("zookeeper.pid")) {
+            let _ = Command::new("kill").args(["-CONT", pid.trim()]).status();
+            let _ = Command::new("kill").args(["-9", pid.trim()]).status();
+        }
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_suspended_connection_is_reported_and_keeps_the_lock() {
+    let server = tokio::task::spawn_blocking(OwnZk::start).await.unwrap();
+    let url = format!("zk://127.0.0.1:{}?session_timeout_ms=20000", server.port);
+    let c = Client::connect(&url).await.unwrap();
+    let lock = c.lock("/suspend/me").unwrap();
+    let held = lock.acquire(1, AcquireOptions::forever()).await.unwrap();
+    assert!(!c.is_suspended());
+    // Pause the server well within the session timeout: the client loses its connection.
+    server.signal("-STOP");
+    let deadline = Instant::now() + Duration::from_secs(15);
+    while !c.is_suspended() {
+        assert!(
+            Instant::now() < deadline,
+            "the lost connection was never reported"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(!held.lost.is_lost(), "suspended is not lost");
+    server.signal("-CONT");
+    let deadline = Instant::now() + Duration::from_secs(15);
+    while c.is_suspended() {
+        assert!(Instant::now() < deadline, "the connection never came back");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(
+        !held.lost.is_lost(),
+        "the session survived, so did the lock"
+    );
+    assert_eq!(lock.hold_count(1).await.unwrap(), 1);
+    assert_eq!(lock.release(1).await.unwrap(), Released::Freed);
+}
