@@ -27,6 +27,9 @@ install() {
   command -v redis-server >/dev/null 2>&1 || missing+=(redis-server)
   command -v redis-cli >/dev/null 2>&1 || missing+=(redis-tools)
   [ -x "$zk_home/bin/zkServer.sh" ] || missing+=(zookeeper)
+  # Build tools of the C binding's tests and examples.
+  [ -f /usr/include/hiredis/hiredis.h ] || missing+=(libhiredis-dev)
+  command -v cc >/dev/null 2>&1 || missing+=(gcc)
   if [ ${#missing[@]} -gt 0 ]; then
     log "installing ${missing[*]}"
     export DEBIAN_FRONTEND=noninteractive

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Every test of polylock, against real servers this script installs and starts on 127.0.0.1.
-# Debug builds, one shared cargo target directory. Ends with one line: "N passed, N failed".
+# Every test of polylock, against real servers this script installs and starts on 127.0.0.1:
+# the Rust suites (cargo test, debug builds, one shared target directory) and the C suite under
+# AddressSanitizer. Ends with one line: "N passed, N failed".
 set -uo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
@@ -11,11 +12,13 @@ eval "$(bash scripts/servers.sh env)"
 log=$(mktemp)
 status=0
 cargo test --workspace --no-fail-fast --color never 2>&1 | tee "$log" || status=$?
+echo "== C suite (bindings-c, ASan + UBSan)"
+bash bindings-c/run-tests.sh 2>&1 | tee -a "$log" || status=1
 
-passed=$(grep -Eo '^test result: .* ([0-9]+) passed' "$log" | grep -Eo '[0-9]+ passed' | awk '{s+=$1} END {print s+0}')
-failed=$(grep -Eo '[0-9]+ failed' "$log" | awk '{s+=$1} END {print s+0}')
+passed=$(grep -Eo '(^test result: .* |^)[0-9]+ passed' "$log" | grep -Eo '[0-9]+ passed' | awk '{s+=$1} END {print s+0}')
+failed=$(grep -Eo '(; |^)[0-9]+ failed' "$log" | grep -Eo '[0-9]+ failed' | awk '{s+=$1} END {print s+0}')
 rm -f "$log"
-if [ "$status" -ne 0 ] && [ "$failed" -eq 0 ]; then failed=1; fi # a build failure counts
+if [ "$status" -ne 0 ] && [ "$failed" -eq 0 ]; then failed=1; fi # a build or script failure counts
 echo
 echo "${passed} passed, ${failed} failed"
 [ "$passed" -gt 0 ] || exit 1

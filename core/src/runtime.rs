@@ -82,6 +82,16 @@ where
     F: Future + Send + 'static,
     F::Output: Send + 'static,
 {
+    refuse_on_worker()?;
+    if tokio::runtime::Handle::try_current().is_err() {
+        // The common case (a C, Python or Java thread): drive the future on this thread. The
+        // runtime's threads still run the connections, but a reply wakes this thread directly,
+        // instead of waking a worker that then wakes this thread.
+        let h = handle();
+        return std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| h.block_on(fut)))
+            .map_err(|_| panicked());
+    }
+    // Inside another runtime, Handle::block_on would panic: hand the future over instead.
     spawn(fut)?.wait()
 }
 

@@ -1,0 +1,388 @@
+/* The C behaviour suite of polylock, against real Redis and ZooKeeper servers.
+ * Built with -fsanitize=address,undefined by bindings-c/run-tests.sh; ends with "N passed, N failed". */
+#define _POSIX_C_SOURCE 200809L
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "polylock.h"
+
+static int passed, failed, current_failed;
+static const char *current;
+
+#define CHECK(cond)                                                                        \
+    do {                                                                                   \
+        if (!(cond)) {                                                                     \
+            char detail_[512];                                                             \
+            polylock_last_error_message(detail_, sizeof detail_);                          \
+            fprintf(stderr, "  FAIL %s:%d in %s: %s (last error: %s)\n", __FILE__, __LINE__, \
+                    current, #cond, detail_);                                              \
+            current_failed = 1;                                                            \
+        }                                                                                  \
+    } while (0)
+
+#define RUN(test)                                      \
+    do {                                               \
+        current = #test;                               \
+        current_failed = 0;                            \
+        test();                                        \
+        if (current_failed) {                          \
+            failed++;                                  \
+            printf("test %s ... FAILED\n", #test);     \
+        } else {                                       \
+            passed++;                                  \
+            printf("test %s ... ok\n", #test);         \
+        }                                              \
+    } while (0)
+
+static const char *redis_url(void) {
+    const char *u = getenv("POLYLOCK_REDIS_URL");
+    return u ? u : "redis://127.0.0.1:6379";
+}
+
+static const char *zk_url(void) {
+    const char *u = getenv("POLYLOCK_ZK_URL");
+    return u ? u : "zk://127.0.0.1:2181";
+}
+
+static void unique(char *buf, size_t len, const char *prefix) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    snprintf(buf, len, "%s-%ld-%ld-%d", prefix, (long)ts.tv_sec, ts.tv_nsec, rand());
+}
+
+static void sleep_ms(long ms) {
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+static polylock_client *connect_redis(void) {
+    polylock_client *c = NULL;
+    polylock_result r = polylock_client_connect(redis_url(), &c);
+    CHECK(r == POLYLOCK_OK && c != NULL);
+    return c;
+}
+
+static void test_version_matches_header_and_cargo(void) {
+    CHECK(strcmp(polylock_version(), POLYLOCK_VERSION) == 0);
+    CHECK(strcmp(POLYLOCK_VERSION, CARGO_VERSION) == 0);
+    char v[32];
+    snprintf(v, sizeof v, "%d.%d.%d", POLYLOCK_VERSION_MAJOR, POLYLOCK_VERSION_MINOR, POLYLOCK_VERSION_PATCH);
+    CHECK(strcmp(v, CARGO_VERSION) == 0);
+}
+
+static void test_result_messages(void) {
+    char buf[128];
+    for (polylock_result r = POLYLOCK_OK; r <= POLYLOCK_UNSUPPORTED; r++) {
+        size_t n = polylock_result_message(r, buf, sizeof buf);
+        CHECK(n > 0 && strlen(buf) == n);
+    }
+    CHECK(polylock_result_message(9999, buf, sizeof buf) > 0);
+    size_t full = polylock_result_message(POLYLOCK_TIMEOUT, NULL, 0);
+    CHECK(full > 8);
+    char small[5];
+    CHECK(polylock_result_message(POLYLOCK_TIMEOUT, small, sizeof small) == full);
+    CHECK(strlen(small) == 4);
+}
+
+static void test_every_null_argument(void) {
+    polylock_client *c = NULL;
+    polylock_lock *l = NULL;
+    uint32_t n;
+    bool b;
+    uint64_t t;
+    int64_t ms;
+    CHECK(polylock_client_connect(NULL, &c) == POLYLOCK_NULL_PARAMETER);
+    CHECK(polylock_client_connect(redis_url(), NULL) == POLYLOCK_NULL_PARAMETER);
+    CHECK(polylock_client_connect_with(NULL, NULL, &c) == POLYLOCK_NULL_PARAMETER);
+    CHECK(polylock_client_close(NULL) == POLYLOCK_NULL_PARAMETER);
+    CHECK(polylock_lock_new(NULL, "x", &l) == POLYLOCK_NULL_PARAMETER);
+    CHECK(polylock_mutex_new(NULL, "/x", &l) == POLYLOCK_NULL_PARAMETER);
+    c = connect_redis();
+    CHECK(polylock_lock_new(c, NULL, &l) == POLYLOCK_NULL_PARAMETER);
+    CHECK(polylock_lock_new(c, "x", NULL) == POLYLOCK_NULL_PARAMETER);
+    CHECK(polylock_lock_acquire(NULL, 1, 0, -1) == POLYLOCK_NULL_PARAMETER);
+    CHECK(polylock_lock_release(NULL, 1) == POLYLOCK_NULL_PARAMETER);
+    CHECK(polylock_lock_hold_count(NULL, 1, &n) == POLYLOCK_NULL_PARAMETER);
+    CHECK(polylock_lock_is_locked(NULL, &b) == POLYLOCK_NULL_PARAMETER);
+    CHECK(polylock_lock_fencing_token(NULL, 1, &t) == POLYLOCK_NULL_PARAMETER);
+    CHECK(polylock_lock_remaining_lease_ms(NULL, &ms) == POLYLOCK_NULL_PARAMETER);
+    CHECK(polylock_lock_force_unlock(NULL) == POLYLOCK_NULL_PARAMETER);
+    CHECK(polylock_lock_on_lost(NULL, NULL, NULL) == POLYLOCK_NULL_PARAMETER);
+    CHECK(polylock_lock_new(c, "null-out", &l) == POLYLOCK_OK);
+    CHECK(polylock_lock_hold_count(l, 1, NULL) == POLYLOCK_NULL_PARAMETER);
+    CHECK(polylock_lock_is_locked(l, NULL) == POLYLOCK_NULL_PARAMETER);
+    CHECK(polylock_lock_fencing_token(l, 1, NULL) == POLYLOCK_NULL_PARAMETER);
+    CHECK(polylock_lock_remaining_lease_ms(l, NULL) == POLYLOCK_NULL_PARAMETER);
+    CHECK(polylock_lock_on_lost(l, NULL, NULL) == POLYLOCK_NULL_PARAMETER);
+    char buf[64];
+    CHECK(polylock_last_error_message(buf, sizeof buf) > 0);
+    polylock_lock_free(l);
+    polylock_client_free(c);
+    polylock_client_free(NULL);
+    polylock_lock_free(NULL);
+}
+
+static void test_bad_input(void) {
+    polylock_client *c = connect_redis();
+    polylock_lock *l = NULL;
+    CHECK(polylock_lock_new(c, "", &l) == POLYLOCK_INVALID_ARGUMENT && l == NULL);
+    CHECK(polylock_lock_new(c, "\xff\xfe", &l) == POLYLOCK_INVALID_ARGUMENT);
+    char *big = malloc(65538);
+    memset(big, 'x', 65537);
+    big[65537] = 0;
+    CHECK(polylock_lock_new(c, big, &l) == POLYLOCK_INVALID_ARGUMENT);
+    big[65536] = 0;
+    CHECK(polylock_lock_new(c, big, &l) == POLYLOCK_OK);
+    polylock_lock_free(l);
+    free(big);
+    char name[64];
+    unique(name, sizeof name, "c-bad");
+    CHECK(polylock_lock_new(c, name, &l) == POLYLOCK_OK);
+    CHECK(polylock_lock_acquire(l, 1, -2, -1) == POLYLOCK_INVALID_ARGUMENT);
+    CHECK(polylock_lock_acquire(l, 1, 0, 0) == POLYLOCK_INVALID_ARGUMENT);
+    CHECK(polylock_lock_acquire(l, 1, 0, -5) == POLYLOCK_INVALID_ARGUMENT);
+    CHECK(polylock_lock_acquire(l, 1, INT64_MAX, -1) == POLYLOCK_INVALID_ARGUMENT);
+    char detail[256];
+    polylock_last_error_message(detail, sizeof detail);
+    CHECK(strlen(detail) > 0);
+    bool locked = true;
+    CHECK(polylock_lock_is_locked(l, &locked) == POLYLOCK_OK && !locked);
+    CHECK(polylock_last_error_message(detail, sizeof detail) == 0);
+    polylock_lock_free(l);
+    polylock_client *bad = NULL;
+    CHECK(polylock_client_connect("http://127.0.0.1:6379", &bad) == POLYLOCK_INVALID_ARGUMENT && bad == NULL);
+    CHECK(polylock_client_connect("\xff", &bad) == POLYLOCK_INVALID_ARGUMENT);
+    CHECK(polylock_client_connect("redis://127.0.0.1:1", &bad) == POLYLOCK_CONNECTION);
+    polylock_options o = {.watchdog_timeout_ms = 5};
+    CHECK(polylock_client_connect_with(redis_url(), &o, &bad) == POLYLOCK_INVALID_ARGUMENT);
+    polylock_client_free(c);
+}
+
+static void test_reentrancy_ownership_and_tokens(void) {
+    polylock_client *c = connect_redis();
+    polylock_lock *l = NULL;
+    char name[64];
+    unique(name, sizeof name, "c-reentry");
+    CHECK(polylock_lock_new(c, name, &l) == POLYLOCK_OK);
+    uint64_t me = polylock_owner_current_thread(), other = me + 1000000;
+    CHECK(polylock_owner_current_thread() == me);
+    CHECK(polylock_lock_acquire(l, me, POLYLOCK_WAIT_FOREVER, POLYLOCK_WATCHDOG) == POLYLOCK_OK);
+    uint64_t t1 = 0, t2 = 0;
+    CHECK(polylock_lock_fencing_token(l, me, &t1) == POLYLOCK_OK && t1 > 0);
+    CHECK(polylock_lock_acquire(l, me, POLYLOCK_NO_WAIT, POLYLOCK_WATCHDOG) == POLYLOCK_OK);
+    uint32_t n = 0;
+    CHECK(polylock_lock_hold_count(l, me, &n) == POLYLOCK_OK && n == 2);
+    CHECK(polylock_lock_acquire(l, other, POLYLOCK_NO_WAIT, POLYLOCK_WATCHDOG) == POLYLOCK_TIMEOUT);
+    CHECK(polylock_lock_acquire(l, other, 150, POLYLOCK_WATCHDOG) == POLYLOCK_TIMEOUT);
+    CHECK(polylock_lock_release(l, other) == POLYLOCK_NOT_OWNER);
+    CHECK(polylock_lock_fencing_token(l, other, &t2) == POLYLOCK_NOT_OWNER);
+    int64_t ttl = 0;
+    CHECK(polylock_lock_remaining_lease_ms(l, &ttl) == POLYLOCK_OK && ttl > 20000);
+    CHECK(polylock_lock_release(l, me) == POLYLOCK_OK);
+    bool locked = false;
+    CHECK(polylock_lock_is_locked(l, &locked) == POLYLOCK_OK && locked);
+    CHECK(polylock_lock_release(l, me) == POLYLOCK_OK);
+    CHECK(polylock_lock_is_locked(l, &locked) == POLYLOCK_OK && !locked);
+    CHECK(polylock_lock_release(l, me) == POLYLOCK_NOT_OWNER);
+    CHECK(polylock_lock_acquire(l, other, POLYLOCK_NO_WAIT, 5000) == POLYLOCK_OK);
+    CHECK(polylock_lock_fencing_token(l, other, &t2) == POLYLOCK_OK && t2 > t1);
+    CHECK(polylock_lock_remaining_lease_ms(l, &ttl) == POLYLOCK_OK && ttl > 0 && ttl <= 5000);
+    CHECK(polylock_lock_release(l, other) == POLYLOCK_OK);
+    polylock_lock_free(l);
+    polylock_client_free(c);
+}
+
+struct cross { polylock_lock *lock; polylock_result result; uint64_t owner; };
+
+static void *release_from_other_thread(void *arg) {
+    struct cross *x = arg;
+    x->owner = polylock_owner_current_thread();
+    x->result = polylock_lock_release(x->lock, x->owner);
+    return NULL;
+}
+
+static void test_another_thread_cannot_release(void) {
+    polylock_client *c = connect_redis();
+    polylock_lock *l = NULL;
+    char name[64];
+    unique(name, sizeof name, "c-thread");
+    CHECK(polylock_lock_new(c, name, &l) == POLYLOCK_OK);
+    uint64_t me = polylock_owner_current_thread();
+    CHECK(polylock_lock_acquire(l, me, 0, -1) == POLYLOCK_OK);
+    struct cross x = {l, 0, 0};
+    pthread_t t;
+    pthread_create(&t, NULL, release_from_other_thread, &x);
+    pthread_join(t, NULL);
+    CHECK(x.owner != me);
+    CHECK(x.result == POLYLOCK_NOT_OWNER);
+    CHECK(polylock_lock_release(l, me) == POLYLOCK_OK);
+    polylock_lock_free(l);
+    polylock_client_free(c);
+}
+
+static void test_a_lock_keeps_its_freed_client_alive(void) {
+    polylock_client *c = connect_redis();
+    polylock_lock *l = NULL;
+    char name[64];
+    unique(name, sizeof name, "c-refcount");
+    CHECK(polylock_lock_new(c, name, &l) == POLYLOCK_OK);
+    polylock_client_free(c); /* the caller's bug, documented: the lock keeps the client alive */
+    CHECK(polylock_lock_acquire(l, 1, 0, -1) == POLYLOCK_OK);
+    uint32_t n = 0;
+    CHECK(polylock_lock_hold_count(l, 1, &n) == POLYLOCK_OK && n == 1);
+    CHECK(polylock_lock_release(l, 1) == POLYLOCK_OK);
+    polylock_lock_free(l);
+}
+
+static void test_use_after_close(void) {
+    polylock_client *c = connect_redis();
+    polylock_lock *l = NULL;
+    char name[64];
+    unique(name, sizeof name, "c-close");
+    CHECK(polylock_lock_new(c, name, &l) == POLYLOCK_OK);
+    CHECK(polylock_lock_acquire(l, 1, 0, -1) == POLYLOCK_OK);
+    CHECK(polylock_client_close(c) == POLYLOCK_OK);
+    CHECK(polylock_client_close(c) == POLYLOCK_OK);
+    CHECK(polylock_lock_acquire(l, 1, 0, -1) == POLYLOCK_INVALID_STATE);
+    polylock_lock *l2 = NULL;
+    CHECK(polylock_lock_new(c, "other", &l2) == POLYLOCK_INVALID_STATE);
+    /* close released the hold: another client sees the lock free */
+    polylock_client *c2 = connect_redis();
+    polylock_lock *l3 = NULL;
+    CHECK(polylock_lock_new(c2, name, &l3) == POLYLOCK_OK);
+    bool locked = true;
+    CHECK(polylock_lock_is_locked(l3, &locked) == POLYLOCK_OK && !locked);
+    polylock_lock_free(l3);
+    polylock_client_free(c2);
+    polylock_lock_free(l);
+    polylock_client_free(c);
+}
+
+struct lost_seen {
+    pthread_mutex_t mu;
+    int calls;
+    uint64_t owner;
+    char name[128];
+    polylock_result blocking_inside;
+    polylock_lock *lock;
+};
+
+static void on_lost(void *userdata, const char *name, uint64_t owner) {
+    struct lost_seen *s = userdata;
+    /* A blocking call from the callback's thread must be refused, not deadlock. */
+    polylock_result r = polylock_lock_release(s->lock, owner);
+    pthread_mutex_lock(&s->mu);
+    s->calls++;
+    s->owner = owner;
+    snprintf(s->name, sizeof s->name, "%s", name);
+    s->blocking_inside = r;
+    pthread_mutex_unlock(&s->mu);
+}
+
+static void test_lost_callback_fires(void) {
+    polylock_options o = {.watchdog_timeout_ms = 600};
+    polylock_client *c = NULL;
+    CHECK(polylock_client_connect_with(redis_url(), &o, &c) == POLYLOCK_OK);
+    polylock_lock *l = NULL;
+    char name[64];
+    unique(name, sizeof name, "c-lost");
+    CHECK(polylock_lock_new(c, name, &l) == POLYLOCK_OK);
+    struct lost_seen seen = {.mu = PTHREAD_MUTEX_INITIALIZER, .lock = l};
+    CHECK(polylock_lock_on_lost(l, on_lost, &seen) == POLYLOCK_OK);
+    CHECK(polylock_lock_acquire(l, 42, 0, -1) == POLYLOCK_OK);
+    polylock_client *c2 = connect_redis();
+    polylock_lock *l2 = NULL;
+    CHECK(polylock_lock_new(c2, name, &l2) == POLYLOCK_OK);
+    CHECK(polylock_lock_force_unlock(l2) == POLYLOCK_OK);
+    int calls = 0;
+    for (int i = 0; i < 300 && calls == 0; i++) {
+        sleep_ms(10);
+        pthread_mutex_lock(&seen.mu);
+        calls = seen.calls;
+        pthread_mutex_unlock(&seen.mu);
+    }
+    pthread_mutex_lock(&seen.mu);
+    CHECK(seen.calls == 1);
+    CHECK(seen.owner == 42);
+    CHECK(strcmp(seen.name, name) == 0);
+    CHECK(seen.blocking_inside == POLYLOCK_INVALID_STATE);
+    pthread_mutex_unlock(&seen.mu);
+    CHECK(polylock_lock_release(l, 42) == POLYLOCK_LOCK_LOST);
+    CHECK(polylock_lock_release(l, 42) == POLYLOCK_NOT_OWNER);
+    polylock_lock_free(l2);
+    polylock_client_free(c2);
+    polylock_lock_free(l);
+    polylock_client_free(c);
+}
+
+static void test_a_thousand_lock_free_cycles(void) {
+    polylock_client *c = connect_redis();
+    char name[64];
+    unique(name, sizeof name, "c-cycles");
+    for (int i = 0; i < 1000; i++) {
+        polylock_lock *l = NULL;
+        if (polylock_lock_new(c, name, &l) != POLYLOCK_OK) {
+            CHECK(0);
+            break;
+        }
+        if (i % 10 == 0) {
+            CHECK(polylock_lock_acquire(l, 7, 0, -1) == POLYLOCK_OK);
+            CHECK(polylock_lock_release(l, 7) == POLYLOCK_OK);
+        }
+        polylock_lock_free(l);
+    }
+    polylock_client_free(c);
+}
+
+static void test_zookeeper(void) {
+    polylock_client *z = NULL;
+    CHECK(polylock_client_connect(zk_url(), &z) == POLYLOCK_OK);
+    if (!z) return;
+    polylock_lock *l = NULL;
+    CHECK(polylock_lock_new(z, "relative", &l) == POLYLOCK_INVALID_ARGUMENT);
+    char path[96], name[64];
+    unique(name, sizeof name, "c");
+    snprintf(path, sizeof path, "/polylock-c-test/%s", name);
+    CHECK(polylock_lock_new(z, path, &l) == POLYLOCK_OK);
+    CHECK(polylock_lock_acquire(l, 1, 0, 1000) == POLYLOCK_UNSUPPORTED);
+    CHECK(polylock_lock_acquire(l, 1, 0, -1) == POLYLOCK_OK);
+    CHECK(polylock_lock_acquire(l, 1, 0, -1) == POLYLOCK_OK);
+    CHECK(polylock_lock_acquire(l, 2, 100, -1) == POLYLOCK_TIMEOUT);
+    uint32_t n = 0;
+    CHECK(polylock_lock_hold_count(l, 1, &n) == POLYLOCK_OK && n == 2);
+    CHECK(polylock_lock_release(l, 1) == POLYLOCK_OK);
+    CHECK(polylock_lock_release(l, 1) == POLYLOCK_OK);
+    bool locked = true;
+    CHECK(polylock_lock_is_locked(l, &locked) == POLYLOCK_OK && !locked);
+    polylock_lock_free(l);
+    polylock_lock *m = NULL;
+    CHECK(polylock_mutex_new(z, path, &m) == POLYLOCK_OK);
+    CHECK(polylock_lock_acquire(m, 1, 0, -1) == POLYLOCK_OK);
+    CHECK(polylock_lock_acquire(m, 1, 0, -1) == POLYLOCK_TIMEOUT); /* not reentrant */
+    CHECK(polylock_lock_release(m, 2) == POLYLOCK_OK);              /* any owner of the client */
+    polylock_lock_free(m);
+    polylock_client_free(z);
+    polylock_client *r = connect_redis();
+    CHECK(polylock_mutex_new(r, "x", &m) == POLYLOCK_UNSUPPORTED);
+    polylock_client_free(r);
+}
+
+int main(void) {
+    srand((unsigned)time(NULL));
+    RUN(test_version_matches_header_and_cargo);
+    RUN(test_result_messages);
+    RUN(test_every_null_argument);
+    RUN(test_bad_input);
+    RUN(test_reentrancy_ownership_and_tokens);
+    RUN(test_another_thread_cannot_release);
+    RUN(test_a_lock_keeps_its_freed_client_alive);
+    RUN(test_use_after_close);
+    RUN(test_lost_callback_fires);
+    RUN(test_a_thousand_lock_free_cycles);
+    RUN(test_zookeeper);
+    printf("\n%d passed, %d failed\n", passed, failed);
+    return failed ? 1 : 0;
+}

@@ -1,0 +1,117 @@
+/* A seckill (flash sale) buyer in C, the same buyer as examples/rust/seckill.rs: the stock lives in
+ * Redis (read and written with hiredis), one polylock lock keeps two buyers from selling one item
+ * twice. Prints one JSON line: purchases and lock-wait p50/p99.
+ *
+ *   seckill_buyer [--url redis://127.0.0.1:6379] [--lock-url URL] [--name goods] [--max N] [--delay-ms D]
+ */
+#define _POSIX_C_SOURCE 200809L
+#include <hiredis/hiredis.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "polylock.h"
+
+static double now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+static int cmp(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static long long get_int(redisContext *r, const char *key, long long dflt) {
+    redisReply *rep = redisCommand(r, "GET %s", key);
+    long long v = dflt;
+    if (rep && rep->type == REDIS_REPLY_STRING) v = atoll(rep->str);
+    freeReplyObject(rep);
+    return v;
+}
+
+static int set_int(redisContext *r, const char *key, long long v) {
+    redisReply *rep = redisCommand(r, "SET %s %lld", key, v);
+    int ok = rep && rep->type == REDIS_REPLY_STATUS;
+    freeReplyObject(rep);
+    return ok;
+}
+
+int main(int argc, char **argv) {
+    const char *url = "redis://127.0.0.1:6379", *lock_url = NULL, *name = "goods";
+    long max = -1, delay_ms = 1;
+    for (int i = 1; i + 1 < argc; i += 2) {
+        if (!strcmp(argv[i], "--url")) url = argv[i + 1];
+        else if (!strcmp(argv[i], "--lock-url")) lock_url = argv[i + 1];
+        else if (!strcmp(argv[i], "--name")) name = argv[i + 1];
+        else if (!strcmp(argv[i], "--max")) max = atol(argv[i + 1]);
+        else if (!strcmp(argv[i], "--delay-ms")) delay_ms = atol(argv[i + 1]);
+        else { fprintf(stderr, "unknown option %s\n", argv[i]); return 64; }
+    }
+    if (!lock_url) lock_url = url;
+    char host[256] = "127.0.0.1";
+    int port = 6379;
+    if (sscanf(url, "redis://%255[^:]:%d", host, &port) < 1) { fprintf(stderr, "bad --url\n"); return 64; }
+    redisContext *r = redisConnect(host, port);
+    if (!r || r->err) { fprintf(stderr, "redis: %s\n", r ? r->errstr : "no memory"); return 69; }
+
+    char stock_key[256], sold_key[256], token_key[256], lock_name[256], detail[512];
+    snprintf(stock_key, sizeof stock_key, "seckill:%s:stock", name);
+    snprintf(sold_key, sizeof sold_key, "seckill:%s:sold", name);
+    snprintf(token_key, sizeof token_key, "seckill:%s:last-token", name);
+    if (!strncmp(lock_url, "zk://", 5)) snprintf(lock_name, sizeof lock_name, "/seckill/%s", name);
+    else snprintf(lock_name, sizeof lock_name, "seckill:%s", name);
+
+    polylock_client *client = NULL;
+    polylock_lock *lock = NULL;
+    if (polylock_client_connect(lock_url, &client) != POLYLOCK_OK ||
+        polylock_lock_new(client, lock_name, &lock) != POLYLOCK_OK) {
+        polylock_last_error_message(detail, sizeof detail);
+        fprintf(stderr, "polylock: %s\n", detail);
+        return 69;
+    }
+    uint64_t me = polylock_owner_current_thread();
+    size_t cap = 1024, n = 0;
+    double *waits = malloc(cap * sizeof *waits);
+    long bought = 0;
+    int status = 0;
+    while (max < 0 || bought < max) {
+        double asked = now_ms();
+        polylock_result res = polylock_lock_acquire(lock, me, POLYLOCK_WAIT_FOREVER, POLYLOCK_WATCHDOG);
+        if (res != POLYLOCK_OK) { status = 1; break; }
+        if (n == cap) waits = realloc(waits, (cap *= 2) * sizeof *waits);
+        waits[n++] = now_ms() - asked;
+        long long stock = get_int(r, stock_key, 0);
+        if (stock <= 0) { polylock_lock_release(lock, me); break; }
+        uint64_t token = 0;
+        polylock_lock_fencing_token(lock, me, &token);
+        if ((long long)token <= get_int(r, token_key, 0)) {
+            fprintf(stderr, "fencing token %llu is not above the last one: sections out of order\n",
+                    (unsigned long long)token);
+            status = 1;
+            polylock_lock_release(lock, me);
+            break;
+        }
+        struct timespec d = {delay_ms / 1000, (delay_ms % 1000) * 1000000L};
+        nanosleep(&d, NULL);
+        long long sold = get_int(r, sold_key, 0);
+        if (!set_int(r, stock_key, stock - 1) || !set_int(r, sold_key, sold + 1) ||
+            !set_int(r, token_key, (long long)token)) { status = 1; }
+        if (polylock_lock_release(lock, me) != POLYLOCK_OK || status) { status = 1; break; }
+        bought++;
+    }
+    if (status) {
+        polylock_last_error_message(detail, sizeof detail);
+        fprintf(stderr, "buyer failed: %s\n", detail);
+    }
+    qsort(waits, n, sizeof *waits, cmp);
+    double p50 = n ? waits[(size_t)((n - 1) * 0.5)] : 0, p99 = n ? waits[(size_t)((n - 1) * 0.99)] : 0;
+    printf("{\"purchases\":%ld,\"wait_p50_ms\":%.3f,\"wait_p99_ms\":%.3f}\n", bought, p50, p99);
+    free(waits);
+    polylock_lock_free(lock);
+    polylock_client_free(client);
+    redisFree(r);
+    return status;
+}
