@@ -88,7 +88,7 @@ where
         // runtime's threads still run the connections, but a reply wakes this thread directly,
         // instead of waking a worker that then wakes this thread.
         let h = handle();
-        return std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| h.block_on(fut)))
+        return std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| spin_block_on(&h, fut)))
             .map_err(|_| panicked());
     }
     // Inside another runtime, Handle::block_on would panic: hand the future over instead.
@@ -145,4 +145,62 @@ fn panicked() -> Error {
         ErrorKind::Internal,
         "a polylock task panicked; this is a bug, please report it",
     )
+}
+
+/// How long a blocked caller polls for its wake-up before it parks.
+const SPIN: Duration = Duration::from_micros(150);
+
+/// Blocked callers currently polling (see `spin_block_on`).
+static SPINNERS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+fn max_spinners() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| (n.get() / 2).max(1))
+}
+
+struct FlagWaker {
+    woken: std::sync::atomic::AtomicBool,
+    thread: std::thread::Thread,
+}
+
+impl std::task::Wake for FlagWaker {
+    fn wake(self: std::sync::Arc<Self>) {
+        self.wake_by_ref();
+    }
+
+    fn wake_by_ref(self: &std::sync::Arc<Self>) {
+        self.woken.store(true, std::sync::atomic::Ordering::Release);
+        self.thread.unpark();
+    }
+}
+
+/// Poll `fut` on this thread inside the runtime's context. While it waits, yield the CPU for a
+/// short while before parking: a lock round trip is tens of microseconds, about what waking a
+/// parked thread costs on a busy machine.
+fn spin_block_on<F: Future>(h: &Handle, fut: F) -> F::Output {
+    use std::sync::atomic::Ordering;
+    let _ctx = h.enter();
+    let waker = std::sync::Arc::new(FlagWaker {
+        woken: false.into(),
+        thread: std::thread::current(),
+    });
+    let w = std::task::Waker::from(waker.clone());
+    let mut cx = std::task::Context::from_waker(&w);
+    let mut fut = std::pin::pin!(fut);
+    loop {
+        if let std::task::Poll::Ready(v) = fut.as_mut().poll(&mut cx) {
+            return v;
+        }
+        // Spin only while few threads do: with many blocked callers it would eat the CPU the
+        // server and the runtime need.
+        let spinning = SPINNERS.fetch_add(1, Ordering::AcqRel) < max_spinners();
+        let spin_until = std::time::Instant::now() + if spinning { SPIN } else { Duration::ZERO };
+        while !waker.woken.swap(false, Ordering::Acquire) {
+            if std::time::Instant::now() < spin_until {
+                std::thread::yield_now();
+            } else {
+                std::thread::park();
+            }
+        }
+        SPINNERS.fetch_sub(1, Ordering::AcqRel);
+    }
 }
