@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Every test of polylock, against real servers this script installs and starts on 127.0.0.1:
-# the Rust suites (cargo test, debug builds, one shared target directory) and the C suite under
-# AddressSanitizer. Ends with one line: "N passed, N failed".
+# the Rust suites (cargo test, debug builds, one shared target directory), the C suite under
+# AddressSanitizer and the Python suite (pytest). Ends with one line: "N passed, N failed".
 set -uo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
@@ -14,6 +14,8 @@ status=0
 cargo test --workspace --no-fail-fast --color never 2>&1 | tee "$log" || status=$?
 echo "== C suite (bindings-c, ASan + UBSan)"
 bash bindings-c/run-tests.sh 2>&1 | tee -a "$log" || status=1
+echo "== Python suite (pip install ./bindings-python, pytest, mypy --strict on the examples)"
+bash bindings-python/run-tests.sh 2>&1 | tee -a "$log" || status=1
 
 passed=$(grep -Eo '(^test result: .* |^)[0-9]+ passed' "$log" | grep -Eo '[0-9]+ passed' | awk '{s+=$1} END {print s+0}')
 failed=$(grep -Eo '(; |^)[0-9]+ failed' "$log" | grep -Eo '[0-9]+ failed' | awk '{s+=$1} END {print s+0}')

@@ -1,0 +1,111 @@
+"""polylock beside redis-py's own Lock, in one run, with Redis PING (through redis-py) as the limit.
+
+    pip install ./bindings-python redis      # a release build
+    python3 bindings-python/bench.py [--url redis://127.0.0.1:6379] [--seconds 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import threading
+import time
+import uuid
+
+import redis
+
+import polylock
+
+
+def pairs(acquire_release, n: int) -> tuple[float, float]:
+    for _ in range(200):
+        acquire_release()
+    times = []
+    started = time.perf_counter()
+    for _ in range(n):
+        t = time.perf_counter()
+        acquire_release()
+        times.append(time.perf_counter() - t)
+    rate = n / (time.perf_counter() - started)
+    return statistics.median(times) * 1e6, rate
+
+
+def threaded(make, threads: int, seconds: float) -> float:
+    stop = threading.Event()
+    counts = [0] * threads
+
+    def run(i: int) -> None:
+        one = make(i)
+        while not stop.is_set():
+            one()
+            counts[i] += 1
+
+    ts = [threading.Thread(target=run, args=(i,)) for i in range(threads)]
+    for t in ts:
+        t.start()
+    time.sleep(seconds)
+    stop.set()
+    for t in ts:
+        t.join()
+    return sum(counts) / seconds
+
+
+def main() -> None:
+    p = argparse.ArgumentParser()
+    p.add_argument("--url", default="redis://127.0.0.1:6379")
+    p.add_argument("--seconds", type=float, default=3.0)
+    p.add_argument("-n", type=int, default=3000)
+    a = p.parse_args()
+    r = redis.Redis.from_url(a.url)
+    client = polylock.connect(a.url)
+    run_id = uuid.uuid4().hex[:8]
+
+    ping_p50, _ = pairs(r.ping, a.n)
+
+    pl = client.lock(f"bench-py:{run_id}:polylock")
+
+    def pl_pair() -> None:
+        pl.acquire()
+        pl.release()
+
+    rl = r.lock(f"bench-py:{run_id}:redispy", timeout=30)
+
+    def rp_pair() -> None:
+        rl.acquire()
+        rl.release()
+
+    pl_p50, pl_rate = pairs(pl_pair, a.n)
+    rp_p50, rp_rate = pairs(rp_pair, a.n)
+
+    def pl_make(i: int):
+        lk = client.lock(f"bench-py:{run_id}:pl:{i}")
+
+        def one() -> None:
+            lk.acquire()
+            lk.release()
+
+        return one
+
+    def rp_make(i: int):
+        lk = redis.Redis.from_url(a.url).lock(f"bench-py:{run_id}:rp:{i}", timeout=30)
+
+        def one() -> None:
+            lk.acquire()
+            lk.release()
+
+        return one
+
+    pl16 = threaded(pl_make, 16, a.seconds)
+    rp16 = threaded(rp_make, 16, a.seconds)
+    print("polylock (Python) beside redis-py's Lock, same run")
+    print(f"  redis-py PING round trip           p50 {ping_p50:8.1f} us   (the limit, through redis-py)")
+    print(f"  uncontended pair, polylock         p50 {pl_p50:8.1f} us   {pl_rate:8.0f} pairs/s")
+    print(f"  uncontended pair, redis-py Lock    p50 {rp_p50:8.1f} us   {rp_rate:8.0f} pairs/s")
+    print(f"  uncontended ratio                      {pl_rate / rp_rate:8.2f} x   (target >= 3)")
+    print(f"  16 threads, distinct keys          polylock {pl16:8.0f} pairs/s   redis-py {rp16:8.0f} pairs/s   "
+          f"ratio {pl16 / rp16:.2f} x (target >= 5)")
+    client.close()
+
+
+if __name__ == "__main__":
+    main()

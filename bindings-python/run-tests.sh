@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Install the Python package the way a user does (pip install ./bindings-python; maturin is the
+# build backend, debug profile for tests, the workspace's target directory), run the pytest suite
+# against the servers of scripts/servers.sh, type-check the examples with mypy --strict, and run
+# the examples as smoke tests.
+set -euo pipefail
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$root"
+py=${PYTHON:-python3}
+url=${POLYLOCK_REDIS_URL:-redis://127.0.0.1:6379}
+
+MATURIN_PEP517_ARGS="--profile dev" $py -m pip install --quiet --disable-pip-version-check ./bindings-python
+$py -m pip install --quiet --disable-pip-version-check pytest mypy redis types-redis >/dev/null 2>&1 ||
+  $py -m pip install --quiet --disable-pip-version-check pytest mypy redis
+cd bindings-python
+$py -m pytest -q -p no:cacheprovider tests
+cd "$root"
+$py -m mypy --strict --no-error-summary examples/python/quickstart.py examples/python/seckill_buyer.py
+echo "mypy --strict: examples OK"
+$py examples/python/quickstart.py "$url"
+$py examples/python/quickstart.py "${POLYLOCK_ZK_URL:-zk://127.0.0.1:2181}"
+name="py-smoke-$$"
+redis-cli -u "$url" SET "seckill:$name:stock" 20 >/dev/null
+$py examples/python/seckill_buyer.py --url "$url" --name "$name" >/tmp/polylock-py-b1.json &
+b1=$!
+$py examples/python/seckill_buyer.py --url "$url" --name "$name" >/tmp/polylock-py-b2.json
+wait $b1
+sold=$(redis-cli -u "$url" GET "seckill:$name:sold")
+echo "Python seckill: sold $sold ($(cat /tmp/polylock-py-b1.json) $(cat /tmp/polylock-py-b2.json))"
+[ "$sold" = 20 ]
