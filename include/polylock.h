@@ -241,7 +241,8 @@ polylock_result polylock_lock_remaining_lease_ms(polylock_lock *lock, int64_t *o
 polylock_result polylock_lock_force_unlock(polylock_lock *lock);
 
 /*
- Register `cb` to be called when a hold acquired through this handle is lost.
+ Register `cb` to be called when a hold acquired through this handle is lost. Holds acquired
+ before the first registration are not watched: register before acquiring.
 
  Thread: `cb` runs on one of polylock's runtime threads (named `polylock-worker`), never on the
  thread that acquired. `name` is valid only during the call. `userdata` is passed back as is;

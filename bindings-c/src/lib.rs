@@ -403,7 +403,14 @@ pub unsafe extern "C" fn polylock_lock_acquire(
             block(async move { lk.acquire(owner, AcquireOptions { wait, lease }).await });
         match acquired {
             Ok(a) => {
-                if a.hold_count == 1 {
+                // Only holds taken while callbacks are registered are watched: no task per hold
+                // for a program that never asked.
+                let watched = !l
+                    .callbacks
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .is_empty();
+                if a.hold_count == 1 && watched {
                     watch_lost(l, owner, a.lost);
                 }
                 POLYLOCK_OK
@@ -587,7 +594,8 @@ pub unsafe extern "C" fn polylock_lock_force_unlock(lock: *mut polylock_lock) ->
     })
 }
 
-/// Register `cb` to be called when a hold acquired through this handle is lost.
+/// Register `cb` to be called when a hold acquired through this handle is lost. Holds acquired
+/// before the first registration are not watched: register before acquiring.
 ///
 /// Thread: `cb` runs on one of polylock's runtime threads (named `polylock-worker`), never on the
 /// thread that acquired. `name` is valid only during the call. `userdata` is passed back as is;

@@ -154,26 +154,32 @@ impl NativeClient {
     fn suspended(&self) -> bool {
         self.inner.is_suspended()
     }
+
+    /// Call `hook(name, owner)` (from a runtime thread, with the GIL) for every hold of this
+    /// client that is lost from now on. One task for the whole client; it ends with the client.
+    fn watch_lost(&self, hook: Py<PyAny>) {
+        let mut events = self.inner.lost_events();
+        runtime::handle().spawn(async move {
+            use tokio::sync::broadcast::error::RecvError;
+            loop {
+                match events.recv().await {
+                    Ok(ev) => Python::attach(|py| {
+                        if let Err(e) = hook.call1(py, (ev.name.to_string(), ev.owner)) {
+                            e.print(py);
+                        }
+                    }),
+                    Err(RecvError::Lagged(_)) => continue,
+                    Err(RecvError::Closed) => return,
+                }
+            }
+        });
+    }
 }
 
 /// A lock handle (see `polylock.Lock`); every call names its owner.
 #[pyclass(frozen, module = "polylock._native")]
 struct NativeLock {
     inner: Lock,
-}
-
-/// Calls `hook(owner)` (with the GIL) if the hold of `owner` is lost; ends with the hold.
-fn watch_lost(lost: polylock::LostSignal, owner: u64, hook: Option<Py<PyAny>>) {
-    let Some(hook) = hook else { return };
-    runtime::handle().spawn(async move {
-        if lost.wait().await.is_some() {
-            Python::attach(|py| {
-                if let Err(e) = hook.call1(py, (owner,)) {
-                    e.print(py);
-                }
-            });
-        }
-    });
 }
 
 #[pymethods]
@@ -191,14 +197,13 @@ impl NativeLock {
     /// Blocking acquire: True when held, False when the wait ran out. Ctrl-C (any Python signal
     /// handler that raises) interrupts the wait within 50 ms; the wait is cancelled and a hold that
     /// arrived meanwhile is given back before the exception propagates.
-    #[pyo3(signature = (owner, wait, lease, on_lost))]
+    #[pyo3(signature = (owner, wait, lease))]
     fn acquire(
         &self,
         py: Python<'_>,
         owner: u64,
         wait: Option<f64>,
         lease: Option<f64>,
-        on_lost: Option<Py<PyAny>>,
     ) -> PyResult<bool> {
         let options = AcquireOptions {
             wait: wait_arg(wait)?,
@@ -210,9 +215,9 @@ impl NativeLock {
             let (l, lease) = (lock.clone(), options.lease);
             blocking(py, async move { l.try_acquire(owner, lease).await })?
         };
-        let acquired = match first {
-            Some(a) => a,
-            None if options.wait == Wait::Never => return Ok(false),
+        match first {
+            Some(_) => Ok(true),
+            None if options.wait == Wait::Never => Ok(false),
             None => {
                 let l = lock.clone();
                 let pending = runtime::spawn(async move { l.acquire(owner, options).await })
@@ -234,16 +239,12 @@ impl NativeLock {
                         }
                     });
                 match outcome? {
-                    Ok(a) => a,
-                    Err(e) if e.kind() == ErrorKind::Timeout => return Ok(false),
-                    Err(e) => return Err(to_py(py, e)),
+                    Ok(_) => Ok(true),
+                    Err(e) if e.kind() == ErrorKind::Timeout => Ok(false),
+                    Err(e) => Err(to_py(py, e)),
                 }
             }
-        };
-        if acquired.hold_count == 1 {
-            watch_lost(acquired.lost, owner, on_lost);
         }
-        Ok(true)
     }
 
     fn release(&self, py: Python<'_>, owner: u64) -> PyResult<()> {
@@ -281,13 +282,12 @@ impl NativeLock {
 
     /// Start an acquire on the runtime; `done(ok, value)` is called from a runtime thread with
     /// (True, True) when held, (True, False) when the wait ran out, (False, exception) on error.
-    #[pyo3(signature = (owner, wait, lease, on_lost, done))]
+    #[pyo3(signature = (owner, wait, lease, done))]
     fn acquire_async(
         &self,
         owner: u64,
         wait: Option<f64>,
         lease: Option<f64>,
-        on_lost: Option<Py<PyAny>>,
         done: Py<PyAny>,
     ) -> PyResult<NativeCall> {
         let options = AcquireOptions {
@@ -298,12 +298,7 @@ impl NativeLock {
         Ok(NativeCall::start(
             async move {
                 match lock.acquire(owner, options).await {
-                    Ok(a) => {
-                        if a.hold_count == 1 {
-                            watch_lost(a.lost, owner, on_lost);
-                        }
-                        Outcome::Acquired(lock, owner)
-                    }
+                    Ok(_) => Outcome::Acquired(lock, owner),
                     Err(e) if e.kind() == ErrorKind::Timeout => Outcome::Value(false),
                     Err(e) => Outcome::Error(e),
                 }

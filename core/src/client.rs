@@ -375,6 +375,13 @@ impl Client {
         self.inner.suspended.load(Ordering::Acquire)
     }
 
+    /// Every hold of this client that is lost from now on, as it happens: one stream for the
+    /// whole client, so bindings need no task per hold. A receiver that falls more than 1,024
+    /// events behind gets `RecvError::Lagged`.
+    pub fn lost_events(&self) -> tokio::sync::broadcast::Receiver<crate::LostEvent> {
+        self.inner.holds.lost_events()
+    }
+
     /// True once [`close`](Client::close) was called.
     pub fn is_closed(&self) -> bool {
         self.inner.closed.load(Ordering::Acquire)
@@ -553,7 +560,15 @@ impl Lock {
                     h.deadline = sent_at + lease;
                 }
             })
-            .or_insert_with(|| Hold::new(granted.token, granted.count, mode, sent_at + lease));
+            .or_insert_with(|| {
+                Hold::new(
+                    &self.client.holds,
+                    granted.token,
+                    granted.count,
+                    mode,
+                    sent_at + lease,
+                )
+            });
         let acquired = Acquired {
             fencing_token: hold.token,
             hold_count: hold.count,
@@ -596,6 +611,7 @@ impl Lock {
                 return Err(Error::timeout(&self.name, waited));
             };
             let hold = Hold::new(
+                &self.client.holds,
                 granted.token,
                 1,
                 LeaseMode::Session,
@@ -631,6 +647,7 @@ impl Lock {
             return Err(Error::timeout(&self.name, waited));
         };
         let hold = Hold::new(
+            &self.client.holds,
             granted.token,
             1,
             LeaseMode::Session,

@@ -32,7 +32,7 @@ pub use crate::client::{
 pub use crate::error::{Error, ErrorKind, Result};
 pub use crate::owner::OwnerId;
 pub use crate::redis::UnlockReply;
-pub use crate::watchdog::{HoldState, LostReason, LostSignal};
+pub use crate::watchdog::{HoldState, LostEvent, LostReason, LostSignal};
 pub use crate::zookeeper::validate_path as validate_zk_path;
 
 /// The crate version (also the version of every binding built from it).

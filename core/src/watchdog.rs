@@ -10,7 +10,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::time::{Duration, Instant};
 
-use tokio::sync::{watch, Notify};
+use tokio::sync::{broadcast, watch, Notify};
 use tokio_util::sync::CancellationToken;
 
 use crate::client::{Backend, ClientInner};
@@ -47,6 +47,17 @@ impl LostReason {
             LostReason::ClientClosed => "the client was closed while it was held",
         }
     }
+}
+
+/// One lost hold, as announced on [`Client::lost_events`](crate::Client::lost_events).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LostEvent {
+    /// The lock's name.
+    pub name: Arc<str>,
+    /// The owner whose hold was lost.
+    pub owner: OwnerId,
+    /// Why.
+    pub reason: LostReason,
 }
 
 /// The state of one hold, as seen through its [`LostSignal`].
@@ -114,10 +125,17 @@ pub(crate) struct Hold {
     /// The holder's node (ZooKeeper).
     pub(crate) node: Option<String>,
     state: watch::Sender<HoldState>,
+    events: broadcast::Sender<LostEvent>,
 }
 
 impl Hold {
-    pub(crate) fn new(token: u64, count: u32, lease: LeaseMode, deadline: Instant) -> Hold {
+    pub(crate) fn new(
+        holds: &Holds,
+        token: u64,
+        count: u32,
+        lease: LeaseMode,
+        deadline: Instant,
+    ) -> Hold {
         Hold {
             token,
             count,
@@ -127,6 +145,7 @@ impl Hold {
             releasing: false,
             node: None,
             state: watch::Sender::new(HoldState::Held),
+            events: holds.events.clone(),
         }
     }
 
@@ -153,6 +172,12 @@ impl Hold {
         );
         self.lost = Some(reason);
         self.state.send_replace(HoldState::Lost(reason));
+        // Nobody listening is fine: bindings subscribe only when they have callbacks.
+        let _ = self.events.send(LostEvent {
+            name: Arc::from(name),
+            owner,
+            reason,
+        });
     }
 
     pub(crate) fn mark_released(&self) {
@@ -163,12 +188,25 @@ impl Hold {
 pub(crate) type HoldKey = (Arc<str>, OwnerId);
 
 /// The holds of one client.
-#[derive(Default)]
 pub(crate) struct Holds {
     map: Mutex<HashMap<HoldKey, Hold>>,
+    events: broadcast::Sender<LostEvent>,
+}
+
+impl Default for Holds {
+    fn default() -> Holds {
+        Holds {
+            map: Mutex::default(),
+            events: broadcast::Sender::new(1024),
+        }
+    }
 }
 
 impl Holds {
+    pub(crate) fn lost_events(&self) -> broadcast::Receiver<LostEvent> {
+        self.events.subscribe()
+    }
+
     pub(crate) fn lock(&self) -> MutexGuard<'_, HashMap<HoldKey, Hold>> {
         self.map.lock().unwrap_or_else(|e| e.into_inner())
     }

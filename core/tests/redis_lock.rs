@@ -225,6 +225,7 @@ async fn lost_signal_fires_when_the_key_is_deleted_behind_the_holders_back() {
     let lock = c.lock(&name).unwrap();
     let me = owner::fresh();
     let held = lock.acquire(me, AcquireOptions::forever()).await.unwrap();
+    let mut events = c.lost_events();
     let _: () = raw().await.del(&name).await.unwrap();
     let started = Instant::now();
     let reason = tokio::time::timeout(Duration::from_secs(3), held.lost.wait())
@@ -235,6 +236,14 @@ async fn lost_signal_fires_when_the_key_is_deleted_behind_the_holders_back() {
         started.elapsed() < Duration::from_millis(900),
         "found at the next renewal"
     );
+    let event = events
+        .try_recv()
+        .expect("one event on the client's lost stream");
+    assert_eq!(
+        (&*event.name, event.owner, event.reason),
+        (name.as_str(), me, LostReason::Deleted)
+    );
+    assert!(events.try_recv().is_err(), "exactly one");
     assert!(!lock.is_held_by(me).await.unwrap());
     assert_eq!(lock.fencing_token(me), None);
     let err = lock

@@ -156,6 +156,30 @@ class Client:
 
     def __init__(self, native: _native.NativeClient) -> None:
         self._native = native
+        # Locks with lost callbacks, by name; the client's one lost-event stream feeds them.
+        self._watched: "dict[str, weakref.WeakSet[Lock]]" = {}
+        self._watched_lock = threading.Lock()
+        self._watching = False
+
+    def _watch(self, lock: "Lock") -> None:
+        with self._watched_lock:
+            self._watched.setdefault(lock.name, weakref.WeakSet()).add(lock)
+            if self._watching:
+                return
+            self._watching = True
+        ref = weakref.ref(self)
+
+        def on_event(name: str, owner: int) -> None:  # a runtime thread, with the GIL
+            client = ref()
+            if client is None:
+                return
+            with client._watched_lock:
+                locks = list(client._watched.get(name, ()))
+            for lock in locks:
+                for cb in list(lock._callbacks):
+                    _dispatcher.submit(functools.partial(cb, lock))
+
+        self._native.watch_lost(on_event)
 
     @property
     def id(self) -> str:
@@ -175,13 +199,13 @@ class Client:
         """A reentrant lock: per thread for sync calls, per task for asyncio calls. On ZooKeeper
         ``name`` is a znode path (Curator's InterProcessMutex)."""
         _check_name(name)
-        return Lock(self._native.lock(name))
+        return Lock(self._native.lock(name), self)
 
     def mutex(self, path: str) -> "Lock":
         """A non-reentrant ZooKeeper mutex (Curator's InterProcessSemaphoreMutex): one holder; any
         thread of this client may release it. ``UnsupportedError`` on Redis."""
         _check_name(path)
-        return Lock(self._native.mutex(path))
+        return Lock(self._native.mutex(path), self)
 
     def locked(self, name: str, *, timeout: float = -1, lease: Optional[float] = None) -> Callable[[F], F]:
         """Decorator: run the function under ``self.lock(name.format(**arguments))``, where the
@@ -256,18 +280,10 @@ def _seconds(value: object, what: str) -> float:
 class Lock:
     """A distributed lock handle, shaped like ``threading.Lock`` (reentrant like ``RLock``)."""
 
-    def __init__(self, native: _native.NativeLock) -> None:
+    def __init__(self, native: _native.NativeLock, client: Client) -> None:
         self._native = native
+        self._client = client
         self._callbacks: list[Callable[["Lock"], Any]] = []
-        ref = weakref.ref(self)
-
-        def on_lost(owner: int) -> None:  # called from a runtime thread
-            lock = ref()
-            if lock is not None:
-                for cb in list(lock._callbacks):
-                    _dispatcher.submit(functools.partial(cb, lock))
-
-        self._on_lost = on_lost
 
     @property
     def name(self) -> str:
@@ -288,7 +304,7 @@ class Lock:
         wait: Optional[float] = 0.0 if not blocking else (None if timeout == -1 else timeout)
         if lease is not None:
             lease = _seconds(lease, "lease")
-        return self._native.acquire(_owner_of_thread(), wait, lease, self._on_lost)
+        return self._native.acquire(_owner_of_thread(), wait, lease)
 
     def release(self) -> None:
         """Release one hold of the calling thread. ``NotOwnerError`` if it holds none,
@@ -328,9 +344,7 @@ class Lock:
             else:
                 fut.set_exception(value)
 
-        call = native.acquire_async(
-            owner, wait, lease, self._on_lost, lambda ok, value: loop.call_soon_threadsafe(settle, ok, value)
-        )
+        call = native.acquire_async(owner, wait, lease, lambda ok, value: loop.call_soon_threadsafe(settle, ok, value))
         try:
             return await fut
         except asyncio.CancelledError:
@@ -397,11 +411,13 @@ class Lock:
         return self._native.force_unlock()
 
     def on_lost(self, callback: Callable[["Lock"], Any]) -> None:
-        """Call ``callback(lock)`` when a hold taken through this handle is lost. It runs on a
-        polylock thread of Python's own (not the thread that acquired), so it may block."""
+        """Call ``callback(lock)`` when a hold of this lock's name taken through this client is
+        lost (also holds taken before the callback was added). It runs on a polylock thread of
+        Python's own (not the thread that acquired), so it may block."""
         if not callable(callback):
             raise InvalidArgumentError("callback must be callable")
         self._callbacks.append(callback)
+        self._client._watch(self)
 
     def __repr__(self) -> str:
         return f"<polylock.Lock {self.name!r}>"
