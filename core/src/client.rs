@@ -544,11 +544,7 @@ impl Lock {
             }
         };
         let Some(granted) = granted else {
-            let waited = match wait {
-                Wait::For(d) => Some(d),
-                _ => None,
-            };
-            return Err(Error::timeout(&self.name, waited));
+            return Err(self.timeout_error(wait));
         };
         let mut map = self.client.holds.lock();
         let hold = map
@@ -569,11 +565,7 @@ impl Lock {
                     sent_at + lease,
                 )
             });
-        let acquired = Acquired {
-            fencing_token: hold.token,
-            hold_count: hold.count,
-            lost: hold.signal(),
-        };
+        let acquired = acquired_from(hold);
         drop(map);
         if let LeaseMode::Fixed(_) = mode {
             self.client.watchdog.wake.notify_one();
@@ -596,55 +588,23 @@ impl Lock {
             ));
         }
         let key = (self.name.clone(), owner);
-        if self.mutex {
-            if lease.is_some() {
-                return Err(Error::new(
-                    ErrorKind::Unsupported,
-                    "ZooKeeper locks have no lease",
-                ));
-            }
-            let Some(granted) = z.acquire_semaphore(&self.name, wait).await? else {
-                let waited = match wait {
-                    Wait::For(d) => Some(d),
-                    _ => None,
-                };
-                return Err(Error::timeout(&self.name, waited));
-            };
-            let hold = Hold::new(
-                &self.client.holds,
-                granted.token,
-                1,
-                LeaseMode::Session,
-                Instant::now() + MAX_DURATION,
-            )
-            .with_node(granted.node);
-            let acquired = Acquired {
-                fencing_token: hold.token,
-                hold_count: 1,
-                lost: hold.signal(),
-            };
-            self.client.holds.lock().insert(key, hold);
-            return Ok(acquired);
-        }
         if expected > 0 {
-            // Re-entry is counted in the client, as Curator does: no round trip.
+            // Re-entry is counted in the client, as Curator does: no round trip. (A semaphore
+            // mutex never gets here: it is not reentrant.)
             let mut map = self.client.holds.lock();
             let Some(h) = map.get_mut(&key) else {
                 return Err(Error::internal("hold vanished during re-entry"));
             };
             h.count += 1;
-            return Ok(Acquired {
-                fencing_token: h.token,
-                hold_count: h.count,
-                lost: h.signal(),
-            });
+            return Ok(acquired_from(h));
         }
-        let Some(granted) = z.acquire(&self.name, wait).await? else {
-            let waited = match wait {
-                Wait::For(d) => Some(d),
-                _ => None,
-            };
-            return Err(Error::timeout(&self.name, waited));
+        let granted = if self.mutex {
+            z.acquire_semaphore(&self.name, wait).await?
+        } else {
+            z.acquire(&self.name, wait).await?
+        };
+        let Some(granted) = granted else {
+            return Err(self.timeout_error(wait));
         };
         let hold = Hold::new(
             &self.client.holds,
@@ -654,13 +614,17 @@ impl Lock {
             Instant::now() + MAX_DURATION,
         )
         .with_node(granted.node);
-        let acquired = Acquired {
-            fencing_token: hold.token,
-            hold_count: 1,
-            lost: hold.signal(),
-        };
+        let acquired = acquired_from(&hold);
         self.client.holds.lock().insert(key, hold);
         Ok(acquired)
+    }
+
+    fn timeout_error(&self, wait: Wait) -> Error {
+        let waited = match wait {
+            Wait::For(d) => Some(d),
+            _ => None,
+        };
+        Error::timeout(&self.name, waited)
     }
 
     async fn release_zk(&self, z: &ZkBackend, owner: OwnerId) -> Result<Released> {
@@ -1007,6 +971,14 @@ impl Lock {
                 "unlock latches are a Redis thing",
             )),
         }
+    }
+}
+
+fn acquired_from(hold: &Hold) -> Acquired {
+    Acquired {
+        fencing_token: hold.token,
+        hold_count: hold.count,
+        lost: hold.signal(),
     }
 }
 

@@ -316,19 +316,12 @@ async fn zookeeper_urls_work_for_run_status_and_unlock() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while zk_children(&path).await.is_empty() {
-        assert!(Instant::now() < deadline, "holder never queued");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    zk_children_until(&path, |c| !c.is_empty()).await;
     let mut waiter = polylock()
         .args(["run", "--url", &u, "--name", &path, "--", "true"])
         .spawn()
         .unwrap();
-    while zk_children(&path).await.len() < 2 {
-        assert!(Instant::now() < deadline, "holder and waiter never queued");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    zk_children_until(&path, |c| c.len() >= 2).await;
     let out = run(&["status", "--url", &u, "--name", &path]);
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["locked"], true);

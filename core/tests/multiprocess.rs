@@ -22,26 +22,13 @@ fn seckill() -> PathBuf {
     path
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn eight_processes_times_200_sections_keep_a_counter_exact() {
-    let name = unique("mp");
-    let stock = 100_000i64;
-    let mut r = raw().await;
-    let _: () = r.set(format!("seckill:{name}:stock"), stock).await.unwrap();
-    let children: Vec<_> = (0..8)
+/// Run `n` seckill buyer processes with `args` at once; assert each succeeded; return their
+/// JSON summaries.
+async fn run_buyers(n: usize, args: &[&str]) -> Vec<serde_json::Value> {
+    let children: Vec<_> = (0..n)
         .map(|_| {
             Command::new(seckill())
-                .args([
-                    "--url",
-                    &url(),
-                    "--name",
-                    &name,
-                    "--delay-ms",
-                    "0",
-                    "buyer",
-                    "--max",
-                    "200",
-                ])
+                .args(args)
                 .stdout(Stdio::piped())
                 .spawn()
                 .unwrap()
@@ -55,13 +42,38 @@ async fn eight_processes_times_200_sections_keep_a_counter_exact() {
     })
     .await
     .unwrap();
-    for out in &outputs {
-        assert!(
-            out.status.success(),
-            "buyer failed: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    outputs
+        .iter()
+        .map(|out| {
+            assert!(
+                out.status.success(),
+                "buyer failed: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            serde_json::from_slice(&out.stdout).unwrap()
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn eight_processes_times_200_sections_keep_a_counter_exact() {
+    let name = unique("mp");
+    let stock = 100_000i64;
+    let mut r = raw().await;
+    let _: () = r.set(format!("seckill:{name}:stock"), stock).await.unwrap();
+    let (u, max) = (url(), "200");
+    let args = [
+        "--url",
+        &u,
+        "--name",
+        &name,
+        "--delay-ms",
+        "0",
+        "buyer",
+        "--max",
+        max,
+    ];
+    for v in run_buyers(8, &args).await {
         assert_eq!(v["purchases"], 200);
     }
     let sold: i64 = r.get(format!("seckill:{name}:sold")).await.unwrap();
@@ -108,41 +120,22 @@ async fn eight_processes_times_100_sections_on_zookeeper_keep_a_counter_exact() 
         .set(format!("seckill:{name}:stock"), 100_000)
         .await
         .unwrap();
-    let children: Vec<_> = (0..8)
-        .map(|_| {
-            Command::new(seckill())
-                .args([
-                    "--url",
-                    &url(),
-                    "--lock-url",
-                    &zk_url(),
-                    "--name",
-                    &name,
-                    "--delay-ms",
-                    "0",
-                    "buyer",
-                    "--max",
-                    "100",
-                ])
-                .stdout(Stdio::piped())
-                .spawn()
-                .unwrap()
-        })
-        .collect();
-    let outputs = tokio::task::spawn_blocking(move || {
-        children
-            .into_iter()
-            .map(|c| c.wait_with_output().unwrap())
-            .collect::<Vec<_>>()
-    })
-    .await
-    .unwrap();
-    for out in &outputs {
-        assert!(
-            out.status.success(),
-            "buyer failed: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+    let (u, z) = (url(), zk_url());
+    let args = [
+        "--url",
+        &u,
+        "--lock-url",
+        &z,
+        "--name",
+        &name,
+        "--delay-ms",
+        "0",
+        "buyer",
+        "--max",
+        "100",
+    ];
+    for v in run_buyers(8, &args).await {
+        assert_eq!(v["purchases"], 100);
     }
     let sold: i64 = r.get(format!("seckill:{name}:sold")).await.unwrap();
     assert_eq!(

@@ -86,15 +86,7 @@ async fn a_timeout_deletes_our_node() {
     assert_eq!(err.kind(), ErrorKind::Timeout);
     assert!(started.elapsed() >= Duration::from_millis(300));
     // The guaranteed delete runs right away; give it a moment.
-    let deadline = Instant::now() + Duration::from_secs(3);
-    while zk_children(&path).await != holder_node {
-        assert!(
-            Instant::now() < deadline,
-            "orphan left: {:?}",
-            zk_children(&path).await
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    zk_children_until(&path, |c| c == holder_node).await;
     lock.release(1).await.unwrap();
 }
 
@@ -106,22 +98,10 @@ async fn cancelling_a_wait_deletes_our_node() {
     lock.acquire(1, AcquireOptions::forever()).await.unwrap();
     let l2 = lock.clone();
     let t = tokio::spawn(async move { l2.acquire(2, AcquireOptions::forever()).await });
-    let deadline = Instant::now() + Duration::from_secs(3);
-    while zk_children(&path).await.len() < 2 {
-        assert!(Instant::now() < deadline);
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    zk_children_until(&path, |c| c.len() >= 2).await;
     t.abort();
     let _ = t.await;
-    let deadline = Instant::now() + Duration::from_secs(3);
-    while zk_children(&path).await.len() != 1 {
-        assert!(
-            Instant::now() < deadline,
-            "orphan left: {:?}",
-            zk_children(&path).await
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    zk_children_until(&path, |c| c.len() == 1).await;
     lock.release(1).await.unwrap();
     assert!(!lock.is_locked().await.unwrap());
 }
@@ -141,15 +121,7 @@ async fn cancelling_in_flight_never_leaves_an_orphan() {
             lock.release(me).await.unwrap();
         }
     }
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while !zk_children(&path).await.is_empty() {
-        assert!(
-            Instant::now() < deadline,
-            "orphans: {:?}",
-            zk_children(&path).await
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    zk_children_until(&path, |c| c.is_empty()).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -169,11 +141,7 @@ async fn waiters_get_the_lock_in_fifo_order_one_wake_per_release() {
             l.release(i).await.unwrap();
         }));
         // Queue them one after the other.
-        let deadline = Instant::now() + Duration::from_secs(3);
-        while zk_children(&path).await.len() < (i + 1) as usize {
-            assert!(Instant::now() < deadline);
-            tokio::time::sleep(Duration::from_millis(5)).await;
-        }
+        zk_children_until(&path, |c| c.len() >= (i + 1) as usize).await;
     }
     tokio::time::sleep(Duration::from_millis(100)).await;
     let before = c.debug_zk_wakeups();
@@ -282,11 +250,7 @@ async fn force_unlock_and_status_list_contenders_in_order() {
         l2.acquire(2, AcquireOptions::wait_for(Duration::from_secs(10)))
             .await
     });
-    let deadline = Instant::now() + Duration::from_secs(3);
-    while zk_children(&path).await.len() < 2 {
-        assert!(Instant::now() < deadline);
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    zk_children_until(&path, |c| c.len() >= 2).await;
     let st = lock.status().await.unwrap();
     assert!(st.locked);
     assert_eq!(st.holders.len(), 1);

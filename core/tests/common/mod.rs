@@ -148,3 +148,19 @@ pub async fn zk_children(path: &str) -> Vec<String> {
         Err(e) => panic!("list {path}: {e}"),
     }
 }
+
+/// Wait (up to 10 s) until the children of `path` satisfy `ok`; panics otherwise.
+pub async fn zk_children_until(path: &str, ok: impl Fn(&[String]) -> bool) -> Vec<String> {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let children = zk_children(path).await;
+        if ok(&children) {
+            return children;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "children of {path} never got there: {children:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
