@@ -462,13 +462,17 @@ pub unsafe extern "C" fn polylock_lock_release(
     })
 }
 
-/// How many times `owner` holds the lock (0 if not at all), in `*out`.
-#[no_mangle]
-pub unsafe extern "C" fn polylock_lock_hold_count(
+/// The shared shape of the query functions: check `out` and `lock`, run `query` on the runtime
+/// with the caller blocked, store its answer in `*out`.
+unsafe fn query_into<T, F>(
     lock: *mut polylock_lock,
-    owner: u64,
-    out: *mut u32,
-) -> polylock_result {
+    out: *mut T,
+    query: impl FnOnce(Lock) -> F,
+) -> polylock_result
+where
+    T: Send + 'static,
+    F: std::future::Future<Output = polylock::Result<T>> + Send + 'static,
+{
     boundary(|| {
         if out.is_null() {
             return null("out");
@@ -478,16 +482,26 @@ pub unsafe extern "C" fn polylock_lock_hold_count(
             Ok(l) => l,
             Err(r) => return r,
         };
-        let lk = l.lock.clone();
-        match block(async move { lk.hold_count(owner).await }) {
-            Ok(n) => {
+        match block(query(l.lock.clone())) {
+            Ok(v) => {
                 // SAFETY: checked above.
-                unsafe { *out = n };
+                unsafe { *out = v };
                 POLYLOCK_OK
             }
             Err(e) => fail(&e),
         }
     })
+}
+
+/// How many times `owner` holds the lock (0 if not at all), in `*out`.
+#[no_mangle]
+pub unsafe extern "C" fn polylock_lock_hold_count(
+    lock: *mut polylock_lock,
+    owner: u64,
+    out: *mut u32,
+) -> polylock_result {
+    // SAFETY: forwarded contract.
+    unsafe { query_into(lock, out, move |l| async move { l.hold_count(owner).await }) }
 }
 
 /// Whether anybody holds the lock, in `*out` (asks the server).
@@ -496,25 +510,8 @@ pub unsafe extern "C" fn polylock_lock_is_locked(
     lock: *mut polylock_lock,
     out: *mut bool,
 ) -> polylock_result {
-    boundary(|| {
-        if out.is_null() {
-            return null("out");
-        }
-        // SAFETY: caller contract.
-        let l = match unsafe { lock_ref(lock) } {
-            Ok(l) => l,
-            Err(r) => return r,
-        };
-        let lk = l.lock.clone();
-        match block(async move { lk.is_locked().await }) {
-            Ok(b) => {
-                // SAFETY: checked above.
-                unsafe { *out = b };
-                POLYLOCK_OK
-            }
-            Err(e) => fail(&e),
-        }
-    })
+    // SAFETY: forwarded contract.
+    unsafe { query_into(lock, out, |l| async move { l.is_locked().await }) }
 }
 
 /// The fencing token of `owner`'s current hold, in `*out`; `POLYLOCK_NOT_OWNER` if it holds
@@ -555,26 +552,13 @@ pub unsafe extern "C" fn polylock_lock_remaining_lease_ms(
     lock: *mut polylock_lock,
     out: *mut i64,
 ) -> polylock_result {
-    boundary(|| {
-        if out.is_null() {
-            return null("out");
-        }
-        // SAFETY: caller contract.
-        let l = match unsafe { lock_ref(lock) } {
-            Ok(l) => l,
-            Err(r) => return r,
-        };
-        let lk = l.lock.clone();
-        match block(async move { lk.remaining_lease().await }) {
-            Ok(d) => {
-                let v = d.map_or(-1, |d| d.as_millis().min(i64::MAX as u128) as i64);
-                // SAFETY: checked above.
-                unsafe { *out = v };
-                POLYLOCK_OK
-            }
-            Err(e) => fail(&e),
-        }
-    })
+    // SAFETY: forwarded contract.
+    unsafe {
+        query_into(lock, out, |l| async move {
+            let d = l.remaining_lease().await?;
+            Ok(d.map_or(-1, |d| d.as_millis().min(i64::MAX as u128) as i64))
+        })
+    }
 }
 
 /// Delete the lock whoever holds it and wake its waiters (Redisson's forceUnlock).
