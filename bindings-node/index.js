@@ -1,0 +1,266 @@
+'use strict';
+// polylock for Node.js: distributed locks on Redis (Redisson-compatible) and ZooKeeper
+// (Curator-compatible). A thin wrapper over the native addon (src/lib.rs): it validates
+// arguments, picks the owner (one per lock handle), and turns native outcomes into errors with a
+// stable `code`. Nothing blocks the event loop: every call settles a Promise from polylock's own
+// threads.
+
+const { EventEmitter } = require('node:events');
+const path = require('node:path');
+
+const native = require(path.join(__dirname, 'polylock.node'));
+
+const asyncDispose = Symbol.asyncDispose || Symbol.for('nodejs.asyncDispose');
+
+/** Errors of polylock's error table; `code` is `ERR_POLYLOCK_<NAME>` (e.g. `ERR_POLYLOCK_NOT_OWNER`). */
+class PolylockError extends Error {
+  constructor(message, name) {
+    super(message);
+    this.name = 'PolylockError';
+    this.code = `ERR_POLYLOCK_${name}`;
+  }
+}
+
+function argError(Kind, message) {
+  const e = new Kind(message);
+  e.code = 'ERR_POLYLOCK_INVALID_ARGUMENT';
+  return e;
+}
+
+function check(outcome) {
+  if (!outcome.ok) throw new PolylockError(outcome.message, outcome.code);
+  return outcome;
+}
+
+/** Runs a synchronous native call, turning its `CODE\u0001message` errors into PolylockErrors. */
+function call(fn) {
+  try {
+    return fn();
+  } catch (e) {
+    const text = String(e && e.message);
+    const at = text.indexOf('\u0001');
+    if (at < 0) throw e;
+    const name = text.slice(0, at);
+    const message = text.slice(at + 1);
+    if (name === 'INVALID_ARGUMENT') throw argError(RangeError, message);
+    throw new PolylockError(message, name);
+  }
+}
+
+function ms(value, what, { allowZero = false } = {}) {
+  if (typeof value !== 'number' || Number.isNaN(value)) {
+    throw argError(TypeError, `${what} must be a number of milliseconds, got ${typeof value}`);
+  }
+  if (!Number.isFinite(value) || value < 0 || (!allowZero && value === 0)) {
+    throw argError(RangeError, `${what} must be a ${allowZero ? 'non-negative' : 'positive'} finite number, got ${value}`);
+  }
+  return value;
+}
+
+function name(value, what) {
+  if (typeof value !== 'string') throw argError(TypeError, `${what} must be a string, got ${typeof value}`);
+  if (value.length === 0) throw argError(RangeError, `${what} must not be empty`);
+  return value;
+}
+
+/**
+ * Connect to `redis://[user:password@]host:port[/db]`, `rediss://...` or
+ * `zk://[user:password@]host:port[,host:port...][/chroot]`.
+ */
+async function connect(url, options = {}) {
+  name(url, 'url');
+  if (options === null || typeof options !== 'object') throw argError(TypeError, 'options must be an object');
+  const {
+    watchdogTimeoutMs = 30000,
+    connectTimeoutMs = 5000,
+    commandTimeoutMs = 5000,
+    sessionTimeoutMs = 10000,
+  } = options;
+  const slot = new native.ClientSlot();
+  const outcome = await call(() =>
+    native.connect(
+      url,
+      ms(watchdogTimeoutMs, 'watchdogTimeoutMs'),
+      ms(connectTimeoutMs, 'connectTimeoutMs'),
+      ms(commandTimeoutMs, 'commandTimeoutMs'),
+      ms(sessionTimeoutMs, 'sessionTimeoutMs'),
+      slot,
+    ),
+  );
+  check(outcome);
+  return new Client(slot.take());
+}
+
+class Client {
+  constructor(nativeClient) {
+    this._native = nativeClient;
+    this._closed = false;
+    this._watched = new Map(); // owner -> WeakRef<Lock>
+    this._watching = false;
+  }
+
+  /** This client's random id (the `<clientId>` part of stored owners). */
+  get id() {
+    return this._native.id;
+  }
+
+  get closed() {
+    return this._closed;
+  }
+
+  /** A reentrant lock handle. The handle is the owner: acquiring twice through it re-enters. */
+  lock(lockName) {
+    name(lockName, 'name');
+    return new Lock(this, call(() => this._native.lock(lockName)));
+  }
+
+  /** A non-reentrant ZooKeeper mutex (Curator's InterProcessSemaphoreMutex). */
+  mutex(lockPath) {
+    name(lockPath, 'path');
+    return new Lock(this, call(() => this._native.mutex(lockPath)));
+  }
+
+  /** Release every lock this client still holds and close it. Idempotent. */
+  async close() {
+    this._closed = true;
+    check(await this._native.close());
+  }
+
+  _watch(lock) {
+    this._watched.set(lock._owner, new WeakRef(lock));
+    if (this._watching) return;
+    this._watching = true;
+    // One weak callback for the whole client: it never keeps the process alive by itself.
+    this._native.watchLost((event) => {
+      const lock = this._watched.get(event.owner)?.deref();
+      if (!lock) return;
+      lock._holds = 0;
+      lock.emit('lost', { name: event.name, reason: event.reason });
+    });
+  }
+}
+
+class Lock extends EventEmitter {
+  constructor(client, nativeLock) {
+    super();
+    this._client = client;
+    this._native = nativeLock;
+    this._owner = native.freshOwner();
+    this._holds = 0;
+    this.on('newListener', (event) => {
+      if (event === 'lost') client._watch(this);
+    });
+  }
+
+  get name() {
+    return this._native.name;
+  }
+
+  /** How many times this handle holds the lock. */
+  get holdCount() {
+    return this._holds;
+  }
+
+  /** The fencing token of this handle's hold, or null. */
+  get fencingToken() {
+    return this._native.fencingToken(this._owner) ?? null;
+  }
+
+  /** True if this handle's hold was lost and not yet released. */
+  get isLost() {
+    return this._native.isLost(this._owner);
+  }
+
+  /**
+   * Acquire (or re-enter). Resolves true when held, false when `waitMs` ran out (`waitMs`
+   * omitted: wait until acquired; 0: one try). `leaseMs`: the lock expires after it, no
+   * watchdog. `signal`: aborting it cancels the wait and rejects with its reason (an AbortError).
+   */
+  async acquire(options = {}) {
+    if (options === null || typeof options !== 'object') throw argError(TypeError, 'options must be an object');
+    const { waitMs, leaseMs, signal } = options;
+    const wait = waitMs === undefined || waitMs === null ? null : ms(waitMs, 'waitMs', { allowZero: true });
+    const lease = leaseMs === undefined || leaseMs === null ? null : ms(leaseMs, 'leaseMs');
+    if (signal !== undefined && !(signal instanceof AbortSignal)) {
+      throw argError(TypeError, 'signal must be an AbortSignal');
+    }
+    signal?.throwIfAborted();
+    const token = new native.CancelToken();
+    const onAbort = () => token.cancel();
+    signal?.addEventListener('abort', onAbort, { once: true });
+    try {
+      const outcome = await call(() => this._native.acquire(this._owner, wait, lease, token));
+      if (!outcome.ok && outcome.code === 'CANCELLED' && signal?.aborted) signal.throwIfAborted();
+      check(outcome);
+      if (outcome.value) this._holds += 1;
+      return outcome.value;
+    } finally {
+      signal?.removeEventListener('abort', onAbort);
+    }
+  }
+
+  /** Release one hold. ERR_POLYLOCK_NOT_OWNER if this handle holds nothing. */
+  async release() {
+    const outcome = await this._native.release(this._owner);
+    if (!outcome.ok && (outcome.code === 'LOCK_LOST' || outcome.code === 'NOT_OWNER')) this._holds = 0;
+    check(outcome);
+    this._holds = Math.max(0, this._holds - 1);
+  }
+
+  /**
+   * Acquire, run `fn(signal)`, release. `signal` aborts if the lock is lost meanwhile. Rejects
+   * with ERR_POLYLOCK_TIMEOUT if `waitMs` ran out.
+   */
+  async using(fn, options = {}) {
+    if (typeof fn !== 'function') throw argError(TypeError, 'fn must be a function');
+    if (!(await this.acquire(options))) {
+      throw new PolylockError(`lock '${this.name}' not acquired within ${options.waitMs} ms`, 'TIMEOUT');
+    }
+    // While the work runs the process stays alive (a 'lost' listener alone never keeps it so).
+    const keepAlive = setInterval(() => {}, 1 << 30);
+    const controller = new AbortController();
+    const onLost = (event) =>
+      controller.abort(new PolylockError(`lock '${this.name}' was lost (${event.reason})`, 'LOCK_LOST'));
+    this.on('lost', onLost);
+    try {
+      if (this.isLost) onLost({ reason: 'lost before the work started' });
+      return await fn(controller.signal);
+    } finally {
+      clearInterval(keepAlive);
+      this.off('lost', onLost);
+      await this.release();
+    }
+  }
+
+  /** Acquire and return a disposable hold: `await using held = await lock.hold();`. */
+  async hold(options = {}) {
+    if (!(await this.acquire(options))) {
+      throw new PolylockError(`lock '${this.name}' not acquired within ${options.waitMs} ms`, 'TIMEOUT');
+    }
+    let released = false;
+    const release = async () => {
+      if (released) return;
+      released = true;
+      await this.release();
+    };
+    return { fencingToken: this.fencingToken, release, [asyncDispose]: release };
+  }
+
+  /** Whether anybody holds the lock (asks the server). */
+  async isLocked() {
+    return check(await this._native.isLocked()).value;
+  }
+
+  /** Free the lock whoever holds it (Redisson's forceUnlock); true if it was held. */
+  async forceUnlock() {
+    return check(await this._native.forceUnlock()).value;
+  }
+
+  /** Remaining lease of the holder in ms, or null if free or without a lease (ZooKeeper). */
+  async remainingLeaseMs() {
+    const o = check(await this._native.remainingLease());
+    return o.value ? o.number : null;
+  }
+}
+
+module.exports = { connect, Client, Lock, PolylockError, version: native.version() };

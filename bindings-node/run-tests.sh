@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# Build the addon the way `npm install` does (debug for tests), run the node:test suite against
+# the servers of scripts/servers.sh, and run the Node examples as smoke tests.
+set -euo pipefail
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+root=$(cd "$here/.." && pwd)
+cd "$here"
+POLYLOCK_NODE_PROFILE=dev npm install --no-audit --no-fund --loglevel=error >/dev/null
+node --test --test-reporter=spec test/ 2>&1
+cd "$root"
+url=${POLYLOCK_REDIS_URL:-redis://127.0.0.1:6379}
+node examples/node/quickstart.js "$url"
+node examples/node/quickstart.js "${POLYLOCK_ZK_URL:-zk://127.0.0.1:2181}"

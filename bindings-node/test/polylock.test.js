@@ -1,0 +1,178 @@
+'use strict';
+// polylock from Node, against real Redis and ZooKeeper (scripts/servers.sh starts them).
+const { test } = require('node:test');
+const assert = require('node:assert/strict');
+const { randomUUID } = require('node:crypto');
+const { spawnSync } = require('node:child_process');
+const path = require('node:path');
+const polylock = require('..');
+
+const REDIS = process.env.POLYLOCK_REDIS_URL || 'redis://127.0.0.1:6379';
+const ZK = process.env.POLYLOCK_ZK_URL || 'zk://127.0.0.1:2181';
+const unique = (p) => `polylock-node:${p}:${randomUUID()}`;
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+test('a handle is an owner: it re-enters; two handles exclude each other', async () => {
+  const c = await polylock.connect(REDIS);
+  const a = c.lock(unique('handles'));
+  const b = c.lock(a.name);
+  assert.equal(await a.acquire(), true);
+  assert.equal(await a.acquire(), true);
+  assert.equal(a.holdCount, 2);
+  assert.equal(await b.acquire({ waitMs: 0 }), false);
+  assert.equal(await b.acquire({ waitMs: 150 }), false);
+  await assert.rejects(b.release(), (e) => e instanceof polylock.PolylockError && e.code === 'ERR_POLYLOCK_NOT_OWNER');
+  const token = a.fencingToken;
+  assert.ok(token > 0);
+  await a.release();
+  assert.equal(await a.isLocked(), true);
+  await a.release();
+  assert.equal(await a.isLocked(), false);
+  assert.equal(await b.acquire({ waitMs: 0 }), true);
+  assert.ok(b.fencingToken > token, 'tokens grow with every new holder');
+  await b.release();
+  await c.close();
+});
+
+test('a waiter is woken by the release, and the event loop keeps running meanwhile', async () => {
+  const c = await polylock.connect(REDIS);
+  const a = c.lock(unique('wake'));
+  const b = c.lock(a.name);
+  await a.acquire();
+  let ticks = 0;
+  const timer = setInterval(() => ticks++, 5);
+  const waiting = b.acquire();
+  await sleep(200);
+  const released = Date.now();
+  await a.release();
+  assert.equal(await waiting, true);
+  const latency = Date.now() - released;
+  clearInterval(timer);
+  assert.ok(latency < 150, `woken after ${latency} ms`);
+  assert.ok(ticks >= 20, `the event loop was blocked (ticks=${ticks})`);
+  await b.release();
+  await c.close();
+});
+
+test('AbortSignal cancels a wait and leaves nothing behind', async () => {
+  const c = await polylock.connect(REDIS);
+  const a = c.lock(unique('abort'));
+  const b = c.lock(a.name);
+  await a.acquire();
+  const ac = new AbortController();
+  setTimeout(() => ac.abort(), 100);
+  await assert.rejects(b.acquire({ signal: ac.signal }), { name: 'AbortError' });
+  await assert.rejects(b.acquire({ signal: ac.signal }), { name: 'AbortError' }, 'an aborted signal rejects at once');
+  await a.release();
+  await sleep(100);
+  assert.equal(await a.isLocked(), false, 'the aborted waiter must not take the lock afterwards');
+  assert.equal(b.holdCount, 0);
+  await c.close();
+});
+
+test('using() releases after the work and aborts its signal when the lock is lost', async () => {
+  const c = await polylock.connect(REDIS, { watchdogTimeoutMs: 600 });
+  const lock = c.lock(unique('using'));
+  assert.equal(await lock.using(async () => 42), 42);
+  assert.equal(await lock.isLocked(), false);
+  const other = await polylock.connect(REDIS);
+  const events = [];
+  lock.on('lost', (e) => events.push(e));
+  const work = lock.using(async (signal) => {
+    await other.lock(lock.name).forceUnlock();
+    await new Promise((resolve) => signal.addEventListener('abort', resolve, { once: true }));
+    return signal.reason;
+  });
+  await assert.rejects(work, (e) => e.code === 'ERR_POLYLOCK_LOCK_LOST', 'release reports the loss');
+  assert.equal(events.length, 1);
+  assert.equal(events[0].reason, 'Deleted');
+  await other.close();
+  await c.close();
+});
+
+test('hold() is disposable with Symbol.asyncDispose', async () => {
+  const c = await polylock.connect(REDIS);
+  const lock = c.lock(unique('dispose'));
+  const held = await lock.hold();
+  assert.ok(held.fencingToken > 0);
+  assert.equal(await lock.isLocked(), true);
+  const dispose = held[Symbol.asyncDispose || Symbol.for('nodejs.asyncDispose')];
+  assert.equal(typeof dispose, 'function');
+  await dispose();
+  await dispose(); // idempotent
+  assert.equal(await lock.isLocked(), false);
+  await c.close();
+});
+
+test('a fixed lease expires; the handle learns it', async () => {
+  const c = await polylock.connect(REDIS);
+  const lock = c.lock(unique('lease'));
+  const lost = new Promise((resolve) => lock.once('lost', resolve));
+  assert.equal(await lock.acquire({ leaseMs: 300 }), true);
+  const ttl = await lock.remainingLeaseMs();
+  assert.ok(ttl > 0 && ttl <= 300, `ttl ${ttl}`);
+  const keepAlive = setInterval(() => {}, 1000); // 'lost' listeners are weak by design
+  assert.equal((await lost).reason, 'Expired');
+  clearInterval(keepAlive);
+  assert.equal(lock.isLost, true);
+  await assert.rejects(lock.release(), { code: 'ERR_POLYLOCK_LOCK_LOST' });
+  await c.close();
+});
+
+test('every bad input gets a typed error with a code', async () => {
+  const c = await polylock.connect(REDIS);
+  for (const bad of [undefined, 42, '']) {
+    assert.throws(() => c.lock(bad), (e) => (e instanceof TypeError || e instanceof RangeError) && e.code === 'ERR_POLYLOCK_INVALID_ARGUMENT');
+  }
+  assert.throws(() => c.lock('a\u0000b'), { code: 'ERR_POLYLOCK_INVALID_ARGUMENT' });
+  assert.throws(() => c.lock('x'.repeat(64 * 1024 + 1)), { code: 'ERR_POLYLOCK_INVALID_ARGUMENT' });
+  const lock = c.lock(unique('bad'));
+  for (const options of [{ waitMs: -1 }, { waitMs: 'soon' }, { leaseMs: 0 }, { leaseMs: -5 }, { leaseMs: Infinity }, { waitMs: NaN }, { signal: {} }]) {
+    await assert.rejects(lock.acquire(options), (e) => (e instanceof TypeError || e instanceof RangeError) && e.code === 'ERR_POLYLOCK_INVALID_ARGUMENT', JSON.stringify(options));
+  }
+  await assert.rejects(lock.acquire(null), TypeError);
+  assert.equal(await lock.isLocked(), false);
+  await assert.rejects(polylock.connect('http://127.0.0.1:6379'), { code: 'ERR_POLYLOCK_INVALID_ARGUMENT' });
+  await assert.rejects(polylock.connect(REDIS, { watchdogTimeoutMs: 0 }), RangeError);
+  await assert.rejects(polylock.connect('redis://127.0.0.1:1'), { code: 'ERR_POLYLOCK_CONNECTION' });
+  await assert.rejects(polylock.connect(42), TypeError);
+  await c.close();
+  await assert.rejects(lock.acquire(), { code: 'ERR_POLYLOCK_INVALID_STATE' });
+  assert.throws(() => c.lock('x'), { code: 'ERR_POLYLOCK_INVALID_STATE' });
+});
+
+test('ZooKeeper lock and mutex', async () => {
+  const z = await polylock.connect(ZK);
+  const p = `/polylock-node/${randomUUID()}`;
+  const a = z.lock(p);
+  const b = z.lock(p);
+  assert.equal(await a.acquire(), true);
+  assert.equal(await b.acquire({ waitMs: 100 }), false);
+  await assert.rejects(a.acquire({ leaseMs: 1000 }), { code: 'ERR_POLYLOCK_UNSUPPORTED' });
+  await a.release();
+  assert.throws(() => z.lock('relative'), { code: 'ERR_POLYLOCK_INVALID_ARGUMENT' });
+  const m = z.mutex(`${p}-m`);
+  assert.equal(await m.acquire(), true);
+  assert.equal(await m.acquire({ waitMs: 100 }), false, 'not reentrant');
+  await m.release();
+  const r = await polylock.connect(REDIS);
+  assert.throws(() => r.mutex('x'), { code: 'ERR_POLYLOCK_UNSUPPORTED' });
+  await r.close();
+  await z.close();
+});
+
+test('a process holding a lock exits once the client is closed (nothing keeps the loop alive)', () => {
+  const script = `
+    const p = require(${JSON.stringify(path.join(__dirname, '..'))});
+    (async () => {
+      const c = await p.connect(${JSON.stringify(REDIS)}, { watchdogTimeoutMs: 1000 });
+      const l = c.lock(${JSON.stringify(unique('exit'))});
+      l.on('lost', () => {});
+      await l.acquire();
+      await c.close();
+    })();`;
+  const started = Date.now();
+  const r = spawnSync(process.execPath, ['-e', script], { timeout: 20000 });
+  assert.equal(r.status, 0, String(r.stderr));
+  assert.ok(Date.now() - started < 10000, 'exited promptly');
+});
