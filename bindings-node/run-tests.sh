@@ -9,5 +9,18 @@ POLYLOCK_NODE_PROFILE=dev npm install --no-audit --no-fund --loglevel=error >/de
 node --test --test-reporter=spec test/ 2>&1
 cd "$root"
 url=${POLYLOCK_REDIS_URL:-redis://127.0.0.1:6379}
+(cd examples/node && POLYLOCK_NODE_PROFILE=dev npm install --no-audit --no-fund --loglevel=error >/dev/null)
 node examples/node/quickstart.js "$url"
 node examples/node/quickstart.js "${POLYLOCK_ZK_URL:-zk://127.0.0.1:2181}"
+# npm install ./bindings-node from another project (examples/node), and two Node buyers sell 20.
+cd "$root/examples/node"
+POLYLOCK_NODE_PROFILE=dev npm install --no-audit --no-fund --loglevel=error >/dev/null
+name="node-smoke-$$"
+redis-cli -u "$url" SET "seckill:$name:stock" 20 >/dev/null
+node seckill_buyer.js --url "$url" --name "$name" >/tmp/polylock-node-b1.json &
+b1=$!
+node seckill_buyer.js --url "$url" --name "$name" >/tmp/polylock-node-b2.json
+wait $b1
+sold=$(redis-cli -u "$url" GET "seckill:$name:sold")
+echo "Node seckill: sold $sold ($(cat /tmp/polylock-node-b1.json) $(cat /tmp/polylock-node-b2.json))"
+[ "$sold" = 20 ]

@@ -1,6 +1,6 @@
 'use strict';
 // polylock from Node: node examples/node/quickstart.js [URL]
-const { connect } = require('../../bindings-node');
+const { connect } = require('polylock');
 
 async function main() {
   const url = process.argv[2] || 'redis://127.0.0.1:6379';
