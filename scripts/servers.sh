@@ -30,6 +30,7 @@ install() {
   # Build tools of the C binding's tests and examples.
   [ -f /usr/include/hiredis/hiredis.h ] || missing+=(libhiredis-dev)
   command -v cc >/dev/null 2>&1 || missing+=(gcc)
+  command -v openssl >/dev/null 2>&1 || missing+=(openssl) # certificates of the TLS test
   if [ ${#missing[@]} -gt 0 ]; then
     log "installing ${missing[*]}"
     export DEBIAN_FRONTEND=noninteractive

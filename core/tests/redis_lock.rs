@@ -741,3 +741,87 @@ async fn a_leftover_of_our_own_becomes_a_fresh_hold() {
     assert_eq!(lock.release(9).await.unwrap(), Released::Freed);
     assert!(!lock.is_locked().await.unwrap());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tls_rediss_urls_work_and_refuse_an_untrusted_certificate() {
+    // A TLS-only redis-server of the test's own, with a self-signed certificate.
+    let dir = std::env::temp_dir().join(format!("polylock-tls-{}", uuid::Uuid::new_v4().simple()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (cert, key) = (dir.join("cert.pem"), dir.join("key.pem"));
+    let ok = std::process::Command::new("openssl")
+        .args([
+            "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2",
+        ])
+        .args([
+            "-subj",
+            "/CN=127.0.0.1",
+            "-addext",
+            "subjectAltName=IP:127.0.0.1",
+        ])
+        .arg("-keyout")
+        .arg(&key)
+        .arg("-out")
+        .arg(&cert)
+        .stderr(std::process::Stdio::null())
+        .status()
+        .expect("openssl must be installed (scripts/servers.sh install)")
+        .success();
+    assert!(ok);
+    let port = free_port();
+    let mut server = std::process::Command::new("redis-server")
+        .args([
+            "--bind",
+            "127.0.0.1",
+            "--port",
+            "0",
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+        ])
+        .args(["--tls-port", &port.to_string(), "--tls-auth-clients", "no"])
+        .arg("--tls-cert-file")
+        .arg(&cert)
+        .arg("--tls-key-file")
+        .arg(&key)
+        .arg("--tls-ca-cert-file")
+        .arg(&cert)
+        .arg("--dir")
+        .arg(&dir)
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .expect("redis-server");
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(Instant::now() < deadline, "TLS redis-server did not start");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // Verified against the public roots, a self-signed certificate is refused with a typed error.
+    let err = Client::connect(&format!("rediss://127.0.0.1:{port}"))
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Connection, "{err}");
+    assert!(err.message().contains("certificate"), "{err}");
+    // The whole lock over TLS (verification skipped for this test server).
+    let c = Client::connect(&format!("rediss://127.0.0.1:{port}/#insecure"))
+        .await
+        .unwrap();
+    let lock = c.lock("over-tls").unwrap();
+    let held = lock.acquire(1, AcquireOptions::forever()).await.unwrap();
+    assert!(held.fencing_token > 0);
+    let l2 = lock.clone();
+    let waiter =
+        tokio::spawn(async move { l2.acquire(2, AcquireOptions::forever()).await.map(|_| ()) });
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert_eq!(lock.release(1).await.unwrap(), Released::Freed);
+    tokio::time::timeout(Duration::from_secs(3), waiter)
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
+    assert_eq!(lock.release(2).await.unwrap(), Released::Freed);
+    c.close().await.unwrap();
+    let _ = server.kill();
+    let _ = server.wait();
+    let _ = std::fs::remove_dir_all(&dir);
+}

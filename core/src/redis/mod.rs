@@ -118,7 +118,10 @@ pub(crate) fn map_err(e: RedisError, doing: &str) -> Error {
     };
     let hint = match kind {
         ErrorKind::Auth => "; check the user name and password in the URL",
-        ErrorKind::Connection => "; check that the Redis server is running and reachable",
+        ErrorKind::Connection => {
+            "; check that the Redis server is running and reachable (for rediss://, also that its \
+             certificate is trusted; #insecure at the end of the URL skips that for a test server)"
+        }
         _ => "",
     };
     Error::new(kind, format!("Redis: could not {doing}: {e}{hint}"))
