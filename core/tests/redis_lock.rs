@@ -825,3 +825,69 @@ async fn tls_rediss_urls_work_and_refuse_an_untrusted_certificate() {
     let _ = server.wait();
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_redis_restart_loses_the_hold_reconnects_and_wakes_the_waiter() {
+    let mut server = OwnRedis::start(&[]);
+    let port = server.port;
+    let url = server.url();
+    let opts = ClientOptions {
+        watchdog_timeout: Duration::from_millis(1500),
+        command_timeout: Duration::from_millis(500),
+        ..ClientOptions::default()
+    };
+    let holder = Client::connect_with(&url, opts.clone()).await.unwrap();
+    let waiter = Client::connect_with(&url, opts).await.unwrap();
+    let lock = holder.lock("restart").unwrap();
+    let held = lock.acquire(1, AcquireOptions::forever()).await.unwrap();
+    let wl = waiter.lock("restart").unwrap();
+    let waiting = tokio::spawn(async move {
+        wl.acquire(2, AcquireOptions::wait_for(Duration::from_secs(20)))
+            .await
+            .map(|a| (a, wl))
+    });
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    // Restart the server on the same port without persistence: the lock is gone with it.
+    server.child.kill().unwrap();
+    server.child.wait().unwrap();
+    let restarted = std::process::Command::new("redis-server")
+        .args([
+            "--bind",
+            "127.0.0.1",
+            "--port",
+            &port.to_string(),
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+        ])
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    server.child = restarted;
+    let reason = tokio::time::timeout(Duration::from_secs(10), held.lost.wait())
+        .await
+        .unwrap();
+    assert!(
+        matches!(
+            reason,
+            Some(LostReason::Deleted) | Some(LostReason::RenewalFailed)
+        ),
+        "{reason:?}"
+    );
+    let (acquired, wl) = tokio::time::timeout(Duration::from_secs(15), waiting)
+        .await
+        .expect("the waiter got the lock after the restart")
+        .unwrap()
+        .unwrap();
+    assert!(acquired.fencing_token >= 1);
+    assert_eq!(
+        lock.release(1).await.unwrap_err().kind(),
+        ErrorKind::LockLost
+    );
+    assert_eq!(wl.release(2).await.unwrap(), Released::Freed);
+    // Both clients work normally again.
+    let again = lock.acquire(1, AcquireOptions::try_once()).await.unwrap();
+    assert!(again.fencing_token >= 1);
+    lock.release(1).await.unwrap();
+}
