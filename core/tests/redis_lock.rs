@@ -767,35 +767,8 @@ async fn tls_rediss_urls_work_and_refuse_an_untrusted_certificate() {
         .expect("openssl must be installed (scripts/servers.sh install)")
         .success();
     assert!(ok);
-    let port = free_port();
-    let mut server = std::process::Command::new("redis-server")
-        .args([
-            "--bind",
-            "127.0.0.1",
-            "--port",
-            "0",
-            "--save",
-            "",
-            "--appendonly",
-            "no",
-        ])
-        .args(["--tls-port", &port.to_string(), "--tls-auth-clients", "no"])
-        .arg("--tls-cert-file")
-        .arg(&cert)
-        .arg("--tls-key-file")
-        .arg(&key)
-        .arg("--tls-ca-cert-file")
-        .arg(&cert)
-        .arg("--dir")
-        .arg(&dir)
-        .stdout(std::process::Stdio::null())
-        .spawn()
-        .expect("redis-server");
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(Instant::now() < deadline, "TLS redis-server did not start");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    let server = OwnRedis::start_tls(&cert, &key);
+    let port = server.port;
     // Verified against the public roots, a self-signed certificate is refused with a typed error.
     let err = Client::connect(&format!("rediss://127.0.0.1:{port}"))
         .await
@@ -821,15 +794,13 @@ async fn tls_rediss_urls_work_and_refuse_an_untrusted_certificate() {
         .unwrap();
     assert_eq!(lock.release(2).await.unwrap(), Released::Freed);
     c.close().await.unwrap();
-    let _ = server.kill();
-    let _ = server.wait();
+    drop(server);
     let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_redis_restart_loses_the_hold_reconnects_and_wakes_the_waiter() {
     let mut server = OwnRedis::start(&[]);
-    let port = server.port;
     let url = server.url();
     let opts = ClientOptions {
         watchdog_timeout: Duration::from_millis(1500),
@@ -848,23 +819,7 @@ async fn a_redis_restart_loses_the_hold_reconnects_and_wakes_the_waiter() {
     });
     tokio::time::sleep(Duration::from_millis(200)).await;
     // Restart the server on the same port without persistence: the lock is gone with it.
-    server.child.kill().unwrap();
-    server.child.wait().unwrap();
-    let restarted = std::process::Command::new("redis-server")
-        .args([
-            "--bind",
-            "127.0.0.1",
-            "--port",
-            &port.to_string(),
-            "--save",
-            "",
-            "--appendonly",
-            "no",
-        ])
-        .stdout(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    server.child = restarted;
+    server.restart();
     let reason = tokio::time::timeout(Duration::from_secs(10), held.lost.wait())
         .await
         .unwrap();

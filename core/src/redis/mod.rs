@@ -77,7 +77,7 @@ pub enum UnlockReply {
     Freed,
 }
 
-/// One owner's entry in [`LockStatus`](crate::LockStatus).
+/// What `HGETALL` and `PTTL` say about a lock (turned into [`LockStatus`](crate::LockStatus)).
 pub(crate) struct RawStatus {
     pub(crate) holders: Vec<(String, u32)>,
     pub(crate) pttl: i64,

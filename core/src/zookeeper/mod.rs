@@ -561,7 +561,7 @@ impl ZkBackend {
         Ok(held)
     }
 
-    /// Delete every lease (and contender of the internal mutex) of a semaphore mutex.
+    /// Delete every lease of a semaphore mutex; true if it was held.
     pub(crate) async fn force_unlock_semaphore(&self, path: &str) -> Result<bool> {
         let leases = self.leases(path).await?;
         let client = self.client();

@@ -53,32 +53,62 @@ pub fn free_port() -> u16 {
         .port()
 }
 
-/// A redis-server of the test's own (to pause, stop or configure without disturbing others).
+/// A redis-server of the test's own (to pause, stop, restart or configure without disturbing others).
 pub struct OwnRedis {
     pub child: Child,
     pub port: u16,
     dir: PathBuf,
+    args: Vec<String>,
 }
 
 impl OwnRedis {
+    /// A plain server on a free port, with `extra` arguments.
     pub fn start(extra: &[&str]) -> OwnRedis {
         let port = free_port();
+        let mut args = vec!["--port".to_string(), port.to_string()];
+        args.extend(extra.iter().map(|a| a.to_string()));
+        OwnRedis::launch(port, args)
+    }
+
+    /// A TLS-only server on a free port with this certificate (also its own CA) and key.
+    pub fn start_tls(cert: &std::path::Path, key: &std::path::Path) -> OwnRedis {
+        let port = free_port();
+        let (cert, key) = (cert.to_str().unwrap(), key.to_str().unwrap());
+        let args = [
+            "--port",
+            "0",
+            "--tls-port",
+            &port.to_string(),
+            "--tls-auth-clients",
+            "no",
+            "--tls-cert-file",
+            cert,
+            "--tls-key-file",
+            key,
+            "--tls-ca-cert-file",
+            cert,
+        ];
+        OwnRedis::launch(port, args.iter().map(|a| a.to_string()).collect())
+    }
+
+    fn launch(port: u16, args: Vec<String>) -> OwnRedis {
         let dir = std::env::temp_dir().join(format!("polylock-redis-{port}"));
         std::fs::create_dir_all(&dir).unwrap();
+        let child = OwnRedis::spawn(port, &dir, &args);
+        OwnRedis {
+            child,
+            port,
+            dir,
+            args,
+        }
+    }
+
+    fn spawn(port: u16, dir: &std::path::Path, args: &[String]) -> Child {
         let child = Command::new("redis-server")
-            .args([
-                "--bind",
-                "127.0.0.1",
-                "--port",
-                &port.to_string(),
-                "--save",
-                "",
-                "--appendonly",
-                "no",
-            ])
+            .args(["--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
             .arg("--dir")
-            .arg(&dir)
-            .args(extra)
+            .arg(dir)
+            .args(args)
             .stdout(Stdio::null())
             .spawn()
             .expect("redis-server must be installed (scripts/servers.sh install)");
@@ -87,7 +117,14 @@ impl OwnRedis {
             assert!(Instant::now() < deadline, "own redis-server did not start");
             std::thread::sleep(Duration::from_millis(20));
         }
-        OwnRedis { child, port, dir }
+        child
+    }
+
+    /// Kill the server and start it again on the same port; without persistence its data is gone.
+    pub fn restart(&mut self) {
+        self.child.kill().unwrap();
+        self.child.wait().unwrap();
+        self.child = OwnRedis::spawn(self.port, &self.dir, &self.args);
     }
 
     pub fn url(&self) -> String {
