@@ -485,8 +485,39 @@ impl Lock {
     /// Acquire (or re-enter) the lock for `owner`. Fails with `Timeout` when the wait runs out,
     /// and with `LockLost` when `owner` still has a hold that was lost (release it first).
     ///
-    /// Cancel-safe: dropping the future leaves no hold behind.
+    /// Cancel-safe: dropping the future leaves no hold behind. Closing the client ends the wait
+    /// with `InvalidState`.
     pub async fn acquire(&self, owner: OwnerId, options: AcquireOptions) -> Result<Acquired> {
+        let stop = self.client.watchdog.stop.clone();
+        let acquired = tokio::select! {
+            biased;
+            r = self.acquire_unless_closed(owner, options) => r?,
+            // Dropping the wait is cancel-safe: nothing is left behind on the server.
+            _ = stop.cancelled() => return Err(closed_while_waiting()),
+        };
+        if self.client.closed.load(Ordering::Acquire) {
+            // Granted while close() drained the holds: give it back, nobody renews it now.
+            let owner = self.hold_owner(owner);
+            let hold = self.client.holds.lock().remove(&(self.name.clone(), owner));
+            if let Some(mut h) = hold {
+                h.mark_lost(&self.name, owner, LostReason::ClientClosed);
+                let field = self.field(owner);
+                let _ = match (&self.client.backend, h.node.clone()) {
+                    (Backend::Redis(r), _) => r.drop_field(&self.name, &field, None).await,
+                    (Backend::Zk(z), Some(node)) => z.release(&self.name, &node, false).await,
+                    (Backend::Zk(_), None) => Ok(true),
+                };
+            }
+            return Err(closed_while_waiting());
+        }
+        Ok(acquired)
+    }
+
+    async fn acquire_unless_closed(
+        &self,
+        owner: OwnerId,
+        options: AcquireOptions,
+    ) -> Result<Acquired> {
         self.client.check_usable()?;
         let owner = self.hold_owner(owner);
         let wait = match options.wait {
@@ -880,6 +911,14 @@ impl Lock {
         Ok(was)
     }
 
+    /// Whether any owner of this client holds the lock (local, no round trip; Curator's
+    /// `isAcquiredInThisProcess`).
+    pub fn is_held_locally(&self) -> bool {
+        let map = self.client.holds.lock();
+        map.iter()
+            .any(|((name, _), h)| **name == *self.name && h.lost.is_none())
+    }
+
     /// The fencing token of `owner`'s current hold, if it holds the lock (local, no round trip).
     pub fn fencing_token(&self, owner: OwnerId) -> Option<u64> {
         let owner = self.hold_owner(owner);
@@ -1063,4 +1102,8 @@ async fn watch_session(client: std::sync::Weak<ClientInner>) {
             delay = (delay * 2).min(Duration::from_secs(5));
         }
     }
+}
+
+fn closed_while_waiting() -> Error {
+    Error::state("the polylock client was closed while this acquire waited")
 }

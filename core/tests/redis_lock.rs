@@ -548,6 +548,39 @@ async fn close_releases_held_locks_and_refuses_later_calls() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn close_ends_waiting_acquires_and_leaves_nothing_held() {
+    let holder = client().await;
+    let name = unique("close-wait");
+    let hlock = holder.lock(&name).unwrap();
+    hlock.acquire(1, AcquireOptions::forever()).await.unwrap();
+    let waiter = client().await;
+    let wlock = waiter.lock(&name).unwrap();
+    let waiting = tokio::spawn(async move { wlock.acquire(7, AcquireOptions::forever()).await });
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert!(
+        !waiting.is_finished(),
+        "the waiter waits while the lock is held"
+    );
+    assert!(hlock.is_held_locally());
+    assert!(!waiter.lock(&name).unwrap().is_held_locally());
+    let closed_at = std::time::Instant::now();
+    waiter.close().await.unwrap();
+    let err = tokio::time::timeout(Duration::from_secs(2), waiting)
+        .await
+        .expect("close ended the wait")
+        .unwrap()
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::InvalidState, "{err}");
+    assert!(closed_at.elapsed() < Duration::from_secs(1));
+    hlock.release(1).await.unwrap();
+    assert!(
+        !hlock.is_locked().await.unwrap(),
+        "the closed waiter took nothing"
+    );
+    assert_eq!(waiter.subscribed_channels(), 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bad_input_gets_typed_errors() {
     let c = client().await;
     for name in ["", "a\0b"] {
