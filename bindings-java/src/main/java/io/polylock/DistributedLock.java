@@ -1,0 +1,460 @@
+package io.polylock;
+
+import java.util.Objects;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.locks.Condition;
+import java.util.concurrent.locks.Lock;
+
+/**
+ * A distributed lock, reentrant per Java thread, in Redisson's {@code RLock} vocabulary (and
+ * Curator's {@code InterProcessMutex} words: {@link #acquire()}, {@link #release()}).
+ *
+ * <p>Without a lease time a lock is kept by a watchdog while this client lives (Redisson's
+ * {@code lock()}); with one it expires after it unless released first, and nobody renews it.
+ * The waiting forms wait for a release notification (Redis pub/sub, ZooKeeper watches), never
+ * by polling. {@link #lockInterruptibly()} and the waiting {@code tryLock}/{@code acquire} forms
+ * answer {@link Thread#interrupt()} within milliseconds, leaving nothing acquired.
+ *
+ * <p>This object holds no native memory: creating one per request is cheap, and {@link #close()}
+ * only stops this handle (and its listeners).
+ */
+public final class DistributedLock implements Lock, AutoCloseable {
+    /** Hears that a hold of this lock (by any thread of the client) was lost. */
+    public interface Listener {
+        /**
+         * The lock was lost: expired, deleted or force-unlocked elsewhere, unrenewable, its
+         * session expired, or the client closed. Runs on the client's {@code polylock-events}
+         * thread and may call back into polylock.
+         */
+        void onAbort(DistributedLock lock, Exception cause);
+    }
+
+    private final PolylockClient client;
+    private final String name;
+    private final boolean mutex;
+    private final CopyOnWriteArrayList<Listener> listeners = new CopyOnWriteArrayList<>();
+    private volatile boolean closed;
+
+    DistributedLock(PolylockClient client, String name, boolean mutex) {
+        this.client = client;
+        this.name = name;
+        this.mutex = mutex;
+    }
+
+    /** The lock's name (a ZooKeeper path on ZooKeeper). */
+    public String getName() {
+        return name;
+    }
+
+    // ---- acquiring --------------------------------------------------------------------------
+
+    /** Wait until acquired; kept by the watchdog. Not interruptible (the interrupt is kept). */
+    @Override
+    public void lock() {
+        acquireUninterruptibly(-1);
+    }
+
+    /** Wait until acquired, with a fixed lease; no watchdog. {@code leaseTime} -1 means the watchdog. */
+    public void lock(long leaseTime, TimeUnit unit) {
+        acquireUninterruptibly(leaseMs(leaseTime, unit));
+    }
+
+    @Override
+    public void lockInterruptibly() throws InterruptedException {
+        acquireToken(-1, -1, true);
+    }
+
+    /** {@link #lockInterruptibly()} with a fixed lease ({@code -1}: the watchdog). */
+    public void lockInterruptibly(long leaseTime, TimeUnit unit) throws InterruptedException {
+        acquireToken(-1, leaseMs(leaseTime, unit), true);
+    }
+
+    /** One attempt, no waiting; kept by the watchdog if acquired. */
+    @Override
+    public boolean tryLock() {
+        return once(-1) >= 0;
+    }
+
+    /** Wait up to {@code time} (zero or less: one attempt); kept by the watchdog. */
+    @Override
+    public boolean tryLock(long time, TimeUnit unit) throws InterruptedException {
+        return acquireToken(waitMs(time, unit), -1, true) >= 0;
+    }
+
+    /** Wait up to {@code waitTime}, then hold for {@code leaseTime} ({@code -1}: the watchdog). */
+    public boolean tryLock(long waitTime, long leaseTime, TimeUnit unit) throws InterruptedException {
+        long lease = leaseMs(leaseTime, unit);
+        return acquireToken(waitMs(waitTime, unit), lease, true) >= 0;
+    }
+
+    /** Curator's {@code acquire()}: wait until acquired, interruptibly. */
+    public void acquire() throws InterruptedException {
+        lockInterruptibly();
+    }
+
+    /** Curator's {@code acquire(time, unit)}: wait up to {@code time}; true if acquired. */
+    public boolean acquire(long time, TimeUnit unit) throws InterruptedException {
+        return tryLock(time, unit);
+    }
+
+    /**
+     * {@link #lock()} as a resource: {@code try (DistributedLock.Hold h = lock.hold()) { ... }}.
+     * The hold remembers its thread and its fencing token.
+     */
+    public Hold hold() {
+        long token = acquireUninterruptibly(-1);
+        return new Hold(PolylockClient.currentOwner(), token);
+    }
+
+    /** {@link #hold()} with a fixed lease. */
+    public Hold hold(long leaseTime, TimeUnit unit) {
+        long token = acquireUninterruptibly(leaseMs(leaseTime, unit));
+        return new Hold(PolylockClient.currentOwner(), token);
+    }
+
+    // ---- releasing --------------------------------------------------------------------------
+
+    /**
+     * Release one hold of the current thread; the last one frees the lock and wakes one waiter.
+     *
+     * @throws IllegalMonitorStateException if the current thread does not hold the lock
+     * @throws LockLostException if the hold was lost before this release
+     */
+    @Override
+    public void unlock() {
+        releaseFor(PolylockClient.currentOwner());
+    }
+
+    /** Curator's {@code release()}: the same as {@link #unlock()}. */
+    public void release() {
+        unlock();
+    }
+
+    /** Delete the lock whoever holds it and wake its waiters; true if it was held. */
+    public boolean forceUnlock() {
+        long h = enter();
+        try {
+            return Native.forceUnlock(h, name, mutex);
+        } finally {
+            client.exit();
+        }
+    }
+
+    // ---- state ------------------------------------------------------------------------------
+
+    /** Whether anybody holds the lock (asks the server). */
+    public boolean isLocked() {
+        long h = enter();
+        try {
+            return Native.isLocked(h, name, mutex);
+        } finally {
+            client.exit();
+        }
+    }
+
+    /** Whether the current thread holds the lock. */
+    public boolean isHeldByCurrentThread() {
+        return getHoldCount() > 0;
+    }
+
+    /** How many times the current thread holds the lock (0 if not, or if its hold was lost). */
+    public int getHoldCount() {
+        long h = enter();
+        try {
+            return Native.holdCount(h, name, mutex, PolylockClient.currentOwner());
+        } finally {
+            client.exit();
+        }
+    }
+
+    /** Curator's {@code isAcquiredInThisProcess}: whether any thread of this client holds it. */
+    public boolean isAcquiredInThisProcess() {
+        long h = enter();
+        try {
+            return Native.isHeldLocally(h, name, mutex);
+        } finally {
+            client.exit();
+        }
+    }
+
+    /**
+     * Remaining lease in milliseconds; -1 if the lock is held without expiry (ZooKeeper), -2 if
+     * it is not held (Redisson's convention).
+     */
+    public long remainTimeToLive() {
+        long h = enter();
+        try {
+            return Native.remainTimeToLive(h, name, mutex);
+        } finally {
+            client.exit();
+        }
+    }
+
+    /**
+     * The fencing token of the current thread's hold: greater than the token of every earlier
+     * holder of this lock. Pass it to the protected resource so it can refuse a late writer.
+     *
+     * @throws IllegalMonitorStateException if the current thread does not hold the lock
+     */
+    public long getFencingToken() {
+        long h = enter();
+        try {
+            long t = Native.fencingToken(h, name, mutex, PolylockClient.currentOwner());
+            if (t < 0) {
+                throw new IllegalMonitorStateException("lock '" + name + "' is not held by the current thread");
+            }
+            return t;
+        } finally {
+            client.exit();
+        }
+    }
+
+    /** True if the current thread's hold was lost and not yet released. */
+    public boolean isLost() {
+        long h = enter();
+        try {
+            return Native.isLost(h, name, mutex, PolylockClient.currentOwner());
+        } finally {
+            client.exit();
+        }
+    }
+
+    /** Listen for the loss of any hold of this lock by this client (see {@link Listener}). */
+    public void addListener(Listener listener) {
+        Objects.requireNonNull(listener, "listener");
+        checkOpen();
+        if (listeners.isEmpty()) {
+            client.addListening(this);
+        }
+        listeners.add(listener);
+    }
+
+    /** Stop a listener; true if it was registered. */
+    public boolean removeListener(Listener listener) {
+        boolean removed = listeners.remove(listener);
+        if (listeners.isEmpty()) {
+            client.removeListening(this);
+        }
+        return removed;
+    }
+
+    /** Conditions are not supported on distributed locks. */
+    @Override
+    public Condition newCondition() {
+        throw new UnsupportedOperationException("polylock's distributed locks have no conditions");
+    }
+
+    /**
+     * Stop using this handle: later calls throw {@code INVALID_STATE} and its listeners are
+     * removed. Holds stay held (release them with {@link #unlock()} first). Idempotent.
+     */
+    @Override
+    public void close() {
+        closed = true;
+        listeners.clear();
+        client.removeListening(this);
+    }
+
+    @Override
+    public String toString() {
+        return (mutex ? "DistributedMutex[" : "DistributedLock[") + name + "]";
+    }
+
+    // ---- the hold as a resource -------------------------------------------------------------
+
+    /** One acquisition, released by {@link #close()} (once; later closes do nothing). */
+    public final class Hold implements AutoCloseable {
+        private final long owner;
+        private final long token;
+        private boolean released;
+
+        Hold(long owner, long token) {
+            this.owner = owner;
+            this.token = token;
+        }
+
+        /** The fencing token of this hold. */
+        public long getFencingToken() {
+            return token;
+        }
+
+        /** The lock this hold is of. */
+        public DistributedLock getLock() {
+            return DistributedLock.this;
+        }
+
+        /** Release this hold (from any thread). */
+        @Override
+        public synchronized void close() {
+            if (!released) {
+                released = true;
+                releaseFor(owner);
+            }
+        }
+    }
+
+    // ---- internals --------------------------------------------------------------------------
+
+    void fireLost(long owner, LockLostException e) {
+        for (Listener l : listeners) {
+            try {
+                l.onAbort(this, e);
+            } catch (RuntimeException | Error thrown) {
+                Thread t = Thread.currentThread();
+                t.getUncaughtExceptionHandler().uncaughtException(t, thrown);
+            }
+        }
+    }
+
+    private void checkOpen() {
+        if (closed) {
+            throw new PolylockException(PolylockException.Code.INVALID_STATE, "this DistributedLock handle is closed");
+        }
+    }
+
+    private long enter() {
+        checkOpen();
+        return client.enter();
+    }
+
+    private void releaseFor(long owner) {
+        long h = enter();
+        try {
+            Native.release(h, name, mutex, owner);
+        } finally {
+            client.exit();
+        }
+    }
+
+    private long once(long leaseMs) {
+        long h = enter();
+        try {
+            return Native.tryAcquire(h, name, mutex, PolylockClient.currentOwner(), leaseMs);
+        } finally {
+            client.exit();
+        }
+    }
+
+    private long acquireUninterruptibly(long leaseMs) {
+        try {
+            return acquireToken(-1, leaseMs, false);
+        } catch (InterruptedException e) {
+            throw new AssertionError("an uninterruptible wait was interrupted", e);
+        }
+    }
+
+    /**
+     * Acquire: the fencing token, or -1 if {@code waitMs} ran out. {@code waitMs} -1 waits
+     * forever, 0 tries once. The uncontended case is one round trip on the calling thread; a
+     * wait runs natively and completes a future this thread waits on, so an interrupt can cancel
+     * it.
+     */
+    private long acquireToken(long waitMs, long leaseMs, boolean interruptible) throws InterruptedException {
+        if (interruptible && Thread.interrupted()) {
+            throw new InterruptedException();
+        }
+        long owner = PolylockClient.currentOwner();
+        long start = System.nanoTime();
+        long h = enter();
+        try {
+            long token = Native.tryAcquire(h, name, mutex, owner, leaseMs);
+            if (token >= 0 || waitMs == 0) {
+                return token;
+            }
+            long remaining = waitMs;
+            if (waitMs > 0) {
+                remaining = waitMs - TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start);
+                if (remaining <= 0) {
+                    return -1;
+                }
+            }
+            NativeFuture future = new NativeFuture();
+            long cancel = Native.acquireAsync(h, name, mutex, owner, remaining, leaseMs, future);
+            try {
+                return await(future, cancel, owner, interruptible);
+            } finally {
+                Native.freeCancel(cancel);
+            }
+        } finally {
+            client.exit();
+        }
+    }
+
+    private long await(NativeFuture future, long cancel, long owner, boolean interruptible)
+            throws InterruptedException {
+        boolean interrupted = false;
+        try {
+            while (true) {
+                try {
+                    long r = future.get();
+                    if (r == NativeFuture.FAILED) {
+                        throw future.error();
+                    }
+                    return r;
+                } catch (ExecutionException e) {
+                    throw new AssertionError("a NativeFuture is never completed exceptionally", e);
+                } catch (InterruptedException e) {
+                    if (!interruptible) {
+                        interrupted = true;
+                        continue;
+                    }
+                    Native.cancel(cancel);
+                    long r = getUninterruptibly(future);
+                    if (r >= 0) {
+                        // Acquired just before the cancel reached it: give it back.
+                        try {
+                            Native.release(client.enter(), name, mutex, owner);
+                        } finally {
+                            client.exit();
+                        }
+                    }
+                    throw e;
+                }
+            }
+        } finally {
+            if (interrupted) {
+                Thread.currentThread().interrupt();
+            }
+        }
+    }
+
+    private static long getUninterruptibly(NativeFuture future) {
+        boolean interrupted = false;
+        try {
+            while (true) {
+                try {
+                    return future.get();
+                } catch (InterruptedException e) {
+                    interrupted = true;
+                } catch (ExecutionException e) {
+                    throw new AssertionError(e);
+                }
+            }
+        } finally {
+            if (interrupted) {
+                Thread.currentThread().interrupt();
+            }
+        }
+    }
+
+    private static long waitMs(long time, TimeUnit unit) {
+        Objects.requireNonNull(unit, "unit");
+        if (time <= 0) {
+            return 0;
+        }
+        return Math.max(1, unit.toMillis(time));
+    }
+
+    private static long leaseMs(long leaseTime, TimeUnit unit) {
+        Objects.requireNonNull(unit, "unit");
+        if (leaseTime == -1) {
+            return -1;
+        }
+        if (leaseTime <= 0) {
+            throw new IllegalArgumentException("leaseTime must be positive (or -1 for the watchdog), got " + leaseTime);
+        }
+        return Math.max(1, unit.toMillis(leaseTime));
+    }
+}

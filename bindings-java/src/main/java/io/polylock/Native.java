@@ -1,0 +1,147 @@
+package io.polylock;
+
+import java.io.IOException;
+import java.io.InputStream;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
+import java.util.Locale;
+import java.util.Properties;
+
+/**
+ * The native methods and the one loader of the native library.
+ *
+ * <p>The library is loaded once per class loader: from {@code -Dpolylock.native.library=<file>}
+ * if set, else by {@code System.loadLibrary("polylock_java")} from {@code java.library.path}, else
+ * extracted from this JAR's {@code native/<os>-<arch>/} to a temporary file and loaded from
+ * there. Tests go through the same path. The loaded library must be of this JAR's version.
+ */
+final class Native {
+    static final String LIBRARY = "polylock_java";
+    /** The version of this JAR (from Maven), which the native library must match. */
+    static final String JAR_VERSION;
+    /** Where the library was loaded from (for error messages and tests). */
+    static final String LOADED_FROM;
+
+    static {
+        JAR_VERSION = jarVersion();
+        LOADED_FROM = load();
+        String nativeVersion = version();
+        if (!nativeVersion.equals(JAR_VERSION)) {
+            throw new UnsatisfiedLinkError("polylock native library " + LOADED_FROM + " is version "
+                    + nativeVersion + " but the polylock JAR is " + JAR_VERSION);
+        }
+    }
+
+    private Native() {}
+
+    /** Ensures the class (and so the library) is initialised. */
+    static void init() {}
+
+    private static String jarVersion() {
+        Properties p = new Properties();
+        try (InputStream in = Native.class.getResourceAsStream("version.properties")) {
+            if (in != null) {
+                p.load(in);
+            }
+        } catch (IOException e) {
+            throw new UnsatisfiedLinkError("cannot read polylock's version.properties: " + e);
+        }
+        return p.getProperty("version", "unknown");
+    }
+
+    /** {@code <os>-<arch>}, as the JAR's {@code native/} folders are named. */
+    static String platform() {
+        String os = System.getProperty("os.name", "").toLowerCase(Locale.ROOT);
+        String arch = System.getProperty("os.arch", "").toLowerCase(Locale.ROOT);
+        String o = os.startsWith("linux") ? "linux"
+                : os.startsWith("mac") || os.startsWith("darwin") ? "macos"
+                : os.startsWith("windows") ? "windows" : os.replaceAll("[^a-z0-9]", "");
+        String a = arch.equals("amd64") || arch.equals("x86_64") ? "x86_64"
+                : arch.equals("aarch64") || arch.equals("arm64") ? "aarch64" : arch;
+        return o + "-" + a;
+    }
+
+    private static String load() {
+        String explicit = System.getProperty("polylock.native.library");
+        if (explicit != null && !explicit.isEmpty()) {
+            System.load(explicit);
+            return explicit;
+        }
+        try {
+            System.loadLibrary(LIBRARY);
+            return "java.library.path";
+        } catch (UnsatisfiedLinkError notThere) {
+            // fall through to the copy inside the JAR
+        }
+        String file = System.mapLibraryName(LIBRARY);
+        String resource = "/native/" + platform() + "/" + file;
+        try (InputStream in = Native.class.getResourceAsStream(resource)) {
+            if (in == null) {
+                throw new UnsatisfiedLinkError("polylock has no native library for " + platform()
+                        + " (looked for " + resource + " in the JAR and for " + file
+                        + " on java.library.path)");
+            }
+            Path tmp = Files.createTempFile("polylock-", "-" + file);
+            try {
+                Files.copy(in, tmp, StandardCopyOption.REPLACE_EXISTING);
+                System.load(tmp.toAbsolutePath().toString());
+            } finally {
+                // Once loaded, the mapping outlives the file (not on Windows: delete on exit there).
+                try {
+                    Files.delete(tmp);
+                } catch (IOException stillMapped) {
+                    tmp.toFile().deleteOnExit();
+                }
+            }
+            return "resource:" + resource;
+        } catch (IOException e) {
+            throw new UnsatisfiedLinkError("cannot extract polylock's native library: " + e);
+        }
+    }
+
+    static native String version();
+
+    static native String errorName(int code);
+
+    static native long freshOwner();
+
+    static native long connect(String url, long watchdogMs, long connectMs, long commandMs, long sessionMs);
+
+    static native void close(long client);
+
+    static native void free(long client);
+
+    static native String clientId(long client);
+
+    static native boolean isSuspended(long client);
+
+    static native void validate(long client, String name, boolean mutex);
+
+    static native long tryAcquire(long client, String name, boolean mutex, long owner, long leaseMs);
+
+    static native long acquireAsync(long client, String name, boolean mutex, long owner, long waitMs,
+            long leaseMs, NativeFuture future);
+
+    static native void cancel(long cancel);
+
+    static native void freeCancel(long cancel);
+
+    static native int release(long client, String name, boolean mutex, long owner);
+
+    static native int holdCount(long client, String name, boolean mutex, long owner);
+
+    static native boolean isLocked(long client, String name, boolean mutex);
+
+    static native boolean isHeldLocally(long client, String name, boolean mutex);
+
+    static native long remainTimeToLive(long client, String name, boolean mutex);
+
+    static native boolean forceUnlock(long client, String name, boolean mutex);
+
+    static native long fencingToken(long client, String name, boolean mutex, long owner);
+
+    static native boolean isLost(long client, String name, boolean mutex, long owner);
+
+    static native void watchLost(long client, PolylockClient target);
+}

@@ -1,0 +1,173 @@
+package io.polylock;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.ThreadPoolExecutor;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
+
+/**
+ * A connection to one lock server (Redisson's {@code RedissonClient}, Curator's
+ * {@code CuratorFramework}). Thread-safe; one per application is the usual shape. Closing it
+ * releases every lock its threads still hold and ends their waits; it is idempotent.
+ *
+ * <p>Lock-lost {@link DistributedLock.Listener listeners} run on this client's
+ * {@code polylock-events} daemon thread, one at a time in the order of the losses. They may call
+ * any polylock method, including blocking ones.
+ */
+public final class PolylockClient implements AutoCloseable {
+    /** Bit of {@link #users} set once the client is closed; the bits below count calls in flight. */
+    private static final int CLOSED = 1 << 30;
+
+    /** One owner id per Java thread (virtual threads included), shared by every client. */
+    private static final ThreadLocal<Long> OWNER = new ThreadLocal<Long>() {
+        @Override
+        protected Long initialValue() {
+            return Native.freshOwner();
+        }
+    };
+
+    private final long handle;
+    private final AtomicInteger users = new AtomicInteger();
+    private final AtomicBoolean closing = new AtomicBoolean();
+    private final AtomicBoolean freed = new AtomicBoolean();
+    private final String id;
+    private final Map<String, List<DistributedLock>> listened = new ConcurrentHashMap<>();
+    private final ThreadPoolExecutor events;
+
+    PolylockClient(long handle) {
+        this.handle = handle;
+        this.id = Native.clientId(handle);
+        this.events = new ThreadPoolExecutor(0, 1, 5, TimeUnit.SECONDS, new LinkedBlockingQueue<Runnable>(), r -> {
+            Thread t = new Thread(r, "polylock-events");
+            t.setDaemon(true);
+            return t;
+        });
+        Native.watchLost(handle, this);
+    }
+
+    static long currentOwner() {
+        return OWNER.get();
+    }
+
+    /**
+     * A reentrant lock on {@code name} (Redisson {@code getLock}, Curator {@code InterProcessMutex}
+     * on a ZooKeeper path). Cheap: calling it for every request is fine.
+     *
+     * @throws IllegalArgumentException for an empty, oversized or NUL-containing name, or a bad
+     *     ZooKeeper path
+     */
+    public DistributedLock getLock(String name) {
+        return newLock(name, false);
+    }
+
+    /**
+     * A non-reentrant ZooKeeper mutex in Curator's {@code InterProcessSemaphoreMutex} layout: held by
+     * the client, so any thread may release it.
+     *
+     * @throws UnsupportedOperationException on Redis
+     */
+    public DistributedLock getMutex(String path) {
+        return newLock(path, true);
+    }
+
+    private DistributedLock newLock(String name, boolean mutex) {
+        Objects.requireNonNull(name, "name");
+        long h = enter();
+        try {
+            Native.validate(h, name, mutex);
+        } finally {
+            exit();
+        }
+        return new DistributedLock(this, name, mutex);
+    }
+
+    /** This client's random id (the {@code <uuid>} part of {@code <uuid>:<thread>} on Redis). */
+    public String getId() {
+        return id;
+    }
+
+    /** True once {@link #close()} was called. */
+    public boolean isClosed() {
+        return closing.get();
+    }
+
+    /** True while a ZooKeeper connection is down but its session may still be alive. */
+    public boolean isSuspended() {
+        long h = enter();
+        try {
+            return Native.isSuspended(h);
+        } finally {
+            exit();
+        }
+    }
+
+    /**
+     * Release every lock this client's threads hold (their listeners hear of it), end every wait,
+     * and disconnect. Idempotent; later calls on the client or its locks throw a
+     * {@link PolylockException} with code {@code INVALID_STATE}.
+     */
+    @Override
+    public void close() {
+        if (!closing.compareAndSet(false, true)) {
+            return;
+        }
+        users.incrementAndGet();
+        try {
+            Native.close(handle);
+        } finally {
+            users.addAndGet(CLOSED);
+            exit();
+        }
+    }
+
+    /** Count a call in flight and return the handle it may use. */
+    long enter() {
+        int u = users.incrementAndGet();
+        if ((u & CLOSED) != 0) {
+            exit();
+            throw new PolylockException(PolylockException.Code.INVALID_STATE, "the polylock client is closed");
+        }
+        return handle;
+    }
+
+    /** End a call; the last one out after close frees the native client. */
+    void exit() {
+        if (users.decrementAndGet() == CLOSED && freed.compareAndSet(false, true)) {
+            Native.free(handle);
+        }
+    }
+
+    void addListening(DistributedLock lock) {
+        listened.computeIfAbsent(lock.getName(), k -> new CopyOnWriteArrayList<>()).add(lock);
+    }
+
+    void removeListening(DistributedLock lock) {
+        List<DistributedLock> l = listened.get(lock.getName());
+        if (l != null) {
+            l.remove(lock);
+        }
+    }
+
+    /** Called by the native library, on one of its runtime threads, for every lost hold. */
+    void onLost(String name, long owner, String reason) {
+        List<DistributedLock> locks = listened.get(name);
+        if (locks == null || locks.isEmpty()) {
+            return;
+        }
+        List<DistributedLock> targets = new ArrayList<>(locks);
+        String message = "lock '" + name + "' was lost: " + reason
+                + "; the protected work may have overlapped with another holder";
+        events.execute(() -> {
+            for (DistributedLock l : targets) {
+                l.fireLost(owner, new LockLostException(message));
+            }
+        });
+    }
+}

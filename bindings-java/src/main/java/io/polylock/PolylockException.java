@@ -1,0 +1,104 @@
+package io.polylock;
+
+/**
+ * Base of polylock's own errors. Unchecked, like Redisson's and Curator's runtime failures. The
+ * {@link #getCode() code} comes from the one error table of polylock's core, whose numbers never
+ * change meaning (they are also the C result codes).
+ *
+ * <p>Some kinds map to the JDK exception a Java caller expects instead: "not owner" is an
+ * {@link IllegalMonitorStateException} (the {@link java.util.concurrent.locks.Lock#unlock()}
+ * contract), a bad argument an {@link IllegalArgumentException}, an operation the backend does not
+ * have an {@link UnsupportedOperationException}.
+ */
+public class PolylockException extends RuntimeException {
+    private static final long serialVersionUID = 1L;
+
+    /** The stable kinds of polylock errors, with their numbers. */
+    public enum Code {
+        /** A required argument was missing (C only; Java throws NullPointerException). */
+        NULL_PARAMETER(1),
+        /** An argument was invalid. */
+        INVALID_ARGUMENT(2),
+        /** The lock was not acquired within the allowed wait. */
+        TIMEOUT(3),
+        /** The lock is not held by this owner. */
+        NOT_OWNER(4),
+        /** The lock was lost before it was released. */
+        LOCK_LOST(5),
+        /** The lock server could not be reached. */
+        CONNECTION(6),
+        /** The lock server refused the credentials. */
+        AUTH(7),
+        /** The lock server returned an unexpected error. */
+        BACKEND(8),
+        /** The call is not valid in the current state (closed client, ...). */
+        INVALID_STATE(9),
+        /** A bug in polylock. */
+        INTERNAL(10),
+        /** A panic was caught at the language boundary. */
+        PANIC(11),
+        /** The operation was cancelled. */
+        CANCELLED(12),
+        /** The backend does not support this operation. */
+        UNSUPPORTED(13);
+
+        private final int number;
+
+        Code(int number) {
+            this.number = number;
+        }
+
+        /** The stable number of this code. */
+        public int number() {
+            return number;
+        }
+
+        /** The code with this number, or INTERNAL for an unknown one. */
+        public static Code of(int number) {
+            for (Code c : values()) {
+                if (c.number == number) {
+                    return c;
+                }
+            }
+            return INTERNAL;
+        }
+    }
+
+    private final Code code;
+
+    public PolylockException(Code code, String message) {
+        super(message);
+        this.code = code;
+    }
+
+    /** The stable kind of this error. */
+    public Code getCode() {
+        return code;
+    }
+
+    /**
+     * The exception for a code of core's error table: the single place where codes become Java
+     * types. Called by the native library too.
+     */
+    static RuntimeException fromNative(int number, String message) {
+        Code code = Code.of(number);
+        switch (code) {
+            case NOT_OWNER:
+                return new IllegalMonitorStateException(message);
+            case INVALID_ARGUMENT:
+                return new IllegalArgumentException(message);
+            case NULL_PARAMETER:
+                return new NullPointerException(message);
+            case UNSUPPORTED:
+                return new UnsupportedOperationException(message);
+            case LOCK_LOST:
+                return new LockLostException(message);
+            case CONNECTION:
+                return new PolylockConnectionException(code, message);
+            case AUTH:
+                return new PolylockAuthException(message);
+            default:
+                return new PolylockException(code, message);
+        }
+    }
+}

@@ -1,0 +1,61 @@
+package io.polylock;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.net.ServerSocket;
+import java.nio.file.Files;
+import java.nio.file.Paths;
+import java.time.Duration;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import org.junit.jupiter.api.Test;
+
+/** What needs no lock server: loading, versions, the error table, bad arguments. */
+class NativeTest {
+    @Test
+    void loadsFromTheBundledResourceAndVersionsMatchCargo() throws Exception {
+        String cargo = new String(Files.readAllBytes(Paths.get("..", "Cargo.toml")), "UTF-8");
+        Matcher m = Pattern.compile("(?m)^version = \"([^\"]+)\"").matcher(cargo);
+        assertTrue(m.find(), "workspace version in Cargo.toml");
+        assertEquals(m.group(1), Polylock.version());
+        assertEquals(m.group(1), Native.version());
+        assertEquals("resource:/native/" + Native.platform() + "/" + System.mapLibraryName("polylock_java"),
+                Native.LOADED_FROM);
+    }
+
+    @Test
+    void codeEnumIsCoreErrorTable() {
+        for (PolylockException.Code c : PolylockException.Code.values()) {
+            assertEquals(c.name(), Native.errorName(c.number()), "code " + c.number());
+        }
+        assertNull(Native.errorName(PolylockException.Code.values().length + 1), "no codes beyond the enum");
+        assertNull(Native.errorName(0));
+    }
+
+    @Test
+    void badUrlsAndOptionsAreIllegalArguments() {
+        for (String url : new String[] {"", "http://127.0.0.1:6379", "redis://", "zk://", "redis://127.0.0.1:notaport"}) {
+            assertThrows(IllegalArgumentException.class, () -> Polylock.connect(url), url);
+        }
+        assertThrows(NullPointerException.class, () -> Polylock.connect(null));
+        assertThrows(IllegalArgumentException.class, () -> new Polylock.Options().watchdogTimeout(Duration.ZERO));
+        assertThrows(IllegalArgumentException.class, () -> new Polylock.Options().commandTimeout(Duration.ofMillis(-5)));
+        assertThrows(IllegalArgumentException.class,
+                () -> Polylock.connect("redis://127.0.0.1:6379", new Polylock.Options().watchdogTimeout(Duration.ofMillis(5))));
+    }
+
+    @Test
+    void aServerThatIsDownIsAConnectionError() throws Exception {
+        int port;
+        try (ServerSocket s = new ServerSocket(0)) {
+            port = s.getLocalPort();
+        }
+        Polylock.Options quick = new Polylock.Options().connectTimeout(Duration.ofMillis(500));
+        PolylockException e = assertThrows(PolylockConnectionException.class,
+                () -> Polylock.connect("redis://127.0.0.1:" + port, quick));
+        assertEquals(PolylockException.Code.CONNECTION, e.getCode());
+    }
+}
