@@ -1,0 +1,166 @@
+package io.polylock;
+
+import static io.polylock.Servers.zkPath;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.Collections;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
+import org.apache.curator.framework.CuratorFramework;
+import org.apache.curator.framework.CuratorFrameworkFactory;
+import org.apache.curator.framework.recipes.locks.InterProcessMutex;
+import org.apache.curator.framework.recipes.locks.InterProcessSemaphoreMutex;
+import org.apache.curator.retry.ExponentialBackoffRetry;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+
+/** polylock and the real Curator (5.x) on the same ZooKeeper paths, in one JVM. */
+class CuratorInteropIT {
+    private static CuratorFramework curator;
+    private static PolylockClient polylock;
+
+    @BeforeAll
+    static void connect() throws Exception {
+        curator = CuratorFrameworkFactory.newClient(Servers.zkConnect(), new ExponentialBackoffRetry(100, 3));
+        curator.start();
+        assertTrue(curator.blockUntilConnected(10, TimeUnit.SECONDS), "Curator connected");
+        polylock = Polylock.connect(Servers.zkUrl());
+    }
+
+    @AfterAll
+    static void close() {
+        polylock.close();
+        curator.close();
+    }
+
+    private int contenders(String path) throws Exception {
+        if (curator.checkExists().forPath(path) == null) {
+            return 0;
+        }
+        return curator.getChildren().forPath(path).size();
+    }
+
+    private void awaitContenders(String path, int n) throws Exception {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+        while (contenders(path) < n) {
+            assertTrue(System.nanoTime() < deadline, "contender " + n + " queued on " + path);
+            Thread.sleep(5);
+        }
+    }
+
+    @Test
+    void eachExcludesTheOther() throws Exception {
+        String path = zkPath("curator-excl");
+        InterProcessMutex c = new InterProcessMutex(curator, path);
+        DistributedLock p = polylock.getLock(path);
+        p.lock();
+        assertFalse(Servers.<Boolean>onOtherThread(() -> c.acquire(100, TimeUnit.MILLISECONDS)));
+        assertEquals(-1, p.remainTimeToLive(), "held, no lease on ZooKeeper");
+        p.unlock();
+        c.acquire();
+        assertTrue(p.isLocked(), "polylock sees Curator's node");
+        assertFalse(Servers.<Boolean>onOtherThread(() -> p.tryLock(100, TimeUnit.MILLISECONDS)));
+        c.release();
+        assertFalse(p.isLocked());
+        assertEquals(0, contenders(path), "no node left behind by either");
+    }
+
+    @Test
+    void fifoOrderHoldsAcrossBothAndEitherReleaseWakesTheOther() throws Exception {
+        String path = zkPath("curator-fifo");
+        DistributedLock holder = polylock.getLock(path);
+        holder.lock();
+        List<String> order = Collections.synchronizedList(new ArrayList<String>());
+        List<AtomicLong> gotAt = new ArrayList<>();
+        List<Thread> threads = new ArrayList<>();
+        String[] labels = {"curator-1", "polylock-2", "curator-3", "polylock-4", "curator-5", "polylock-6"};
+        for (int i = 0; i < labels.length; i++) {
+            String label = labels[i];
+            AtomicLong at = new AtomicLong();
+            gotAt.add(at);
+            Thread t = new Thread(() -> {
+                try {
+                    if (label.startsWith("curator")) {
+                        InterProcessMutex m = new InterProcessMutex(curator, path);
+                        m.acquire();
+                        at.set(System.nanoTime());
+                        order.add(label);
+                        Thread.sleep(20);
+                        m.release();
+                    } else {
+                        DistributedLock l = polylock.getLock(path);
+                        l.lock();
+                        at.set(System.nanoTime());
+                        order.add(label);
+                        Thread.sleep(20);
+                        l.unlock();
+                    }
+                } catch (Exception e) {
+                    order.add(label + " failed: " + e);
+                }
+            }, label);
+            t.start();
+            threads.add(t);
+            awaitContenders(path, i + 2); // queued behind the previous one
+        }
+        long released = System.nanoTime();
+        holder.unlock();
+        for (Thread t : threads) {
+            t.join(20_000);
+        }
+        assertEquals(Arrays.asList(labels), order, "FIFO across Curator and polylock");
+        long firstWake = TimeUnit.NANOSECONDS.toMillis(gotAt.get(0).get() - released);
+        System.out.printf("interop wake-up: Curator after a polylock release %d ms%n", firstWake);
+        assertTrue(firstWake < 1_000, "woken by a watch in " + firstWake + " ms");
+        assertEquals(0, contenders(path), "no node left behind");
+    }
+
+    @Test
+    void aCuratorReleaseWakesAPolylockWaiter() throws Exception {
+        String path = zkPath("curator-wake");
+        InterProcessMutex c = new InterProcessMutex(curator, path);
+        c.acquire();
+        AtomicLong got = new AtomicLong();
+        DistributedLock p = polylock.getLock(path);
+        Thread t = new Thread(() -> {
+            p.lock();
+            got.set(System.nanoTime());
+            p.unlock();
+        });
+        t.start();
+        awaitContenders(path, 2);
+        long released = System.nanoTime();
+        c.release();
+        t.join(10_000);
+        assertTrue(got.get() != 0);
+        long ms = TimeUnit.NANOSECONDS.toMillis(got.get() - released);
+        System.out.printf("interop wake-up: polylock after a Curator release %d ms%n", ms);
+        assertTrue(ms < 1_000, "woken by a watch in " + ms + " ms");
+    }
+
+    @Test
+    void semaphoreMutexesExcludeEachOther() throws Exception {
+        String path = zkPath("curator-semaphore");
+        InterProcessSemaphoreMutex c = new InterProcessSemaphoreMutex(curator, path);
+        DistributedLock p = polylock.getMutex(path);
+        assertTrue(p.tryLock());
+        assertFalse(c.acquire(100, TimeUnit.MILLISECONDS), "Curator's semaphore mutex is excluded");
+        assertTrue(p.isAcquiredInThisProcess());
+        // Held by the client, not the thread: another thread may release it.
+        Servers.onOtherThread(() -> {
+            p.unlock();
+            return null;
+        });
+        assertTrue(c.acquire(5, TimeUnit.SECONDS));
+        assertFalse(p.tryLock(100, TimeUnit.MILLISECONDS), "polylock's mutex is excluded");
+        c.release();
+        assertTrue(p.tryLock(5, TimeUnit.SECONDS));
+        p.unlock();
+    }
+}

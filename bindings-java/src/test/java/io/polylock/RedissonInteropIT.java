@@ -1,0 +1,184 @@
+package io.polylock;
+
+import static io.polylock.Servers.unique;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.redisson.Redisson;
+import org.redisson.api.RFencedLock;
+import org.redisson.api.RLock;
+import org.redisson.api.RedissonClient;
+import org.redisson.config.Config;
+
+/** polylock and the real Redisson (3.x) on the same lock names, in one JVM. */
+class RedissonInteropIT {
+    private static RedissonClient redisson;
+    private static PolylockClient polylock;
+
+    @BeforeAll
+    static void connect() {
+        Config config = new Config();
+        config.useSingleServer().setAddress(Servers.redisAddress());
+        redisson = Redisson.create(config);
+        polylock = Polylock.connect(Servers.redisUrl());
+    }
+
+    @AfterAll
+    static void close() {
+        polylock.close();
+        redisson.shutdown();
+    }
+
+    /** Run {@code work} on a new thread (both libraries own locks per thread). */
+    private static Thread spawn(Runnable work) {
+        Thread t = new Thread(work, "interop-other");
+        t.start();
+        return t;
+    }
+
+    @Test
+    void eachExcludesTheOther() throws Exception {
+        String name = unique("redisson-excl");
+        RLock r = redisson.getLock(name);
+        DistributedLock p = polylock.getLock(name);
+        p.lock();
+        assertTrue(r.isLocked(), "Redisson sees polylock's hold");
+        assertFalse(Servers.<Boolean>onOtherThread(() -> r.tryLock(100, TimeUnit.MILLISECONDS)));
+        p.unlock();
+        r.lock();
+        assertTrue(p.isLocked(), "polylock sees Redisson's hold");
+        assertFalse(Servers.<Boolean>onOtherThread(p::tryLock));
+        assertFalse(Servers.<Boolean>onOtherThread(() -> p.tryLock(100, TimeUnit.MILLISECONDS)));
+        long ttl = p.remainTimeToLive();
+        assertTrue(ttl > 20_000 && ttl <= 30_000, "Redisson's 30 s watchdog lease, read by polylock: " + ttl);
+        r.unlock();
+        assertFalse(p.isLocked());
+    }
+
+    @Test
+    void aPolylockReleaseWakesAWaitingRedissonLockAndViceVersa() throws Exception {
+        String name = unique("redisson-wake");
+        DistributedLock p = polylock.getLock(name);
+        RLock r = redisson.getLock(name);
+        List<Long> wakeMs = new ArrayList<>();
+        for (int round = 0; round < 3; round++) {
+            // polylock holds, Redisson's lock() waits on its pub/sub channel.
+            p.lock();
+            AtomicLong got = new AtomicLong();
+            CountDownLatch waiting = new CountDownLatch(1);
+            Thread t = spawn(() -> {
+                waiting.countDown();
+                r.lock();
+                got.set(System.nanoTime());
+                r.unlock();
+            });
+            waiting.await();
+            Thread.sleep(200);
+            assertEquals(0, got.get(), "Redisson waits while polylock holds");
+            long released = System.nanoTime();
+            p.unlock();
+            t.join(10_000);
+            assertTrue(got.get() != 0, "Redisson got the lock");
+            long redissonWoke = TimeUnit.NANOSECONDS.toMillis(got.get() - released);
+
+            // Redisson holds, polylock's lock() waits.
+            r.lock();
+            AtomicLong got2 = new AtomicLong();
+            CountDownLatch waiting2 = new CountDownLatch(1);
+            Thread t2 = spawn(() -> {
+                waiting2.countDown();
+                p.lock();
+                got2.set(System.nanoTime());
+                p.unlock();
+            });
+            waiting2.await();
+            Thread.sleep(200);
+            assertEquals(0, got2.get(), "polylock waits while Redisson holds");
+            long released2 = System.nanoTime();
+            r.unlock();
+            t2.join(10_000);
+            assertTrue(got2.get() != 0, "polylock got the lock");
+            long polylockWoke = TimeUnit.NANOSECONDS.toMillis(got2.get() - released2);
+            wakeMs.add(redissonWoke);
+            wakeMs.add(polylockWoke);
+            System.out.printf("interop wake-up: Redisson after a polylock release %d ms, polylock after a Redisson release %d ms%n",
+                    redissonWoke, polylockWoke);
+        }
+        // A wake by notification takes milliseconds; a missed one would take the 30 s lease.
+        for (long ms : wakeMs) {
+            assertTrue(ms < 100, "woken in " + ms + " ms: " + wakeMs);
+        }
+    }
+
+    @Test
+    void holdCountsAndForceUnlockBehaveAlike() throws Exception {
+        String name = unique("redisson-counts");
+        RLock r = redisson.getLock(name);
+        DistributedLock p = polylock.getLock(name);
+        String other = unique("redisson-counts-p");
+        DistributedLock p2 = polylock.getLock(other);
+        RLock r2 = redisson.getLock(other);
+        // Both count re-entries the same way: one hash field per owner, the count as its value.
+        for (int i = 1; i <= 3; i++) {
+            r.lock();
+            p2.lock();
+            assertEquals(i, r.getHoldCount());
+            assertEquals(i, p2.getHoldCount());
+        }
+        assertTrue(p.isLocked());
+        assertFalse(p.tryLock(), "Redisson's owner is not polylock's, even on the same thread");
+        assertEquals(0, p.getHoldCount());
+        assertTrue(r2.isLocked());
+        assertFalse(r2.isHeldByCurrentThread());
+        assertEquals(0, r2.getHoldCount());
+        r.unlock();
+        p2.unlock();
+        assertEquals(2, r.getHoldCount());
+        assertEquals(2, p2.getHoldCount());
+        // polylock's forceUnlock frees Redisson's hold: Redisson's unlock then finds no owner.
+        assertTrue(p.forceUnlock());
+        assertFalse(r.isLocked());
+        assertThrows(IllegalMonitorStateException.class, r::unlock);
+        // Redisson's forceUnlock frees polylock's hold: polylock's unlock reports the loss.
+        assertTrue(r2.forceUnlock());
+        assertFalse(p2.isLocked());
+        assertThrows(LockLostException.class, p2::unlock);
+    }
+
+    @Test
+    void fencedLockTokensNeverGoBack() throws Exception {
+        String name = unique("redisson-fenced");
+        RFencedLock fenced = redisson.getFencedLock(name);
+        DistributedLock p = polylock.getLock(name);
+        long last = 0;
+        for (int i = 0; i < 10; i++) {
+            long t;
+            if (i % 2 == 0) {
+                Long token = fenced.lockAndGetToken();
+                assertNotNull(token);
+                t = token;
+                assertTrue(p.isLocked());
+                fenced.unlock();
+            } else {
+                p.lock();
+                t = p.getFencingToken();
+                assertFalse(fenced.tryLock(), "RFencedLock excluded while polylock holds");
+                p.unlock();
+            }
+            assertTrue(t > last, "token " + t + " after " + last + " (round " + i + ")");
+            last = t;
+        }
+        assertEquals(last, (long) fenced.getToken(), "both read the same counter");
+    }
+}

@@ -1,0 +1,105 @@
+package io.polylock;
+
+import static io.polylock.Servers.zkPath;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicReference;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+/** The core behaviours through Java on the real ZooKeeper. */
+class ZkLockIT {
+    private PolylockClient client;
+
+    @BeforeEach
+    void connect() {
+        client = Polylock.connect(Servers.zkUrl());
+    }
+
+    @AfterEach
+    void close() {
+        client.close();
+    }
+
+    @Test
+    void reentrantPerThreadWithFencingTokens() throws Exception {
+        DistributedLock lock = client.getLock(zkPath("reentrant"));
+        assertEquals(-2, lock.remainTimeToLive());
+        lock.lock();
+        assertTrue(lock.tryLock(1, TimeUnit.SECONDS));
+        assertEquals(2, lock.getHoldCount());
+        long token = lock.getFencingToken();
+        assertFalse((boolean) Servers.<Boolean>onOtherThread(lock::tryLock));
+        lock.unlock();
+        lock.unlock();
+        assertThrows(IllegalMonitorStateException.class, lock::unlock);
+        long next = Servers.onOtherThread(() -> {
+            lock.lock();
+            try {
+                return lock.getFencingToken();
+            } finally {
+                lock.unlock();
+            }
+        });
+        assertTrue(next > token, next + " > " + token);
+    }
+
+    @Test
+    void leasesAreUnsupportedAndBadPathsRefused() {
+        DistributedLock lock = client.getLock(zkPath("lease"));
+        assertThrows(UnsupportedOperationException.class, () -> lock.lock(5, TimeUnit.SECONDS));
+        assertFalse(lock.isLocked());
+        for (String bad : new String[] {"", "no-slash", "/trailing/", "/a//b", "/a\0b"}) {
+            assertThrows(IllegalArgumentException.class, () -> client.getLock(bad), bad);
+        }
+    }
+
+    @Test
+    void anInterruptedWaitLeavesNoNode() throws Exception {
+        String path = zkPath("interrupt");
+        DistributedLock lock = client.getLock(path);
+        lock.lock();
+        AtomicReference<Throwable> outcome = new AtomicReference<>();
+        CountDownLatch started = new CountDownLatch(1);
+        Thread t = new Thread(() -> {
+            started.countDown();
+            try {
+                lock.acquire(); // Curator's word, interruptible
+                outcome.set(new AssertionError("acquired"));
+            } catch (Throwable e) {
+                outcome.set(e);
+            }
+        });
+        t.start();
+        started.await();
+        Thread.sleep(200);
+        long t0 = System.nanoTime();
+        t.interrupt();
+        t.join(5_000);
+        long ms = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - t0);
+        assertInstanceOf(InterruptedException.class, outcome.get());
+        assertTrue(ms < 100, "interrupt answered in " + ms + " ms");
+        lock.unlock();
+        assertFalse(lock.isLocked(), "the interrupted contender's node is gone");
+    }
+
+    @Test
+    void theMutexIsNotReentrantAndAnyThreadMayReleaseIt() throws Exception {
+        DistributedLock mutex = client.getMutex(zkPath("mutex"));
+        mutex.lock();
+        assertFalse(mutex.tryLock(100, TimeUnit.MILLISECONDS), "not reentrant");
+        Servers.onOtherThread(() -> {
+            mutex.release();
+            return null;
+        });
+        assertFalse(mutex.isLocked());
+        assertThrows(IllegalMonitorStateException.class, mutex::release);
+    }
+}
