@@ -31,6 +31,9 @@ install() {
   [ -f /usr/include/hiredis/hiredis.h ] || missing+=(libhiredis-dev)
   command -v cc >/dev/null 2>&1 || missing+=(gcc)
   command -v openssl >/dev/null 2>&1 || missing+=(openssl) # certificates of the TLS test
+  # The Java binding's build (usually already there: the JDK and Maven of the machine).
+  command -v javac >/dev/null 2>&1 || missing+=(default-jdk-headless)
+  command -v mvn >/dev/null 2>&1 || missing+=(maven)
   if [ ${#missing[@]} -gt 0 ]; then
     log "installing ${missing[*]}"
     export DEBIAN_FRONTEND=noninteractive

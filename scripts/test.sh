@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Every test of polylock, against real servers this script installs and starts on 127.0.0.1:
 # the Rust suites (cargo test, debug builds, one shared target directory), the C suite under
-# AddressSanitizer, the Python suite (pytest) and the Node suite (node --test). Ends with one line: "N passed, N failed".
+# AddressSanitizer, the Python suite (pytest), the Node suite (node --test) and the Java suite (JUnit). Ends with one line: "N passed, N failed".
 set -uo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
@@ -18,11 +18,13 @@ echo "== Python suite (pip install ./bindings-python, pytest, mypy --strict on t
 bash bindings-python/run-tests.sh 2>&1 | tee -a "$log" || status=1
 echo "== Node suite (npm install in bindings-node, node --test)"
 bash bindings-node/run-tests.sh 2>&1 | tee -a "$log" || status=1
+echo "== Java suite (mvn verify in bindings-java: JUnit, Redisson and Curator interop; examples)"
+bash bindings-java/run-tests.sh 2>&1 | tee -a "$log" || status=1
 
-# cargo ("test result: ok. N passed; N failed"), the C runner and pytest ("N passed, N failed"),
+# cargo ("test result: ok. N passed; N failed"), the C and Java runners and pytest ("N passed, N failed"),
 # node --test ("ℹ pass N", "ℹ fail N").
 passed=$( (grep -Eo '(^test result: .* |^)[0-9]+ passed' "$log" | grep -Eo '[0-9]+'; grep -Eo '^ℹ pass [0-9]+' "$log" | grep -Eo '[0-9]+') | awk '{s+=$1} END {print s+0}')
-failed=$( (grep -Eo '(; |^)[0-9]+ failed' "$log" | grep -Eo '[0-9]+'; grep -Eo '^ℹ fail [0-9]+' "$log" | grep -Eo '[0-9]+') | awk '{s+=$1} END {print s+0}')
+failed=$( (grep -Eo '(; |, |^)[0-9]+ failed' "$log" | grep -Eo '[0-9]+'; grep -Eo '^ℹ fail [0-9]+' "$log" | grep -Eo '[0-9]+') | awk '{s+=$1} END {print s+0}')
 rm -f "$log"
 if [ "$status" -ne 0 ] && [ "$failed" -eq 0 ]; then failed=1; fi # a build or script failure counts
 echo

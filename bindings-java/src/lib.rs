@@ -291,6 +291,18 @@ pub extern "system" fn Java_io_polylock_Native_isSuspended<'l>(
     })
 }
 
+/// True when waiting takes a queue place (ZooKeeper): no one-try fast path before a wait then.
+#[no_mangle]
+pub extern "system" fn Java_io_polylock_Native_queuesWaiters<'l>(
+    mut env: JNIEnv<'l>,
+    _: JClass<'l>,
+    handle: jlong,
+) -> jboolean {
+    entry(&mut env, JNI_FALSE, |_| {
+        Ok(jbool(client(handle)?.queues_waiters()))
+    })
+}
+
 /// Check a lock name (or ZooKeeper path) without touching the server.
 #[no_mangle]
 pub extern "system" fn Java_io_polylock_Native_validate<'l>(

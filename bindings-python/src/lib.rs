@@ -210,8 +210,11 @@ impl NativeLock {
             lease: lease_arg(lease)?,
         };
         let lock = self.inner.clone();
-        // The uncontended case is one round trip: no need for the interruptible machinery.
-        let first = {
+        // The uncontended case is one round trip: no need for the interruptible machinery. Not
+        // on ZooKeeper, where a try and then a wait would queue twice and lose the FIFO place.
+        let first = if lock.queues_waiters() && options.wait != Wait::Never {
+            None
+        } else {
             let (l, lease) = (lock.clone(), options.lease);
             blocking(py, async move { l.try_acquire(owner, lease).await })?
         };

@@ -382,6 +382,13 @@ impl Client {
         self.inner.holds.lost_events()
     }
 
+    /// True when a waiting acquire takes a place in a queue (ZooKeeper's sequential nodes). A
+    /// binding's "one try, then wait" fast path would queue twice there and lose its FIFO place:
+    /// on such a client, acquire with the wait directly.
+    pub fn queues_waiters(&self) -> bool {
+        matches!(self.inner.backend, Backend::Zk(_))
+    }
+
     /// True once [`close`](Client::close) was called.
     pub fn is_closed(&self) -> bool {
         self.inner.closed.load(Ordering::Acquire)
@@ -460,6 +467,11 @@ impl Lock {
         } else {
             owner
         }
+    }
+
+    /// See [`Client::queues_waiters`].
+    pub fn queues_waiters(&self) -> bool {
+        matches!(self.client.backend, Backend::Zk(_))
     }
 
     /// True for a non-reentrant semaphore mutex (see [`Client::mutex`]).

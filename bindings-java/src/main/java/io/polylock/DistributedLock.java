@@ -359,9 +359,13 @@ public final class DistributedLock implements Lock, AutoCloseable {
         long start = System.nanoTime();
         long h = enter();
         try {
-            long token = Native.tryAcquire(h, name, mutex, owner, leaseMs);
-            if (token >= 0 || waitMs == 0) {
-                return token;
+            // The uncontended case costs one round trip on this thread. Not on ZooKeeper, where a
+            // try and then a wait would queue twice and lose this waiter's FIFO place.
+            if (waitMs == 0 || !client.queuesWaiters()) {
+                long token = Native.tryAcquire(h, name, mutex, owner, leaseMs);
+                if (token >= 0 || waitMs == 0) {
+                    return token;
+                }
             }
             long remaining = waitMs;
             if (waitMs > 0) {

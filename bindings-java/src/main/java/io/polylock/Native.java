@@ -116,6 +116,8 @@ final class Native {
 
     static native boolean isSuspended(long client);
 
+    static native boolean queuesWaiters(long client);
+
     static native void validate(long client, String name, boolean mutex);
 
     static native long tryAcquire(long client, String name, boolean mutex, long owner, long leaseMs);

@@ -38,18 +38,25 @@ public final class PolylockClient implements AutoCloseable {
     private final AtomicBoolean closing = new AtomicBoolean();
     private final AtomicBoolean freed = new AtomicBoolean();
     private final String id;
+    private final boolean queuesWaiters;
     private final Map<String, List<DistributedLock>> listened = new ConcurrentHashMap<>();
     private final ThreadPoolExecutor events;
 
     PolylockClient(long handle) {
         this.handle = handle;
         this.id = Native.clientId(handle);
+        this.queuesWaiters = Native.queuesWaiters(handle);
         this.events = new ThreadPoolExecutor(0, 1, 5, TimeUnit.SECONDS, new LinkedBlockingQueue<Runnable>(), r -> {
             Thread t = new Thread(r, "polylock-events");
             t.setDaemon(true);
             return t;
         });
         Native.watchLost(handle, this);
+    }
+
+    /** ZooKeeper: a wait takes a queue place, so acquires that may wait skip the one-try fast path. */
+    boolean queuesWaiters() {
+        return queuesWaiters;
     }
 
     static long currentOwner() {

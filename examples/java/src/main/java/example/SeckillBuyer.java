@@ -1,0 +1,101 @@
+package example;
+
+import io.polylock.DistributedLock;
+import io.polylock.Polylock;
+import io.polylock.PolylockClient;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.List;
+import redis.clients.jedis.Jedis;
+
+/**
+ * A seckill (flash sale) buyer in Java, the buyer of seed 002 on polylock instead of Redisson or
+ * Curator: the stock lives in Redis (Jedis), one lock keeps buyers from selling one item twice.
+ * On Redis it is written the Redisson way ({@code lock()} / {@code unlock()}), on ZooKeeper the
+ * Curator way ({@code acquire()} / {@code release()}). Prints one JSON line: purchases and
+ * lock-wait p50/p99 in ms.
+ *
+ * <pre>java example.SeckillBuyer --url redis://127.0.0.1:6379 [--lock-url zk://...] --name goods</pre>
+ */
+public final class SeckillBuyer {
+    public static void main(String[] args) throws Exception {
+        String url = "redis://127.0.0.1:6379";
+        String lockUrl = null;
+        String name = "goods";
+        int max = Integer.MAX_VALUE;
+        double delayMs = 1.0;
+        for (int i = 0; i + 1 < args.length; i += 2) {
+            switch (args[i]) {
+                case "--url": url = args[i + 1]; break;
+                case "--lock-url": lockUrl = args[i + 1]; break;
+                case "--name": name = args[i + 1]; break;
+                case "--max": max = Integer.parseInt(args[i + 1]); break;
+                case "--delay-ms": delayMs = Double.parseDouble(args[i + 1]); break;
+                default: throw new IllegalArgumentException("unknown option " + args[i]);
+            }
+        }
+        if (lockUrl == null) {
+            lockUrl = url;
+        }
+        boolean zk = lockUrl.startsWith("zk://");
+        String lockName = zk ? "/seckill/" + name : "seckill:" + name;
+        String stockKey = "seckill:" + name + ":stock";
+        String soldKey = "seckill:" + name + ":sold";
+        String tokenKey = "seckill:" + name + ":last-token";
+        List<Double> waits = new ArrayList<>();
+        int bought = 0;
+        try (PolylockClient client = Polylock.connect(lockUrl);
+                Jedis redis = new Jedis(java.net.URI.create(url))) {
+            DistributedLock lock = client.getLock(lockName);
+            while (bought < max) {
+                long asked = System.nanoTime();
+                if (zk) {
+                    lock.acquire(); // Curator: InterProcessMutex.acquire()
+                } else {
+                    lock.lock(); // Redisson: RLock.lock(), kept by the watchdog
+                }
+                boolean soldOne = false;
+                try {
+                    waits.add((System.nanoTime() - asked) / 1e6);
+                    int stock = Integer.parseInt(orZero(redis.get(stockKey)));
+                    if (stock <= 0) {
+                        break;
+                    }
+                    long token = lock.getFencingToken();
+                    if (token <= Long.parseLong(orZero(redis.get(tokenKey)))) {
+                        System.err.println("fencing token " + token + " is not above the last one");
+                        System.exit(1);
+                    }
+                    Thread.sleep((long) delayMs, (int) ((delayMs % 1) * 1e6));
+                    int sold = Integer.parseInt(orZero(redis.get(soldKey)));
+                    redis.set(stockKey, Integer.toString(stock - 1));
+                    redis.set(soldKey, Integer.toString(sold + 1));
+                    redis.set(tokenKey, Long.toString(token));
+                    soldOne = true;
+                } finally {
+                    if (zk) {
+                        lock.release();
+                    } else {
+                        lock.unlock();
+                    }
+                }
+                if (soldOne) {
+                    bought++;
+                }
+            }
+        }
+        Collections.sort(waits);
+        System.out.printf("{\"purchases\": %d, \"wait_p50_ms\": %.3f, \"wait_p99_ms\": %.3f}%n",
+                bought, pct(waits, 0.5), pct(waits, 0.99));
+    }
+
+    private static String orZero(String v) {
+        return v == null ? "0" : v;
+    }
+
+    private static double pct(List<Double> sorted, double q) {
+        return sorted.isEmpty() ? 0.0 : sorted.get((int) ((sorted.size() - 1) * q));
+    }
+
+    private SeckillBuyer() {}
+}
