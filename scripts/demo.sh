@@ -1,10 +1,36 @@
 #!/usr/bin/env bash
-# The flash sale of seed 002: 100 items, 4 buyer processes, one polylock lock on Redis.
-# Installs and starts Redis on 127.0.0.1 if needed. Extra arguments go to the seckill example
-# (try --help).
+# The main demo: one flash sale (seed 002), five runtimes, one lock. Installs and starts Redis and
+# ZooKeeper on 127.0.0.1 when they are missing (unless --url points elsewhere), builds the buyers
+# of examples/ (Rust, C, Python, Node, Java; debug builds in the one target directory), then runs
+# scripts/demo.py: round 1 on Redis, round 2 on ZooKeeper, a table, the overlap and fencing-token
+# checks, and demo-timeline.svg. Options go to demo.py (try --help).
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
-bash scripts/servers.sh start
+for a in "$@"; do
+  if [ "$a" = --help ] || [ "$a" = -h ]; then exec python3 scripts/demo.py --help; fi
+done
+
+log() { echo "demo: $*" >&2; }
+bash scripts/servers.sh start >&2
 eval "$(bash scripts/servers.sh env)"
-cargo run --quiet --example seckill -- --url "$POLYLOCK_REDIS_URL" "$@"
+target="${CARGO_TARGET_DIR:-$root/target}"
+quiet=(--quiet)
+
+log "building the Rust buyer"
+cargo build "${quiet[@]}" --example seckill
+log "building the C buyer"
+cargo build "${quiet[@]}" -p polylock-c
+mkdir -p "$target/demo"
+cc -std=c11 -Wall -Wextra -Werror -Iinclude examples/c/seckill_buyer.c "$target/debug/libpolylock.a" \
+  -lhiredis -lpthread -ldl -lm -o "$target/demo/seckill_buyer_c"
+log "installing the Python package (pip install ./bindings-python)"
+MATURIN_PEP517_ARGS="--profile dev" python3 -m pip install --quiet --disable-pip-version-check ./bindings-python redis >&2
+log "installing the Node example (npm install, builds the addon)"
+(cd examples/node && POLYLOCK_NODE_PROFILE=dev npm install --no-audit --no-fund --loglevel=error >/dev/null)
+log "building the Java JAR and example (mvn)"
+mvn -B -q -Pdev -f bindings-java/pom.xml install -DskipTests >&2
+mvn -B -q -f examples/java/pom.xml package dependency:build-classpath -Dmdep.outputFile=target/classpath.txt >&2
+export POLYLOCK_DEMO_JAVA_CP="$root/examples/java/target/classes:$(cat examples/java/target/classpath.txt)"
+export POLYLOCK_DEMO_RUST="$target/debug/examples/seckill" POLYLOCK_DEMO_C="$target/demo/seckill_buyer_c"
+exec python3 scripts/demo.py --url "$POLYLOCK_REDIS_URL" --url "$POLYLOCK_ZK_URL" "$@"

@@ -3,6 +3,8 @@
  * twice. Prints one JSON line: purchases and lock-wait p50/p99.
  *
  *   seckill_buyer [--url redis://127.0.0.1:6379] [--lock-url URL] [--name goods] [--max N] [--delay-ms D]
+ *                 [--sections FILE (each critical section: "start_us end_us token")]
+ *                 [--start-at EPOCH_MS (start buying then)]
  */
 #define _POSIX_C_SOURCE 200809L
 #include <hiredis/hiredis.h>
@@ -17,6 +19,13 @@ static double now_ms(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+/* Wall-clock microseconds since the epoch: comparable between processes on one machine. */
+static long long epoch_us(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (long long)ts.tv_sec * 1000000LL + ts.tv_nsec / 1000;
 }
 
 static int cmp(const void *a, const void *b) {
@@ -42,12 +51,16 @@ static int set_int(redisContext *r, const char *key, long long v) {
 int main(int argc, char **argv) {
     const char *url = "redis://127.0.0.1:6379", *lock_url = NULL, *name = "goods";
     long max = -1, delay_ms = 1;
+    const char *sections_path = NULL;
+    long long start_at = -1;
     for (int i = 1; i + 1 < argc; i += 2) {
         if (!strcmp(argv[i], "--url")) url = argv[i + 1];
         else if (!strcmp(argv[i], "--lock-url")) lock_url = argv[i + 1];
         else if (!strcmp(argv[i], "--name")) name = argv[i + 1];
         else if (!strcmp(argv[i], "--max")) max = atol(argv[i + 1]);
         else if (!strcmp(argv[i], "--delay-ms")) delay_ms = atol(argv[i + 1]);
+        else if (!strcmp(argv[i], "--sections")) sections_path = argv[i + 1];
+        else if (!strcmp(argv[i], "--start-at")) start_at = atoll(argv[i + 1]);
         else { fprintf(stderr, "unknown option %s\n", argv[i]); return 64; }
     }
     if (!lock_url) lock_url = url;
@@ -75,22 +88,43 @@ int main(int argc, char **argv) {
     uint64_t me = polylock_owner_current_thread();
     size_t cap = 1024, n = 0;
     double *waits = malloc(cap * sizeof *waits);
+    long long *sections = malloc(cap * 3 * sizeof *sections); /* start, end, token per section */
+    if (start_at > 0) {
+        long long us = start_at * 1000 - epoch_us();
+        if (us > 0) {
+            struct timespec d = {us / 1000000, (us % 1000000) * 1000L};
+            nanosleep(&d, NULL);
+        }
+    }
     long bought = 0;
     int status = 0;
     while (max < 0 || bought < max) {
         double asked = now_ms();
         polylock_result res = polylock_lock_acquire(lock, me, POLYLOCK_WAIT_FOREVER, POLYLOCK_WATCHDOG);
         if (res != POLYLOCK_OK) { status = 1; break; }
-        if (n == cap) waits = realloc(waits, (cap *= 2) * sizeof *waits);
-        waits[n++] = now_ms() - asked;
+        long long start = epoch_us();
+        if (n == cap) {
+            cap *= 2;
+            waits = realloc(waits, cap * sizeof *waits);
+            sections = realloc(sections, cap * 3 * sizeof *sections);
+        }
+        waits[n] = now_ms() - asked;
         long long stock = get_int(r, stock_key, 0);
-        if (stock <= 0) { polylock_lock_release(lock, me); break; }
         uint64_t token = 0;
         polylock_lock_fencing_token(lock, me, &token);
+        sections[3 * n] = start;
+        sections[3 * n + 2] = (long long)token;
+        n++;
+        if (stock <= 0) {
+            sections[3 * n - 2] = epoch_us();
+            polylock_lock_release(lock, me);
+            break;
+        }
         if ((long long)token <= get_int(r, token_key, 0)) {
             fprintf(stderr, "fencing token %llu is not above the last one: sections out of order\n",
                     (unsigned long long)token);
             status = 1;
+            sections[3 * n - 2] = epoch_us();
             polylock_lock_release(lock, me);
             break;
         }
@@ -99,6 +133,7 @@ int main(int argc, char **argv) {
         long long sold = get_int(r, sold_key, 0);
         if (!set_int(r, stock_key, stock - 1) || !set_int(r, sold_key, sold + 1) ||
             !set_int(r, token_key, (long long)token)) { status = 1; }
+        sections[3 * n - 2] = epoch_us();
         if (polylock_lock_release(lock, me) != POLYLOCK_OK || status) { status = 1; break; }
         bought++;
     }
@@ -106,6 +141,14 @@ int main(int argc, char **argv) {
         polylock_last_error_message(detail, sizeof detail);
         fprintf(stderr, "buyer failed: %s\n", detail);
     }
+    if (sections_path) {
+        FILE *f = fopen(sections_path, "w");
+        if (!f) { perror(sections_path); status = 1; }
+        for (size_t i = 0; f && i < n; i++)
+            fprintf(f, "%lld %lld %lld\n", sections[3 * i], sections[3 * i + 1], sections[3 * i + 2]);
+        if (f) fclose(f);
+    }
+    free(sections);
     qsort(waits, n, sizeof *waits, cmp);
     double p50 = n ? waits[(size_t)((n - 1) * 0.5)] : 0, p99 = n ? waits[(size_t)((n - 1) * 0.99)] : 0;
     printf("{\"purchases\":%ld,\"wait_p50_ms\":%.3f,\"wait_p99_ms\":%.3f}\n", bought, p50, p99);

@@ -7,7 +7,7 @@ const Redis = require('ioredis');
 const { connect } = require('polylock');
 
 function args() {
-  const a = { url: 'redis://127.0.0.1:6379', lockUrl: null, name: 'goods', max: Infinity, delayMs: 1 };
+  const a = { url: 'redis://127.0.0.1:6379', lockUrl: null, name: 'goods', max: Infinity, delayMs: 1, sections: null, startAt: null };
   const v = process.argv.slice(2);
   for (let i = 0; i + 1 < v.length; i += 2) {
     const [k, x] = [v[i], v[i + 1]];
@@ -16,6 +16,8 @@ function args() {
     else if (k === '--name') a.name = x;
     else if (k === '--max') a.max = Number(x);
     else if (k === '--delay-ms') a.delayMs = Number(x);
+    else if (k === '--sections') a.sections = x; // write each critical section as "start_us end_us token"
+    else if (k === '--start-at') a.startAt = Number(x); // wall-clock ms since the epoch to start at
     else throw new Error(`unknown option ${k}`);
   }
   return a;
@@ -30,21 +32,30 @@ async function main() {
   const client = await connect(lockUrl);
   const lock = client.lock(lockName);
   const waits = [];
+  const sections = [];
+  // Wall-clock microseconds since the epoch, comparable with the other buyers' clocks.
+  const epochUs = () => Math.round((performance.timeOrigin + performance.now()) * 1000);
   let bought = 0;
   try {
+    if (a.startAt !== null) await new Promise((r) => setTimeout(r, Math.max(0, a.startAt - Date.now())));
     while (bought < a.max) {
       const asked = performance.now();
       const done = await lock.using(async () => {
+        const start = epochUs();
         waits.push(performance.now() - asked);
         const stock = Number((await redis.get(stockKey)) || 0);
-        if (stock <= 0) return true;
         const token = lock.fencingToken;
+        if (stock <= 0) {
+          sections.push(`${start} ${epochUs()} ${token}\n`);
+          return true;
+        }
         if (token <= Number((await redis.get(tokenKey)) || 0)) throw new Error(`fencing token ${token} went back`);
         await new Promise((r) => setTimeout(r, a.delayMs));
         const sold = Number((await redis.get(soldKey)) || 0);
         await redis.set(stockKey, stock - 1);
         await redis.set(soldKey, sold + 1);
         await redis.set(tokenKey, token);
+        sections.push(`${start} ${epochUs()} ${token}\n`);
         return false;
       });
       if (done) break;
@@ -54,6 +65,7 @@ async function main() {
     await client.close();
     redis.disconnect();
   }
+  if (a.sections) require('fs').writeFileSync(a.sections, sections.join(''));
   waits.sort((x, y) => x - y);
   const pct = (q) => (waits.length ? waits[Math.floor((waits.length - 1) * q)] : 0);
   console.log(JSON.stringify({ purchases: bought, wait_p50_ms: +pct(0.5).toFixed(3), wait_p99_ms: +pct(0.99).toFixed(3) }));

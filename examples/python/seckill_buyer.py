@@ -24,23 +24,30 @@ def main() -> int:
     p.add_argument("--name", default="goods")
     p.add_argument("--max", type=int, default=None)
     p.add_argument("--delay-ms", type=float, default=1.0)
+    p.add_argument("--sections", default=None, help="write each critical section as 'start_us end_us token'")
+    p.add_argument("--start-at", type=int, default=None, help="wall-clock ms since the epoch to start buying at")
     args = p.parse_args()
     lock_url: str = args.lock_url or args.url
     lock_name = f"/seckill/{args.name}" if lock_url.startswith("zk://") else f"seckill:{args.name}"
     stock_key, sold_key, token_key = (f"seckill:{args.name}:{k}" for k in ("stock", "sold", "last-token"))
     r = redis.Redis.from_url(args.url)
     waits: list[float] = []
+    sections: list[tuple[int, int, int]] = []
     bought = 0
     with polylock.connect(lock_url) as client:
         lock = client.lock(lock_name)
+        if args.start_at is not None:
+            time.sleep(max(0.0, args.start_at / 1e3 - time.time()))
         while args.max is None or bought < args.max:
             asked = time.monotonic()
             with lock:
+                start = time.time_ns() // 1000
                 waits.append((time.monotonic() - asked) * 1e3)
                 stock = int(r.get(stock_key) or 0)
-                if stock <= 0:
-                    break
                 token = lock.fencing_token or 0
+                if stock <= 0:
+                    sections.append((start, time.time_ns() // 1000, token))
+                    break
                 if token <= int(r.get(token_key) or 0):
                     print(f"fencing token {token} is not above the last one", file=sys.stderr)
                     return 1
@@ -49,7 +56,11 @@ def main() -> int:
                 r.set(stock_key, stock - 1)
                 r.set(sold_key, sold + 1)
                 r.set(token_key, token)
+                sections.append((start, time.time_ns() // 1000, token))
             bought += 1
+    if args.sections:
+        with open(args.sections, "w") as f:
+            f.writelines(f"{s} {e} {t}\n" for s, e, t in sections)
     waits.sort()
 
     def pct(q: float) -> float:

@@ -42,6 +42,32 @@ struct Args {
     /// Buyer processes.
     #[arg(long, default_value_t = 4)]
     buyers: usize,
+    /// Buyer: write each critical section as `start_us end_us fencing_token` (wall clock, µs
+    /// since the epoch) to this file, for the demo's overlap check and timeline.
+    #[arg(long)]
+    sections: Option<std::path::PathBuf>,
+    /// Buyer: connect, then wait until this wall-clock time (ms since the epoch) before buying, so
+    /// that buyers started at different speeds start together.
+    #[arg(long)]
+    start_at: Option<u64>,
+}
+
+/// Wall-clock microseconds since the epoch: comparable between processes on one machine.
+fn epoch_us() -> u128 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default()
+        .as_micros()
+}
+
+/// Sleep until `at` (ms since the epoch), if it is in the future.
+fn wait_until(at: Option<u64>) {
+    if let Some(at) = at {
+        let now = (epoch_us() / 1000) as u64;
+        if at > now {
+            std::thread::sleep(Duration::from_millis(at - now));
+        }
+    }
 }
 
 #[derive(Subcommand)]
@@ -91,15 +117,19 @@ fn buyer(args: &Args, max: Option<u64>) -> Res<()> {
     let mut redis = redis::Client::open(args.url.as_str())?.get_connection()?;
     let me = owner::current_thread();
     let (mut bought, mut waits) = (0u64, Vec::new());
+    let mut sections = Vec::new();
+    wait_until(args.start_at);
     loop {
         if max.is_some_and(|m| bought >= m) {
             break;
         }
         let asked = Instant::now();
         let held = lock.acquire(me, AcquireOptions::forever())?;
+        let start = epoch_us();
         waits.push(asked.elapsed());
         let stock: i64 = redis.get(&stock_key)?;
         if stock <= 0 {
+            sections.push((start, epoch_us(), held.fencing_token));
             lock.release(me)?;
             break;
         }
@@ -116,8 +146,16 @@ fn buyer(args: &Args, max: Option<u64>) -> Res<()> {
         redis.set::<_, _, ()>(&stock_key, stock - 1)?;
         redis.set::<_, _, ()>(&sold_key, sold + 1)?;
         redis.set::<_, _, ()>(&token_key, held.fencing_token)?;
+        sections.push((start, epoch_us(), held.fencing_token));
         lock.release(me)?;
         bought += 1;
+    }
+    if let Some(path) = &args.sections {
+        let text: String = sections
+            .iter()
+            .map(|(s, e, t)| format!("{s} {e} {t}\n"))
+            .collect();
+        std::fs::write(path, text)?;
     }
     waits.sort();
     let pct = |p: f64| {

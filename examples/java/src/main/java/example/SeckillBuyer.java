@@ -15,7 +15,8 @@ import redis.clients.jedis.Jedis;
  * Curator way ({@code acquire()} / {@code release()}). Prints one JSON line: purchases and
  * lock-wait p50/p99 in ms.
  *
- * <pre>java example.SeckillBuyer --url redis://127.0.0.1:6379 [--lock-url zk://...] --name goods</pre>
+ * <pre>java example.SeckillBuyer --url redis://127.0.0.1:6379 [--lock-url zk://...] --name goods
+ *     [--sections FILE (each critical section: "start_us end_us token")] [--start-at EPOCH_MS]</pre>
  */
 public final class SeckillBuyer {
     public static void main(String[] args) throws Exception {
@@ -24,6 +25,8 @@ public final class SeckillBuyer {
         String name = "goods";
         int max = Integer.MAX_VALUE;
         double delayMs = 1.0;
+        String sectionsPath = null;
+        long startAt = -1;
         for (int i = 0; i + 1 < args.length; i += 2) {
             switch (args[i]) {
                 case "--url": url = args[i + 1]; break;
@@ -31,6 +34,8 @@ public final class SeckillBuyer {
                 case "--name": name = args[i + 1]; break;
                 case "--max": max = Integer.parseInt(args[i + 1]); break;
                 case "--delay-ms": delayMs = Double.parseDouble(args[i + 1]); break;
+                case "--sections": sectionsPath = args[i + 1]; break;
+                case "--start-at": startAt = Long.parseLong(args[i + 1]); break;
                 default: throw new IllegalArgumentException("unknown option " + args[i]);
             }
         }
@@ -43,10 +48,14 @@ public final class SeckillBuyer {
         String soldKey = "seckill:" + name + ":sold";
         String tokenKey = "seckill:" + name + ":last-token";
         List<Double> waits = new ArrayList<>();
+        StringBuilder sections = new StringBuilder();
         int bought = 0;
         try (PolylockClient client = Polylock.connect(lockUrl);
                 Jedis redis = new Jedis(java.net.URI.create(url))) {
             DistributedLock lock = client.getLock(lockName);
+            if (startAt > 0) {
+                Thread.sleep(Math.max(0, startAt - System.currentTimeMillis()));
+            }
             while (bought < max) {
                 long asked = System.nanoTime();
                 if (zk) {
@@ -55,13 +64,14 @@ public final class SeckillBuyer {
                     lock.lock(); // Redisson: RLock.lock(), kept by the watchdog
                 }
                 boolean soldOne = false;
+                long start = epochMicros();
+                long token = lock.getFencingToken();
                 try {
                     waits.add((System.nanoTime() - asked) / 1e6);
                     int stock = Integer.parseInt(orZero(redis.get(stockKey)));
                     if (stock <= 0) {
                         break;
                     }
-                    long token = lock.getFencingToken();
                     if (token <= Long.parseLong(orZero(redis.get(tokenKey)))) {
                         System.err.println("fencing token " + token + " is not above the last one");
                         System.exit(1);
@@ -73,6 +83,7 @@ public final class SeckillBuyer {
                     redis.set(tokenKey, Long.toString(token));
                     soldOne = true;
                 } finally {
+                    sections.append(start).append(' ').append(epochMicros()).append(' ').append(token).append('\n');
                     if (zk) {
                         lock.release();
                     } else {
@@ -84,9 +95,19 @@ public final class SeckillBuyer {
                 }
             }
         }
+        if (sectionsPath != null) {
+            java.nio.file.Files.write(java.nio.file.Paths.get(sectionsPath),
+                    sections.toString().getBytes(java.nio.charset.StandardCharsets.UTF_8));
+        }
         Collections.sort(waits);
         System.out.printf("{\"purchases\": %d, \"wait_p50_ms\": %.3f, \"wait_p99_ms\": %.3f}%n",
                 bought, pct(waits, 0.5), pct(waits, 0.99));
+    }
+
+    /** Wall-clock microseconds since the epoch: comparable between processes on one machine. */
+    private static long epochMicros() {
+        java.time.Instant now = java.time.Instant.now();
+        return now.getEpochSecond() * 1_000_000L + now.getNano() / 1_000;
     }
 
     private static String orZero(String v) {

@@ -1,0 +1,224 @@
+#!/usr/bin/env python3
+"""The flash sale of seed 002 with buyers in five runtimes on one lock (run it through
+scripts/demo.sh, which builds the buyers).
+
+Round 1 locks on Redis (Redisson's format), round 2 on ZooKeeper (Curator's); the stock is in
+Redis both times. Every buyer process tries until the stock is gone and records each critical
+section (start, end, fencing token) on the wall clock. The demo prints a table, checks that the
+sale sold exactly the stock, that no two sections overlap and that fencing tokens grow in time
+order, writes a timeline SVG, and exits non-zero if anything is wrong.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import redis
+
+ROOT = Path(__file__).resolve().parent.parent
+RUNTIMES = ["rust", "c", "python", "node", "java"]
+COLOURS = {"rust": "#ce422b", "c": "#555555", "python": "#3572a5", "node": "#3c873a", "java": "#e76f00"}
+
+
+@dataclass
+class Buyer:
+    runtime: str
+    index: int
+    proc: subprocess.Popen[str] | None = None
+    sections_file: str = ""
+    result: dict[str, float] = field(default_factory=dict)
+    sections: list[tuple[int, int, int]] = field(default_factory=list)
+    error: str = ""
+
+    @property
+    def label(self) -> str:
+        return f"{self.runtime}-{self.index}"
+
+
+def command(b: Buyer, redis_url: str, lock_url: str, name: str, delay_ms: int, start_at: int) -> list[str]:
+    common = ["--url", redis_url, "--lock-url", lock_url, "--name", name, "--delay-ms", str(delay_ms),
+              "--sections", b.sections_file, "--start-at", str(start_at)]
+    if b.runtime == "rust":
+        return [os.environ.get("POLYLOCK_DEMO_RUST", str(ROOT / "target/debug/examples/seckill")), *common, "buyer"]
+    if b.runtime == "c":
+        return [os.environ.get("POLYLOCK_DEMO_C", str(ROOT / "target/demo/seckill_buyer_c")), *common]
+    if b.runtime == "python":
+        return [sys.executable, str(ROOT / "examples/python/seckill_buyer.py"), *common]
+    if b.runtime == "node":
+        return ["node", str(ROOT / "examples/node/seckill_buyer.js"), *common]
+    if b.runtime == "java":
+        return ["java", "-cp", os.environ["POLYLOCK_DEMO_JAVA_CP"], "example.SeckillBuyer", *common]
+    raise ValueError(b.runtime)
+
+
+@dataclass
+class Round:
+    title: str
+    lock_url: str
+    buyers: list[Buyer]
+    t0: int = 0
+    sold: int = 0
+    left: int = 0
+    overlaps: list[str] = field(default_factory=list)
+    token_errors: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+
+
+def run_round(title: str, redis_url: str, lock_url: str, args: argparse.Namespace, tmp: Path) -> Round:
+    name = f"demo-{title.lower()}-{os.getpid()}-{int(time.time())}"
+    r = redis.Redis.from_url(redis_url)
+    keys = [f"seckill:{name}:{k}" for k in ("stock", "sold", "last-token")]
+    r.delete(*keys)
+    r.set(keys[0], args.stock)
+    buyers = [Buyer(rt, i + 1) for rt in args.runtimes for i in range(args.per_runtime)]
+    start_at = int(time.time() * 1000) + args.start_delay_ms
+    started = time.monotonic()
+    for b in buyers:
+        b.sections_file = str(tmp / f"{name}-{b.label}.txt")
+        b.proc = subprocess.Popen(command(b, redis_url, lock_url, name, args.delay_ms, start_at),
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + args.timeout
+    for b in buyers:
+        assert b.proc is not None
+        try:
+            out, err = b.proc.communicate(timeout=max(1.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            b.proc.kill()
+            out, err = b.proc.communicate()
+            b.error = f"timed out after {args.timeout} s"
+        if b.proc.returncode != 0 and not b.error:
+            b.error = f"exit {b.proc.returncode}: {err.strip()[-400:]}"
+        try:
+            b.result = json.loads(out.strip().splitlines()[-1])
+        except (IndexError, ValueError):
+            b.error = b.error or f"no result line: {out.strip()[-200:]!r} {err.strip()[-400:]}"
+        try:
+            for line in Path(b.sections_file).read_text().splitlines():
+                s, e, t = (int(x) for x in line.split())
+                b.sections.append((s, e, t))
+        except (OSError, ValueError) as ex:
+            b.error = b.error or f"sections: {ex}"
+    rd = Round(title, lock_url, buyers, t0=start_at * 1000, seconds=time.monotonic() - started)
+    rd.left = int(r.get(keys[0]) or 0)
+    rd.sold = int(r.get(keys[1]) or 0)
+    r.delete(*keys)
+    every = sorted((s, e, t, b.label) for b in buyers for (s, e, t) in b.sections)
+    for prev, cur in zip(every, every[1:]):
+        if cur[0] < prev[1]:
+            rd.overlaps.append(f"{prev[3]} [{prev[0]}, {prev[1]}] and {cur[3]} [{cur[0]}, {cur[1]}] overlap")
+        if cur[2] <= prev[2]:
+            rd.token_errors.append(f"token {cur[2]} of {cur[3]} after {prev[2]} of {prev[3]}")
+    return rd
+
+
+def report(rd: Round, stock: int) -> bool:
+    print(f"\n== {rd.title}: lock on {rd.lock_url}, {len(rd.buyers)} buyer processes, stock {stock}")
+    print(f"{'runtime':<8} {'process':<10} {'purchases':>9} {'sections':>8} {'wait p50 ms':>11} {'wait p99 ms':>11}  error")
+    for b in rd.buyers:
+        res = b.result
+        print(f"{b.runtime:<8} {b.label:<10} {int(res.get('purchases', 0)):>9} {len(b.sections):>8} "
+              f"{res.get('wait_p50_ms', float('nan')):>11.3f} {res.get('wait_p99_ms', float('nan')):>11.3f}  {b.error}")
+    by_runtime = {rt: sum(int(b.result.get("purchases", 0)) for b in rd.buyers if b.runtime == rt)
+                  for rt in dict.fromkeys(b.runtime for b in rd.buyers)}
+    print("per runtime: " + ", ".join(f"{rt} {n}" for rt, n in by_runtime.items()))
+    total = sum(by_runtime.values())
+    oversold = max(0, total - stock) + max(0, -rd.left)
+    sections = sum(len(b.sections) for b in rd.buyers)
+    print(f"total: sold = {total} (counter {rd.sold}, left {rd.left}), oversold = {oversold}, "
+          f"{sections} critical sections, overlaps = {len(rd.overlaps)}, "
+          f"tokens out of order = {len(rd.token_errors)}, {rd.seconds:.1f} s")
+    for line in (rd.overlaps + rd.token_errors)[:10]:
+        print("  " + line)
+    errors = [b for b in rd.buyers if b.error]
+    return (not errors and oversold == 0 and total == stock and rd.sold == stock and rd.left == 0
+            and not rd.overlaps and not rd.token_errors)
+
+
+def svg(rounds: list[Round], path: Path, stock: int) -> None:
+    width, left, row, gap = 1100, 110, 16, 46
+    rows = sum(len(r.buyers) for r in rounds)
+    height = 40 + rows * row + len(rounds) * gap + 30
+    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+           f'font-family="sans-serif" font-size="11">',
+           f'<rect width="{width}" height="{height}" fill="white"/>',
+           f'<text x="10" y="20" font-size="14" font-weight="bold">polylock flash sale: {stock} items, '
+           f'buyers in {len(RUNTIMES)} runtimes, one lock; one bar per critical section</text>']
+    y = 40
+    for rd in rounds:
+        spans = [(s, e) for b in rd.buyers for (s, e, _) in b.sections]
+        if not spans:
+            continue
+        t0, t1 = min(s for s, _ in spans), max(e for _, e in spans)
+        scale = (width - left - 20) / max(1, t1 - t0)
+        sold = sum(int(b.result.get("purchases", 0)) for b in rd.buyers)
+        out.append(f'<text x="10" y="{y + 14}" font-weight="bold">{rd.title}: sold {sold}, '
+                   f'overlaps {len(rd.overlaps)}, tokens out of order {len(rd.token_errors)}, '
+                   f'{(t1 - t0) / 1000:.0f} ms</text>')
+        y += 22
+        for b in rd.buyers:
+            out.append(f'<text x="10" y="{y + row - 4}">{b.label}</text>')
+            out.append(f'<line x1="{left}" y1="{y + row / 2}" x2="{width - 20}" y2="{y + row / 2}" stroke="#eee"/>')
+            for s, e, t in b.sections:
+                x = left + (s - t0) * scale
+                w = max(0.8, (e - s) * scale)
+                out.append(f'<rect x="{x:.2f}" y="{y + 2}" width="{w:.2f}" height="{row - 4}" '
+                           f'fill="{COLOURS[b.runtime]}"><title>{b.label} token {t}: '
+                           f'{(s - t0) / 1000:.3f}-{(e - t0) / 1000:.3f} ms</title></rect>')
+            y += row
+        y += gap - 22
+    x = left
+    for rt in RUNTIMES:
+        out.append(f'<rect x="{x}" y="{y}" width="12" height="12" fill="{COLOURS[rt]}"/>'
+                   f'<text x="{x + 16}" y="{y + 10}">{rt}</text>')
+        x += 80
+    out.append("</svg>")
+    path.write_text("\n".join(out) + "\n")
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--url", action="append", default=[],
+                   help="a Redis (redis://, rediss://) or ZooKeeper (zk://) URL to use instead of the local "
+                        "one; give it twice for both. The stock always lives in the Redis")
+    p.add_argument("--stock", type=int, default=100, help="items on sale in each round (default 100)")
+    p.add_argument("--per-runtime", type=int, default=2, help="buyer processes per runtime (default 2)")
+    p.add_argument("--runtimes", default=",".join(RUNTIMES), help="comma-separated subset of " + ",".join(RUNTIMES))
+    p.add_argument("--delay-ms", type=int, default=1, help="pause inside each critical section (default 1)")
+    p.add_argument("--start-delay-ms", type=int, default=4000,
+                   help="time the buyers get to start and connect before the sale opens (default 4000)")
+    p.add_argument("--timeout", type=float, default=300, help="seconds a round may take (default 300)")
+    p.add_argument("--rounds", default="redis,zookeeper", help="which rounds to run (default redis,zookeeper)")
+    p.add_argument("--svg", default="demo-timeline.svg", help="where to write the timeline (default demo-timeline.svg)")
+    args = p.parse_args()
+    args.runtimes = [r for r in args.runtimes.split(",") if r]
+    bad = [r for r in args.runtimes if r not in RUNTIMES]
+    if bad or args.stock < 1 or args.per_runtime < 1:
+        p.error(f"unknown runtimes {bad}" if bad else "--stock and --per-runtime must be positive")
+    redis_url = next((u for u in args.url if u.startswith(("redis://", "rediss://"))), "redis://127.0.0.1:6379")
+    zk_url = next((u for u in args.url if u.startswith("zk://")), "zk://127.0.0.1:2181")
+    plan = {"redis": ("Round 1 (Redis)", redis_url), "zookeeper": ("Round 2 (ZooKeeper)", zk_url)}
+    ok = True
+    rounds = []
+    with tempfile.TemporaryDirectory(prefix="polylock-demo-") as tmp:
+        for key in args.rounds.split(","):
+            title, lock_url = plan[key]
+            rd = run_round(title, redis_url, lock_url, args, Path(tmp))
+            ok = report(rd, args.stock) and ok
+            rounds.append(rd)
+    svg(rounds, Path(args.svg), args.stock)
+    print(f"\ntimeline: {args.svg}")
+    print("RESULT: " + ("OK: sold exactly the stock, never oversold, no overlapping sections"
+                        if ok else "FAILED (see above)"))
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
