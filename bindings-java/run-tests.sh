@@ -18,6 +18,7 @@ summary=$(cat bindings-java/target/surefire-reports/*.txt bindings-java/target/f
   grep -Eo 'Tests run: [0-9]+, Failures: [0-9]+, Errors: [0-9]+, Skipped: [0-9]+' |
   awk -F'[:,] *' '{run+=$2; bad+=$4+$6+$8} END {printf "%d %d", run-bad, bad}')
 read -r passed failed <<<"$summary"
+echo # Maven leaves colour resets without a newline: start the count on its own line
 echo "${passed:-0} passed, ${failed:-0} failed (Java: JUnit)"
 
 smoke() {

@@ -202,8 +202,12 @@ def main() -> int:
     bad = [r for r in args.runtimes if r not in RUNTIMES]
     if bad or args.stock < 1 or args.per_runtime < 1:
         p.error(f"unknown runtimes {bad}" if bad else "--stock and --per-runtime must be positive")
-    redis_url = next((u for u in args.url if u.startswith(("redis://", "rediss://"))), "redis://127.0.0.1:6379")
-    zk_url = next((u for u in args.url if u.startswith("zk://")), "zk://127.0.0.1:2181")
+    # The last URL of each kind wins: demo.sh passes the local servers first, the user's after.
+    redis_url = ([u for u in args.url if u.startswith(("redis://", "rediss://"))] or ["redis://127.0.0.1:6379"])[-1]
+    zk_url = ([u for u in args.url if u.startswith("zk://")] or ["zk://127.0.0.1:2181"])[-1]
+    unknown = [u for u in args.url if not u.startswith(("redis://", "rediss://", "zk://"))]
+    if unknown:
+        p.error(f"--url must be redis://, rediss:// or zk://, got {unknown}")
     plan = {"redis": ("Round 1 (Redis)", redis_url), "zookeeper": ("Round 2 (ZooKeeper)", zk_url)}
     ok = True
     rounds = []
