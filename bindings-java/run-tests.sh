@@ -3,7 +3,7 @@
 # build in the workspace's one target directory), run the unit tests (Surefire) and the suites
 # against the servers of scripts/servers.sh, Redisson and Curator interop included (Failsafe, from
 # the packaged JAR), then build the examples against the installed JAR and run them as smoke
-# tests. Ends with "N passed, N failed" (JUnit's counts; a skipped test counts as failed).
+# tests. Prints "N passed, N failed" (JUnit's counts; a skipped test counts as failed).
 set -uo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
