@@ -426,6 +426,9 @@ impl Client {
                 first_err.get_or_insert(e);
             }
         }
+        if let Backend::Redis(r) = &self.inner.backend {
+            r.close_sync();
+        }
         first_err.map_or(Ok(()), Err)
     }
 

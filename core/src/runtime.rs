@@ -19,6 +19,8 @@ static RUNTIME: Mutex<Option<(u32, &'static Runtime)>> = Mutex::new(None);
 
 thread_local! {
     static ON_WORKER: Cell<bool> = const { Cell::new(false) };
+    /// Set while this (non-runtime) thread drives a future in [`block_on`].
+    static BLOCKING_CALLER: Cell<bool> = const { Cell::new(false) };
 }
 
 /// The handle of the process-wide runtime, created on first use (again in a forked child).
@@ -55,6 +57,13 @@ fn worker_threads() -> usize {
     std::thread::available_parallelism()
         .map(|n| n.get().clamp(1, 4))
         .unwrap_or(2)
+}
+
+/// True while the calling thread is blocked in [`block_on`], driving the future itself. Such a
+/// thread is the caller's own, so the future may do blocking I/O on it (the Redis backend then
+/// talks on a connection of the caller's thread: no hand-off to a runtime thread and back).
+pub(crate) fn on_blocking_caller() -> bool {
+    BLOCKING_CALLER.with(|b| b.get())
 }
 
 /// True on a thread of polylock's runtime (where a blocking call would deadlock).
@@ -179,6 +188,13 @@ impl std::task::Wake for FlagWaker {
 fn spin_block_on<F: Future>(h: &Handle, fut: F) -> F::Output {
     use std::sync::atomic::Ordering;
     let _ctx = h.enter();
+    struct Caller(bool);
+    impl Drop for Caller {
+        fn drop(&mut self) {
+            BLOCKING_CALLER.with(|b| b.set(self.0));
+        }
+    }
+    let _caller = Caller(BLOCKING_CALLER.with(|b| b.replace(true)));
     let waker = std::sync::Arc::new(FlagWaker {
         woken: false.into(),
         thread: std::thread::current(),

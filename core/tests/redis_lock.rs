@@ -827,6 +827,20 @@ async fn tls_rediss_urls_work_and_refuse_an_untrusted_certificate() {
         .unwrap();
     assert_eq!(lock.release(2).await.unwrap(), Released::Freed);
     c.close().await.unwrap();
+    // A blocked caller's own connection (C, Python, Java calls) speaks TLS too.
+    let burl = format!("rediss://127.0.0.1:{port}/#insecure");
+    std::thread::spawn(move || {
+        let c = polylock::blocking::Client::connect(&burl).unwrap();
+        let l = c.lock("over-tls-blocking").unwrap();
+        assert_eq!(
+            l.acquire(1, AcquireOptions::try_once()).unwrap().hold_count,
+            1
+        );
+        assert_eq!(l.release(1).unwrap(), Released::Freed);
+        c.close().unwrap();
+    })
+    .join()
+    .unwrap();
     drop(server);
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -17,6 +17,7 @@ use redis::{RedisError, RetryMethod, Script, Value};
 
 use crate::client::{ClientOptions, Wait};
 use crate::error::{Error, ErrorKind, Result};
+use crate::runtime;
 
 pub(crate) use pubsub::Subscriptions;
 
@@ -83,8 +84,58 @@ pub(crate) struct RawStatus {
     pub(crate) pttl: i64,
 }
 
+/// Synchronous connections for callers blocked in [`runtime::block_on`] on threads of their own
+/// (C, Python and Java calls). Such a caller writes its script and reads the reply itself, so the
+/// reply wakes it straight from the socket, with no hand-off to a runtime thread and back: that
+/// hand-off cost a blocked caller tens of microseconds per round trip. A connection is taken for
+/// one call and put back; idle ones are kept up to a bound.
+struct SyncConns {
+    client: redis::Client,
+    idle: std::sync::Mutex<Vec<redis::Connection>>,
+    connect_timeout: Duration,
+    command_timeout: Duration,
+}
+
+/// Idle synchronous connections kept per client.
+const MAX_IDLE_SYNC: usize = 64;
+
+impl SyncConns {
+    fn run<T>(
+        &self,
+        f: impl FnOnce(&mut redis::Connection) -> redis::RedisResult<T>,
+    ) -> redis::RedisResult<T> {
+        let idle = self.idle.lock().unwrap_or_else(|e| e.into_inner()).pop();
+        let mut conn = match idle {
+            Some(c) => c,
+            None => {
+                let c = self
+                    .client
+                    .get_connection_with_timeout(self.connect_timeout)?;
+                c.set_read_timeout(Some(self.command_timeout))?;
+                c.set_write_timeout(Some(self.command_timeout))?;
+                c
+            }
+        };
+        let result = f(&mut conn);
+        let mut idle = self.idle.lock().unwrap_or_else(|e| e.into_inner());
+        match &result {
+            // The server went away (restart, failover): the idle ones are most likely dead too.
+            Err(e) if e.is_io_error() || e.is_connection_dropped() || e.is_timeout() => {
+                idle.clear()
+            }
+            _ if redis::ConnectionLike::is_open(&conn) && idle.len() < MAX_IDLE_SYNC => {
+                idle.push(conn)
+            }
+            _ => {}
+        }
+        result
+    }
+}
+
 pub(crate) struct RedisBackend {
     conn: ConnectionManager,
+    // Boxed: a redis::Client is large, and the Backend enum stays small.
+    sync: Box<SyncConns>,
     subs: Arc<Subscriptions>,
     scripts: Arc<Scripts>,
     latches: Arc<Latches>,
@@ -162,6 +213,12 @@ impl RedisBackend {
         let latch_ttl_ms = ms(options.command_timeout * (RETRIES as u32 + 2));
         Ok(RedisBackend {
             conn,
+            sync: Box::new(SyncConns {
+                client: client.clone(),
+                idle: Default::default(),
+                connect_timeout: options.connect_timeout,
+                command_timeout: options.command_timeout,
+            }),
             subs: Arc::new(Subscriptions::new(client, config)),
             scripts: Arc::new(Scripts::new()),
             latches,
@@ -174,6 +231,27 @@ impl RedisBackend {
 
     fn conn(&self) -> ConnectionManager {
         self.conn.clone()
+    }
+
+    /// Close the idle connections of blocked callers (the client is being closed).
+    pub(crate) fn close_sync(&self) {
+        self.sync
+            .idle
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clear();
+    }
+
+    /// Run a script on the caller's own connection when the caller blocks a thread of its own,
+    /// else on the shared multiplexed connection.
+    async fn invoke<T: redis::FromRedisValue>(
+        &self,
+        inv: &redis::ScriptInvocation<'_>,
+    ) -> std::result::Result<T, RedisError> {
+        if runtime::on_blocking_caller() {
+            return self.sync.run(|c| inv.invoke(c));
+        }
+        inv.invoke_async(&mut self.conn()).await
     }
 
     /// One acquire script call, retried on retryable errors without counting a re-entry twice.
@@ -202,8 +280,7 @@ impl RedisBackend {
                 expected,
                 armed: true,
             };
-            let reply: std::result::Result<Vec<i64>, RedisError> =
-                inv.invoke_async(&mut self.conn()).await;
+            let reply: std::result::Result<Vec<i64>, RedisError> = self.invoke(&inv).await;
             let mut guard = guard;
             guard.armed = false;
             match reply {
@@ -356,19 +433,15 @@ impl RedisBackend {
         lease: Duration,
         request_id: &str,
     ) -> std::result::Result<UnlockReply, RedisError> {
-        let reply: Option<i64> = self
-            .scripts
-            .release
-            .key(name)
-            .key(channel_name(name))
+        let mut inv = self.scripts.release.key(name);
+        inv.key(channel_name(name))
             .key(latch_key(name, request_id))
             .arg(UNLOCK_MESSAGE)
             .arg(ms(lease))
             .arg(field)
             .arg(PUBLISH)
-            .arg(self.latch_ttl_ms)
-            .invoke_async(&mut self.conn())
-            .await?;
+            .arg(self.latch_ttl_ms);
+        let reply: Option<i64> = self.invoke(&inv).await?;
         Ok(match reply {
             None => UnlockReply::NotHeld,
             Some(0) => UnlockReply::Decremented,
@@ -439,7 +512,12 @@ impl RedisBackend {
     async fn query<T: redis::FromRedisValue>(&self, cmd: redis::Cmd, doing: &str) -> Result<T> {
         let mut attempt = 0;
         loop {
-            match cmd.query_async(&mut self.conn()).await {
+            let reply = if runtime::on_blocking_caller() {
+                self.sync.run(|c| cmd.query(c))
+            } else {
+                cmd.query_async(&mut self.conn()).await
+            };
+            match reply {
                 Ok(v) => return Ok(v),
                 Err(e) if attempt < RETRIES && retryable(&e) => {
                     attempt += 1;

@@ -1,0 +1,112 @@
+//! The blocking API from plain threads (as C, Python and Java call it): the caller's thread does
+//! the Redis I/O on a connection of its own. These tests run without a tokio runtime of their own.
+mod common;
+
+use std::time::Duration;
+
+use common::*;
+use polylock::blocking::Client;
+use polylock::{AcquireOptions, ClientOptions, ErrorKind, Released};
+
+fn connected_clients(url: &str) -> i64 {
+    let mut c = redis::Client::open(url).unwrap().get_connection().unwrap();
+    let info: String = redis::cmd("INFO").arg("clients").query(&mut c).unwrap();
+    info.lines()
+        .find_map(|l| l.strip_prefix("connected_clients:"))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap()
+}
+
+#[test]
+fn blocked_callers_talk_on_their_own_connection_and_survive_a_restart() {
+    let mut server = OwnRedis::start(&[]);
+    let url = server.url();
+    let opts = ClientOptions {
+        command_timeout: Duration::from_millis(500),
+        ..ClientOptions::default()
+    };
+    let client = Client::connect_with(&url, opts).unwrap();
+    let lock = client.lock("blocking").unwrap();
+    let before = connected_clients(&url);
+    let held = lock.acquire(1, AcquireOptions::try_once()).unwrap();
+    assert_eq!(held.hold_count, 1);
+    assert_eq!(
+        lock.acquire(1, AcquireOptions::forever())
+            .unwrap()
+            .hold_count,
+        2
+    );
+    assert_eq!(lock.hold_count(1).unwrap(), 2);
+    assert_eq!(lock.release(1).unwrap(), Released::StillHeld(1));
+    assert_eq!(lock.release(1).unwrap(), Released::Freed);
+    assert_eq!(
+        connected_clients(&url),
+        before + 1,
+        "one connection of the calling thread, reused for every call"
+    );
+    // Two threads at once use two connections; neither sees the other's hold as its own.
+    let l2 = lock.clone();
+    lock.acquire(1, AcquireOptions::forever()).unwrap();
+    let other = std::thread::spawn(move || {
+        let got = l2.try_acquire(2, None).unwrap().is_some();
+        let err = l2.release(2).unwrap_err().kind();
+        (got, err)
+    })
+    .join()
+    .unwrap();
+    assert_eq!(other, (false, ErrorKind::NotOwner));
+    lock.release(1).unwrap();
+
+    // A restart kills the idle connection: the next call reconnects by itself.
+    server.restart();
+    let mut again = None;
+    for _ in 0..50 {
+        match lock.try_acquire(1, None) {
+            Ok(a) => {
+                again = a;
+                break;
+            }
+            Err(e) => {
+                assert_eq!(e.kind(), ErrorKind::Connection, "{e}");
+                std::thread::sleep(Duration::from_millis(100));
+            }
+        }
+    }
+    assert!(again.is_some(), "acquired after the restart");
+    assert_eq!(lock.release(1).unwrap(), Released::Freed);
+    let open = connected_clients(&url);
+    client.close().unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(2);
+    while connected_clients(&url) != open - 1 && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(
+        connected_clients(&url),
+        open - 1,
+        "close dropped the idle connection of the calling thread"
+    );
+}
+
+#[test]
+fn a_blocked_waiter_is_woken_by_a_release_from_another_thread() {
+    let url = url();
+    let client = Client::connect(&url).unwrap();
+    let lock = client.lock(&unique("blocking-wait")).unwrap();
+    lock.acquire(1, AcquireOptions::forever()).unwrap();
+    let l2 = lock.clone();
+    let waiter = std::thread::spawn(move || {
+        let t0 = std::time::Instant::now();
+        let got = l2.acquire(2, AcquireOptions::wait_for(Duration::from_secs(10)));
+        (got.map(|a| a.hold_count), t0.elapsed(), l2.release(2))
+    });
+    std::thread::sleep(Duration::from_millis(150));
+    assert_eq!(lock.release(1).unwrap(), Released::Freed);
+    let (got, waited, released) = waiter.join().unwrap();
+    assert_eq!(got.unwrap(), 1);
+    assert!(
+        waited < Duration::from_secs(2),
+        "woken by the release, {waited:?}"
+    );
+    assert_eq!(released.unwrap(), Released::Freed);
+    client.close().unwrap();
+}
