@@ -14,6 +14,21 @@ mvn=(mvn -B -q -Dstyle.color=never)
 status=0
 rm -rf bindings-java/target/surefire-reports bindings-java/target/failsafe-reports
 "${mvn[@]}" -Pdev -f bindings-java/pom.xml verify || status=1
+# Virtual threads need Java 21+: run VirtualThreadIT (and the unit tests again) on the newest JDK
+# of the machine (this kind of machine has a Temurin JDK beside its default one).
+newer=""
+for j in /usr/lib/jvm/*/bin/java; do
+  major=$("$j" -version 2>&1 | sed -n 's/.*version "\([0-9]*\).*/\1/p' | head -1)
+  if [ -n "$major" ] && [ "$major" -ge 21 ]; then newer=$j; fi
+done
+if [ -n "$newer" ]; then
+  echo "== VirtualThreadIT on $("$newer" -version 2>&1 | head -1)"
+  "${mvn[@]}" -Pdev -f bindings-java/pom.xml verify -Dit.test=VirtualThreadIT -Djvm="$newer" \
+    -DargLine=--enable-native-access=ALL-UNNAMED || status=1
+else
+  echo "no JDK 21 or newer under /usr/lib/jvm: the virtual-thread tests could not run"
+  status=1
+fi
 summary=$(cat bindings-java/target/surefire-reports/*.txt bindings-java/target/failsafe-reports/*.txt 2>/dev/null |
   grep -Eo 'Tests run: [0-9]+, Failures: [0-9]+, Errors: [0-9]+, Skipped: [0-9]+' |
   awk -F'[:,] *' '{run+=$2; bad+=$4+$6+$8} END {printf "%d %d", run-bad, bad}')
