@@ -377,7 +377,7 @@ public final class DistributedLock implements Lock, AutoCloseable {
             NativeFuture future = new NativeFuture();
             long cancel = Native.acquireAsync(h, name, mutex, owner, remaining, leaseMs, future);
             try {
-                return await(future, cancel, owner, interruptible);
+                return await(future, cancel, h, owner, interruptible);
             } finally {
                 Native.freeCancel(cancel);
             }
@@ -386,7 +386,7 @@ public final class DistributedLock implements Lock, AutoCloseable {
         }
     }
 
-    private long await(NativeFuture future, long cancel, long owner, boolean interruptible)
+    private long await(NativeFuture future, long cancel, long h, long owner, boolean interruptible)
             throws InterruptedException {
         boolean interrupted = false;
         try {
@@ -407,11 +407,12 @@ public final class DistributedLock implements Lock, AutoCloseable {
                     Native.cancel(cancel);
                     long r = getUninterruptibly(future);
                     if (r >= 0) {
-                        // Acquired just before the cancel reached it: give it back.
+                        // Acquired just before the cancel reached it: give it back. The caller
+                        // still counts as in flight on the client, so the handle is valid.
                         try {
-                            Native.release(client.enter(), name, mutex, owner);
-                        } finally {
-                            client.exit();
+                            Native.release(h, name, mutex, owner);
+                        } catch (RuntimeException releaseFailed) {
+                            e.addSuppressed(releaseFailed);
                         }
                     }
                     throw e;
