@@ -291,11 +291,15 @@ pub(crate) async fn run(client: Weak<ClientInner>) {
 
 /// Renew every live watchdog hold; false if any batch failed (the next round comes sooner).
 async fn renew_round(inner: &Arc<ClientInner>, lease: Duration, interval: Duration) -> bool {
-    let batch: Vec<(HoldKey, String)> = {
+    // Each entry remembers the hold's fencing token: a reply that comes back after the hold was
+    // released and the same owner took the lock again (a new hold under the same key) must not
+    // judge the new hold. Blocked callers release on connections of their own, so a renewal may
+    // run on the server between such a release and the next acquire.
+    let batch: Vec<(HoldKey, String, u64)> = {
         let map = inner.holds.lock();
         map.iter()
             .filter(|(_, h)| h.lost.is_none() && h.lease == LeaseMode::Watchdog)
-            .map(|(k, _)| (k.clone(), crate::owner::field(&inner.id, k.1)))
+            .map(|(k, h)| (k.clone(), crate::owner::field(&inner.id, k.1), h.token))
             .collect()
     };
     let mut ok = true;
@@ -303,7 +307,7 @@ async fn renew_round(inner: &Arc<ClientInner>, lease: Duration, interval: Durati
         let sent_at = Instant::now();
         let locks: Vec<(Arc<str>, String)> = chunk
             .iter()
-            .map(|((n, _), f)| (n.clone(), f.clone()))
+            .map(|((n, _), f, _)| (n.clone(), f.clone()))
             .collect();
         let limit = inner.options.command_timeout.min(interval);
         let result = match &inner.backend {
@@ -313,11 +317,14 @@ async fn renew_round(inner: &Arc<ClientInner>, lease: Duration, interval: Durati
         match result {
             Ok(Ok(held)) => {
                 let mut map = inner.holds.lock();
-                for ((key, _), still) in chunk.iter().zip(held) {
+                for ((key, _, token), still) in chunk.iter().zip(held) {
                     let Some(hold) = map.get_mut(key) else {
                         continue;
                     };
-                    if hold.lost.is_some() || hold.lease != LeaseMode::Watchdog {
+                    if hold.token != *token
+                        || hold.lost.is_some()
+                        || hold.lease != LeaseMode::Watchdog
+                    {
                         continue;
                     }
                     if still {
