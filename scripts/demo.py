@@ -95,7 +95,8 @@ def run_round(title: str, redis_url: str, lock_url: str, args: argparse.Namespac
             out, err = b.proc.communicate()
             b.error = f"timed out after {args.timeout} s"
         if b.proc.returncode != 0 and not b.error:
-            b.error = f"exit {b.proc.returncode}: {err.strip()[-400:]}"
+            last = (err.strip().splitlines() or [""])[-1]
+            b.error = f"exit {b.proc.returncode}: {last[-300:]}"
         try:
             b.result = json.loads(out.strip().splitlines()[-1])
         except (IndexError, ValueError):
@@ -110,13 +111,35 @@ def run_round(title: str, redis_url: str, lock_url: str, args: argparse.Namespac
     rd.left = int(r.get(keys[0]) or 0)
     rd.sold = int(r.get(keys[1]) or 0)
     r.delete(*keys)
+    rd.overlaps, rd.token_errors = check_sections(buyers)
+    return rd
+
+
+def check_sections(buyers: list[Buyer]) -> tuple[list[str], list[str]]:
+    """Overlapping critical sections, and fencing tokens that do not grow in time order."""
+    overlaps, token_errors = [], []
     every = sorted((s, e, t, b.label) for b in buyers for (s, e, t) in b.sections)
     for prev, cur in zip(every, every[1:]):
         if cur[0] < prev[1]:
-            rd.overlaps.append(f"{prev[3]} [{prev[0]}, {prev[1]}] and {cur[3]} [{cur[0]}, {cur[1]}] overlap")
+            overlaps.append(f"{prev[3]} [{prev[0]}, {prev[1]}] and {cur[3]} [{cur[0]}, {cur[1]}] overlap")
         if cur[2] <= prev[2]:
-            rd.token_errors.append(f"token {cur[2]} of {cur[3]} after {prev[2]} of {prev[3]}")
-    return rd
+            token_errors.append(f"token {cur[2]} of {cur[3]} after {prev[2]} of {prev[3]}")
+    return overlaps, token_errors
+
+
+def self_test() -> int:
+    """The checks catch what they are for (CI runs this beside the demo)."""
+    a, b = Buyer("rust", 1), Buyer("java", 1)
+    a.sections, b.sections = [(0, 10, 1), (30, 40, 3)], [(10, 20, 2), (45, 50, 4)]
+    assert check_sections([a, b]) == ([], []), "clean sections"
+    b.sections = [(10, 20, 2), (35, 50, 4)]
+    overlaps, tokens = check_sections([a, b])
+    assert len(overlaps) == 1 and not tokens, (overlaps, tokens)
+    b.sections = [(10, 20, 2), (45, 50, 3)]
+    overlaps, tokens = check_sections([a, b])
+    assert not overlaps and len(tokens) == 1, (overlaps, tokens)
+    print("demo self-test: overlaps and out-of-order tokens are detected")
+    return 0
 
 
 def report(rd: Round, stock: int) -> bool:
@@ -197,7 +220,10 @@ def main() -> int:
     p.add_argument("--timeout", type=float, default=300, help="seconds a round may take (default 300)")
     p.add_argument("--rounds", default="redis,zookeeper", help="which rounds to run (default redis,zookeeper)")
     p.add_argument("--svg", default="demo-timeline.svg", help="where to write the timeline (default demo-timeline.svg)")
+    p.add_argument("--self-test", action="store_true", help="check the demo's checks on made-up sections, then exit")
     args = p.parse_args()
+    if args.self_test:
+        return self_test()
     args.runtimes = [r for r in args.runtimes.split(",") if r]
     bad = [r for r in args.runtimes if r not in RUNTIMES]
     if bad or args.stock < 1 or args.per_runtime < 1:
