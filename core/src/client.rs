@@ -221,6 +221,19 @@ pub(crate) struct ClientInner {
 }
 
 impl ClientInner {
+    /// Remove a hold of `owner` from the server whatever its count (it was lost, or its client
+    /// closed): the owner's hash field on Redis, its contender or lease node on ZooKeeper.
+    async fn drop_hold(&self, name: &str, owner: OwnerId, node: Option<String>) -> Result<bool> {
+        match (&self.backend, node) {
+            (Backend::Redis(r), _) => {
+                r.drop_field(name, &owner::field(&self.id, owner), None)
+                    .await
+            }
+            (Backend::Zk(z), Some(node)) => z.release(name, &node, false).await,
+            (Backend::Zk(_), None) => Ok(true),
+        }
+    }
+
     fn check_usable(&self) -> Result<()> {
         if self.pid != std::process::id() {
             return Err(Error::state(
@@ -416,13 +429,7 @@ impl Client {
         };
         let mut first_err = None;
         for (name, owner, node) in held {
-            let field = owner::field(&self.inner.id, owner);
-            let res = match (&self.inner.backend, node) {
-                (Backend::Redis(r), _) => r.drop_field(&name, &field, None).await,
-                (Backend::Zk(z), Some(node)) => z.release(&name, &node, false).await,
-                (Backend::Zk(_), None) => Ok(true),
-            };
-            if let Err(e) = res {
+            if let Err(e) = self.inner.drop_hold(&name, owner, node).await {
                 first_err.get_or_insert(e);
             }
         }
@@ -516,12 +523,10 @@ impl Lock {
             let hold = self.client.holds.lock().remove(&(self.name.clone(), owner));
             if let Some(mut h) = hold {
                 h.mark_lost(&self.name, owner, LostReason::ClientClosed);
-                let field = self.field(owner);
-                let _ = match (&self.client.backend, h.node.clone()) {
-                    (Backend::Redis(r), _) => r.drop_field(&self.name, &field, None).await,
-                    (Backend::Zk(z), Some(node)) => z.release(&self.name, &node, false).await,
-                    (Backend::Zk(_), None) => Ok(true),
-                };
+                let _ = self
+                    .client
+                    .drop_hold(&self.name, owner, h.node.clone())
+                    .await;
             }
             return Err(closed_while_waiting());
         }
@@ -800,10 +805,7 @@ impl Lock {
             Err(reason) => {
                 // Remove what may be left on the server (the loss may have been declared while
                 // it was unreachable) before returning, so that it cannot race a new acquire.
-                let field = self.field(owner);
-                if let Backend::Redis(r) = &self.client.backend {
-                    let _ = r.drop_field(&self.name, &field, None).await;
-                }
+                let _ = self.client.drop_hold(&self.name, owner, None).await;
                 return Err(self.lost_error(reason));
             }
         };
