@@ -336,6 +336,21 @@ pub extern "system" fn Java_io_polylock_Native_tryAcquire<'l>(
     })
 }
 
+/// Call into Java from a runtime thread: attach it (as a daemon; it stays attached), give the
+/// call a local frame (a runtime thread has no Java frame to free local references), and print
+/// and clear whatever the Java side throws, which has nobody to go to here.
+fn call_java(f: impl FnOnce(&mut JNIEnv) -> jni::errors::Result<()>) {
+    let Some(vm) = VM.get() else { return };
+    let Ok(mut env) = vm.attach_current_thread_as_daemon() else {
+        return;
+    };
+    let _ = env.with_local_frame(8, |env| f(env));
+    if env.exception_check().unwrap_or(false) {
+        let _ = env.exception_describe();
+        let _ = env.exception_clear();
+    }
+}
+
 /// Shared between a waiting acquire and the Java thread that may cancel it.
 #[derive(Default)]
 struct CancelState {
@@ -354,13 +369,7 @@ impl Completer {
         let Some(future) = self.future.take() else {
             return;
         };
-        let Some(vm) = VM.get() else { return };
-        // Runtime threads stay attached (as daemons) once they have called into Java.
-        let Ok(mut env) = vm.attach_current_thread_as_daemon() else {
-            return;
-        };
-        // A runtime thread has no Java frame to free local references: make one.
-        let _ = env.with_local_frame(8, |env| -> jni::errors::Result<()> {
+        call_java(|env| {
             let msg = env.new_string(message)?;
             env.call_method(
                 future.as_obj(),
@@ -374,10 +383,6 @@ impl Completer {
             )?;
             Ok(())
         });
-        if env.exception_check().unwrap_or(false) {
-            let _ = env.exception_describe();
-            let _ = env.exception_clear();
-        }
     }
 }
 
@@ -617,7 +622,7 @@ pub extern "system" fn Java_io_polylock_Native_isLost<'l>(
     })
 }
 
-/// Call `target.onLost(name, owner, reason)` from a runtime thread for every hold of this
+/// Call `target.onLost(name, owner, message)` from a runtime thread for every hold of this
 /// client that is lost from now on. The task ends when the client is freed.
 #[no_mangle]
 pub extern "system" fn Java_io_polylock_Native_watchLost<'l>(
@@ -640,13 +645,9 @@ pub extern "system" fn Java_io_polylock_Native_watchLost<'l>(
                     Err(RecvError::Lagged(_)) => continue,
                     Err(RecvError::Closed) => return,
                 };
-                let Some(vm) = VM.get() else { return };
-                let Ok(mut env) = vm.attach_current_thread_as_daemon() else {
-                    return;
-                };
-                let _ = env.with_local_frame(8, |env| -> jni::errors::Result<()> {
+                call_java(|env| {
                     let name = env.new_string(&*ev.name)?;
-                    let reason = env.new_string(ev.reason.describe())?;
+                    let message = env.new_string(ev.reason.error(&ev.name).message())?;
                     env.call_method(
                         target.as_obj(),
                         "onLost",
@@ -654,15 +655,11 @@ pub extern "system" fn Java_io_polylock_Native_watchLost<'l>(
                         &[
                             JValue::Object(&name),
                             JValue::Long(ev.owner as i64),
-                            JValue::Object(&reason),
+                            JValue::Object(&message),
                         ],
                     )?;
                     Ok(())
                 });
-                if env.exception_check().unwrap_or(false) {
-                    let _ = env.exception_describe();
-                    let _ = env.exception_clear();
-                }
             }
         });
         Ok(())

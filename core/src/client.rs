@@ -494,14 +494,7 @@ impl Lock {
     }
 
     fn lost_error(&self, reason: LostReason) -> Error {
-        Error::new(
-            ErrorKind::LockLost,
-            format!(
-                "lock '{}' was lost: {}; the protected work may have overlapped with another holder",
-                self.name,
-                reason.describe()
-            ),
-        )
+        reason.error(&self.name)
     }
 
     /// Acquire (or re-enter) the lock for `owner`. Fails with `Timeout` when the wait runs out,

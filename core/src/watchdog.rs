@@ -33,6 +33,18 @@ pub enum LostReason {
 }
 
 impl LostReason {
+    /// The `LockLost` error of lock `name` lost for this reason: what a release of the lost hold
+    /// reports, and what bindings hand to their lost listeners.
+    pub fn error(self, name: &str) -> crate::Error {
+        crate::Error::new(
+            crate::ErrorKind::LockLost,
+            format!(
+                "lock '{name}' was lost: {}; the protected work may have overlapped with another holder",
+                self.describe()
+            ),
+        )
+    }
+
     /// A sentence for logs and error messages.
     pub fn describe(self) -> &'static str {
         match self {

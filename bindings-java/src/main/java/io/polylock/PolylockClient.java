@@ -162,15 +162,16 @@ public final class PolylockClient implements AutoCloseable {
         }
     }
 
-    /** Called by the native library, on one of its runtime threads, for every lost hold. */
-    void onLost(String name, long owner, String reason) {
+    /**
+     * Called by the native library, on one of its runtime threads, for every lost hold, with the
+     * message of core's LOCK_LOST error.
+     */
+    void onLost(String name, long owner, String message) {
         List<DistributedLock> locks = listened.get(name);
         if (locks == null || locks.isEmpty()) {
             return;
         }
         List<DistributedLock> targets = new ArrayList<>(locks);
-        String message = "lock '" + name + "' was lost: " + reason
-                + "; the protected work may have overlapped with another holder";
         events.execute(() -> {
             for (DistributedLock l : targets) {
                 l.fireLost(owner, new LockLostException(message));
