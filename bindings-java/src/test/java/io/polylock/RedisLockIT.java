@@ -17,7 +17,6 @@ import java.util.concurrent.ArrayBlockingQueue;
 import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
@@ -202,28 +201,12 @@ class RedisLockIT {
         DistributedLock lock = client.getLock(unique("interrupt"));
         lock.lock();
         for (int round = 0; round < 3; round++) {
-            AtomicReference<Throwable> outcome = new AtomicReference<>();
-            CountDownLatch started = new CountDownLatch(1);
-            Thread t = new Thread(() -> {
-                started.countDown();
-                try {
-                    if (outcome.get() == null) {
-                        lock.lockInterruptibly();
-                    }
-                    outcome.set(new AssertionError("acquired a held lock"));
-                } catch (Throwable e) {
-                    outcome.set(e);
-                }
-            });
-            t.start();
-            started.await();
-            Thread.sleep(100);
-            long t0 = System.nanoTime();
-            t.interrupt();
-            t.join(5_000);
-            long ms = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - t0);
-            assertInstanceOf(InterruptedException.class, outcome.get());
-            assertTrue(ms < 100, "interrupt answered in " + ms + " ms");
+            Servers.Interrupted r = Servers.interruptWhileWaiting(() -> {
+                lock.lockInterruptibly();
+                return null;
+            }, 100);
+            assertInstanceOf(InterruptedException.class, r.outcome);
+            assertTrue(r.answeredMs < 100, "interrupt answered in " + r.answeredMs + " ms");
         }
         // tryLock(wait) and Curator's acquire() too; an interrupt already set is seen at once.
         assertThrows(InterruptedException.class, () -> onOtherThread(() -> {
@@ -253,30 +236,13 @@ class RedisLockIT {
     @Test
     void hundredThreadsOnOneLockKeepACounterExact() throws Exception {
         String name = unique("counter");
-        AtomicInteger counter = new AtomicInteger();
-        AtomicInteger inside = new AtomicInteger();
-        AtomicInteger overlaps = new AtomicInteger();
+        Sections sections = new Sections();
         List<Thread> threads = new ArrayList<>();
         // Two clients, so exclusion between them goes through the server.
         try (PolylockClient second = Polylock.connect(Servers.redisUrl())) {
             for (int i = 0; i < 100; i++) {
                 DistributedLock lock = (i % 2 == 0 ? client : second).getLock(name);
-                Thread t = new Thread(() -> {
-                    for (int k = 0; k < 5; k++) {
-                        lock.lock();
-                        try {
-                            if (inside.incrementAndGet() != 1) {
-                                overlaps.incrementAndGet();
-                            }
-                            int v = counter.get();
-                            Thread.yield();
-                            counter.set(v + 1);
-                            inside.decrementAndGet();
-                        } finally {
-                            lock.unlock();
-                        }
-                    }
-                });
+                Thread t = new Thread(sections.worker(lock, 5));
                 threads.add(t);
                 t.start();
             }
@@ -285,8 +251,8 @@ class RedisLockIT {
                 assertFalse(t.isAlive(), "a thread is stuck");
             }
         }
-        assertEquals(0, overlaps.get());
-        assertEquals(500, counter.get());
+        assertEquals(0, sections.overlaps.get());
+        assertEquals(500, sections.counter.get());
     }
 
     @Test

@@ -39,6 +39,42 @@ final class Servers {
         return "/polylock-test/java-" + prefix + "-" + UUID.randomUUID();
     }
 
+    /** What a waiting call did when its thread was interrupted. */
+    static final class Interrupted {
+        final Throwable outcome;
+        final long answeredMs;
+
+        Interrupted(Throwable outcome, long answeredMs) {
+            this.outcome = outcome;
+            this.answeredMs = answeredMs;
+        }
+    }
+
+    /**
+     * Start {@code wait} on a new thread, let it wait {@code settleMs}, interrupt the thread, and
+     * report what the call threw and how long the thread took to end after the interrupt.
+     */
+    static Interrupted interruptWhileWaiting(java.util.concurrent.Callable<?> wait, long settleMs) throws Exception {
+        java.util.concurrent.atomic.AtomicReference<Throwable> outcome = new java.util.concurrent.atomic.AtomicReference<>();
+        java.util.concurrent.CountDownLatch started = new java.util.concurrent.CountDownLatch(1);
+        Thread t = new Thread(() -> {
+            started.countDown();
+            try {
+                wait.call();
+                outcome.set(new AssertionError("the wait returned instead of answering the interrupt"));
+            } catch (Throwable e) {
+                outcome.set(e);
+            }
+        }, "polylock-test-interrupted");
+        t.start();
+        started.await();
+        Thread.sleep(settleMs);
+        long t0 = System.nanoTime();
+        t.interrupt();
+        t.join(5_000);
+        return new Interrupted(outcome.get(), java.util.concurrent.TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - t0));
+    }
+
     /** Run on a new thread and wait for it (owners are per thread). */
     static <T> T onOtherThread(java.util.concurrent.Callable<T> work) throws Exception {
         java.util.concurrent.FutureTask<T> task = new java.util.concurrent.FutureTask<>(work);

@@ -9,7 +9,6 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import java.lang.reflect.Method;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
 import org.junit.jupiter.api.Test;
 
@@ -79,34 +78,17 @@ class VirtualThreadIT {
     void twoHundredVirtualThreadsKeepACounterExact() throws Exception {
         try (PolylockClient client = Polylock.connect(Servers.redisUrl())) {
             DistributedLock lock = client.getLock(unique("virtual-counter"));
-            AtomicInteger counter = new AtomicInteger();
-            AtomicInteger inside = new AtomicInteger();
-            AtomicInteger overlaps = new AtomicInteger();
+            Sections sections = new Sections();
             List<Thread> threads = new ArrayList<>();
             for (int i = 0; i < 200; i++) {
-                threads.add(startVirtual(() -> {
-                    for (int k = 0; k < 3; k++) {
-                        lock.lock();
-                        try {
-                            if (inside.incrementAndGet() != 1) {
-                                overlaps.incrementAndGet();
-                            }
-                            int v = counter.get();
-                            Thread.yield();
-                            counter.set(v + 1);
-                            inside.decrementAndGet();
-                        } finally {
-                            lock.unlock();
-                        }
-                    }
-                }));
+                threads.add(startVirtual(sections.worker(lock, 3)));
             }
             for (Thread t : threads) {
                 t.join(60_000);
                 assertFalse(t.isAlive(), "a virtual thread is stuck");
             }
-            assertEquals(0, overlaps.get());
-            assertEquals(600, counter.get());
+            assertEquals(0, sections.overlaps.get());
+            assertEquals(600, sections.counter.get());
             assertTrue(!lock.isLocked());
         }
     }

@@ -7,9 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicReference;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -66,26 +64,12 @@ class ZkLockIT {
         String path = zkPath("interrupt");
         DistributedLock lock = client.getLock(path);
         lock.lock();
-        AtomicReference<Throwable> outcome = new AtomicReference<>();
-        CountDownLatch started = new CountDownLatch(1);
-        Thread t = new Thread(() -> {
-            started.countDown();
-            try {
-                lock.acquire(); // Curator's word, interruptible
-                outcome.set(new AssertionError("acquired"));
-            } catch (Throwable e) {
-                outcome.set(e);
-            }
-        });
-        t.start();
-        started.await();
-        Thread.sleep(200);
-        long t0 = System.nanoTime();
-        t.interrupt();
-        t.join(5_000);
-        long ms = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - t0);
-        assertInstanceOf(InterruptedException.class, outcome.get());
-        assertTrue(ms < 100, "interrupt answered in " + ms + " ms");
+        Servers.Interrupted r = Servers.interruptWhileWaiting(() -> {
+            lock.acquire(); // Curator's word, interruptible
+            return null;
+        }, 200);
+        assertInstanceOf(InterruptedException.class, r.outcome);
+        assertTrue(r.answeredMs < 100, "interrupt answered in " + r.answeredMs + " ms");
         lock.unlock();
         assertFalse(lock.isLocked(), "the interrupted contender's node is gone");
     }
