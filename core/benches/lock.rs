@@ -231,14 +231,12 @@ async fn script_floor(url: &str, n: usize) -> Duration {
         let _: Option<i64> = release
             .key(name)
             .key("redisson_lock__channel:{polylock-bench:floor}")
-            .key(format!(
-                "redisson_unlock_latch:{{polylock-bench:floor}}:{i}"
-            ))
             .arg("0")
             .arg(30_000)
             .arg("bench:1")
             .arg("publish")
-            .arg(1_000)
+            .arg(1)
+            .arg("")
             .invoke_async(&mut conn)
             .await
             .unwrap();

@@ -772,7 +772,7 @@ impl Lock {
             return self.release_zk(z, owner).await;
         }
         let key = (self.name.clone(), owner);
-        let lease = {
+        let held = {
             let mut map = self.client.holds.lock();
             let Some(h) = map.get_mut(&key) else {
                 return Err(Error::not_owner(&self.name, owner));
@@ -786,15 +786,16 @@ impl Lock {
                     if h.count <= 1 {
                         h.releasing = true;
                     }
-                    Ok(match h.lease {
+                    let lease = match h.lease {
                         LeaseMode::Fixed(d) => d,
                         _ => self.client.options.watchdog_timeout,
-                    })
+                    };
+                    Ok((lease, h.count))
                 }
             }
         };
-        let lease = match lease {
-            Ok(lease) => lease,
+        let (lease, count) = match held {
+            Ok(held) => held,
             Err(reason) => {
                 // Remove what may be left on the server (the loss may have been declared while
                 // it was unreachable) before returning, so that it cannot race a new acquire.
@@ -808,7 +809,10 @@ impl Lock {
             armed: true,
         };
         let reply = match &self.client.backend {
-            Backend::Redis(r) => r.release(&self.name, &self.field(owner), lease).await,
+            Backend::Redis(r) => {
+                r.release(&self.name, &self.field(owner), lease, count)
+                    .await
+            }
             Backend::Zk(_) => unreachable!("handled above"),
         };
         reset.armed = false;
@@ -1001,23 +1005,25 @@ impl Lock {
     }
 
     #[doc(hidden)]
-    /// Run Redis's unlock script once with a caller-chosen request id, as a retried request
-    /// would (tests of the unlock latch). Returns the raw reply.
-    pub async fn release_with_request_id(
+    /// Run Redis's unlock script once for `owner`, who counts `expected` holds, as a first
+    /// attempt or as the retry after a lost reply (tests of retried releases). Returns the raw
+    /// reply and leaves the client's own count alone.
+    pub async fn release_attempt(
         &self,
         owner: OwnerId,
-        request_id: &str,
+        expected: u32,
+        retry: bool,
     ) -> Result<crate::redis::UnlockReply> {
         self.client.check_usable()?;
         let lease = self.client.options.watchdog_timeout;
         match &self.client.backend {
             Backend::Redis(r) => r
-                .release_once(&self.name, &self.field(owner), lease, request_id)
+                .release_once(&self.name, &self.field(owner), lease, expected, retry)
                 .await
                 .map_err(|e| crate::redis::map_err(e, "release the lock")),
             Backend::Zk(_) => Err(Error::new(
                 ErrorKind::Unsupported,
-                "unlock latches are a Redis thing",
+                "release attempts are a Redis test hook",
             )),
         }
     }

@@ -102,63 +102,67 @@ async fn non_owner_cannot_release_or_acquire() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn retried_unlock_gets_the_first_answer_from_the_latch() {
+async fn a_retried_release_does_not_release_twice() {
     let c = client().await;
-    let name = unique("latch");
+    let name = unique("retry");
     let lock = c.lock(&name).unwrap();
     let me = owner::fresh();
     lock.acquire(me, AcquireOptions::forever()).await.unwrap();
     lock.acquire(me, AcquireOptions::forever()).await.unwrap();
+    // The owner counts 2 holds; the first attempt runs and its reply is "lost".
     assert_eq!(
-        lock.release_with_request_id(me, "req-1").await.unwrap(),
+        lock.release_attempt(me, 2, false).await.unwrap(),
         UnlockReply::Decremented
     );
-    // The reply of req-1 was "lost"; the retry must not decrement a second time.
     assert_eq!(
-        lock.release_with_request_id(me, "req-1").await.unwrap(),
-        UnlockReply::Decremented
+        lock.release_attempt(me, 2, true).await.unwrap(),
+        UnlockReply::Decremented,
+        "the retry answers for the first attempt"
     );
-    assert_eq!(lock.hold_count(me).await.unwrap(), 1);
+    assert_eq!(lock.hold_count(me).await.unwrap(), 1, "decremented once");
+    // A retry whose first attempt never ran releases.
     assert_eq!(
-        lock.release_with_request_id(me, "req-2").await.unwrap(),
+        lock.release_attempt(me, 1, true).await.unwrap(),
         UnlockReply::Freed
     );
+    assert!(!lock.is_locked().await.unwrap());
     assert_eq!(
-        lock.release_with_request_id(me, "req-2").await.unwrap(),
+        lock.release_attempt(me, 1, true).await.unwrap(),
         UnlockReply::Freed,
-        "never a false NotOwner"
+        "never a false NotOwner for the retry of a release that freed the lock"
     );
     assert_eq!(
-        lock.release_with_request_id(me, "req-3").await.unwrap(),
-        UnlockReply::NotHeld
+        lock.release_attempt(me, 1, false).await.unwrap(),
+        UnlockReply::NotHeld,
+        "a first attempt by a non-holder"
     );
-    let mut r = raw().await;
-    let ttl: i64 = r
-        .pttl(format!("redisson_unlock_latch:{{{name}}}:req-2"))
+    // The retry of a release that freed the lock must not free a later holder's lock either.
+    let other = owner::fresh();
+    lock.acquire(other, AcquireOptions::forever())
         .await
         .unwrap();
-    assert!(ttl > 0, "the latch expires by itself");
+    assert_eq!(
+        lock.release_attempt(me, 1, true).await.unwrap(),
+        UnlockReply::Freed
+    );
+    assert!(lock.is_held_by(other).await.unwrap());
+    lock.release(other).await.unwrap();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn release_deletes_its_unlock_latch() {
+async fn a_release_leaves_only_the_fencing_counter() {
     let c = client().await;
-    let name = unique("latchdel");
+    let name = unique("leftover");
     let lock = c.lock(&name).unwrap();
     let me = owner::fresh();
     lock.acquire(me, AcquireOptions::forever()).await.unwrap();
+    lock.acquire(me, AcquireOptions::forever()).await.unwrap();
+    lock.release(me).await.unwrap();
     lock.release(me).await.unwrap();
     let mut r = raw().await;
-    let pattern = format!("redisson_unlock_latch:{{{name}}}:*");
-    let deadline = Instant::now() + Duration::from_secs(2);
-    loop {
-        let keys: Vec<String> = r.keys(&pattern).await.unwrap();
-        if keys.is_empty() {
-            break;
-        }
-        assert!(Instant::now() < deadline, "latch not deleted: {keys:?}");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    let mut keys: Vec<String> = r.keys(format!("*{name}*")).await.unwrap();
+    keys.sort();
+    assert_eq!(keys, vec![format!("redisson_lock_token:{{{name}}}")]);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

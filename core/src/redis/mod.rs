@@ -4,7 +4,6 @@
 //! |----------------------------------------------|-------------------------------------------|
 //! | `<name>`                                     | hash `<clientId>:<ownerId>` → hold count; PTTL = lease |
 //! | `redisson_lock__channel:{<name>}`            | pub/sub, `0` after a full release          |
-//! | `redisson_unlock_latch:{<name>}:<requestId>` | answer of one unlock request               |
 //! | `redisson_lock_token:{<name>}`               | fencing counter, `INCR` per new ownership  |
 
 mod pubsub;
@@ -55,10 +54,6 @@ pub(crate) fn channel_name(name: &str) -> String {
 
 fn token_key(name: &str) -> String {
     format!("redisson_lock_token:{{{name}}}")
-}
-
-fn latch_key(name: &str, request_id: &str) -> String {
-    format!("redisson_unlock_latch:{{{name}}}:{request_id}")
 }
 
 /// The outcome of a successful acquire script call.
@@ -138,10 +133,6 @@ pub(crate) struct RedisBackend {
     sync: Box<SyncConns>,
     subs: Arc<Subscriptions>,
     scripts: Arc<Scripts>,
-    latches: Arc<Latches>,
-    latch_ttl_ms: u64,
-    request_prefix: String,
-    requests: std::sync::atomic::AtomicU64,
     /// Undos of cancelled acquires still in flight, by lock and owner: the owner's next acquire
     /// waits for its own, so a late undo can never remove a newer hold.
     undos: Arc<Undos>,
@@ -208,9 +199,6 @@ impl RedisBackend {
         let conn = ConnectionManager::new_with_config(client.clone(), config.clone())
             .await
             .map_err(|e| map_err(e, "connect"))?;
-        let latches = Arc::new(Latches::default());
-        tokio::spawn(delete_latches(conn.clone(), latches.clone()));
-        let latch_ttl_ms = ms(options.command_timeout * (RETRIES as u32 + 2));
         Ok(RedisBackend {
             conn,
             sync: Box::new(SyncConns {
@@ -221,10 +209,6 @@ impl RedisBackend {
             }),
             subs: Arc::new(Subscriptions::new(client, config)),
             scripts: Arc::new(Scripts::new()),
-            latches,
-            latch_ttl_ms,
-            request_prefix: uuid::Uuid::new_v4().simple().to_string()[..16].to_string(),
-            requests: 0.into(),
             undos: Arc::default(),
         })
     }
@@ -394,28 +378,22 @@ impl RedisBackend {
         }
     }
 
-    /// One release: the Redisson unlock script with a fresh request id, retried with the same id.
+    /// One release of a hold the owner counts `expected` of: the unlock script, retried after
+    /// a lost reply without releasing twice.
     pub(crate) async fn release(
         &self,
         name: &str,
         field: &str,
         lease: Duration,
+        expected: u32,
     ) -> Result<UnlockReply> {
-        // Unique across clients (random client prefix) and requests (counter), without a
-        // getrandom call per release.
-        let request_id = format!(
-            "{}{:x}",
-            self.request_prefix,
-            self.requests
-                .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
-        );
         let mut attempt = 0;
         loop {
-            match self.release_once(name, field, lease, &request_id).await {
-                Ok(r) => {
-                    self.latches.push(latch_key(name, &request_id));
-                    return Ok(r);
-                }
+            match self
+                .release_once(name, field, lease, expected, attempt > 0)
+                .await
+            {
+                Ok(r) => return Ok(r),
                 Err(e) if attempt < RETRIES && retryable(&e) => {
                     attempt += 1;
                     tokio::time::sleep(backoff(attempt)).await;
@@ -425,22 +403,24 @@ impl RedisBackend {
         }
     }
 
-    /// Run the unlock script once with a given request id (exposed for the latch tests).
+    /// Run the unlock script once; `retry` says an earlier attempt's reply was lost (exposed
+    /// for the test of retried releases).
     pub(crate) async fn release_once(
         &self,
         name: &str,
         field: &str,
         lease: Duration,
-        request_id: &str,
+        expected: u32,
+        retry: bool,
     ) -> std::result::Result<UnlockReply, RedisError> {
         let mut inv = self.scripts.release.key(name);
         inv.key(channel_name(name))
-            .key(latch_key(name, request_id))
             .arg(UNLOCK_MESSAGE)
             .arg(ms(lease))
             .arg(field)
             .arg(PUBLISH)
-            .arg(self.latch_ttl_ms);
+            .arg(expected)
+            .arg(if retry { "1" } else { "" });
         let reply: Option<i64> = self.invoke(&inv).await?;
         Ok(match reply {
             None => UnlockReply::NotHeld,
@@ -652,51 +632,5 @@ impl Drop for ClearUndo {
         }
         drop(map);
         self.done.notify_waiters();
-    }
-}
-
-/// Unlock latches whose answer arrived, waiting to be deleted.
-#[derive(Default)]
-struct Latches {
-    keys: std::sync::Mutex<Vec<String>>,
-    wake: tokio::sync::Notify,
-}
-
-impl Latches {
-    fn push(&self, key: String) {
-        let mut keys = self.keys.lock().unwrap_or_else(|e| e.into_inner());
-        keys.push(key);
-        if keys.len() == 1 {
-            self.wake.notify_one();
-        }
-    }
-}
-
-/// Deletes unlock latches once their answer arrived. It waits a moment after the first key so
-/// that a busy client deletes many latches per UNLINK and a release never wakes a task of its
-/// own; latches it misses expire by their TTL anyway.
-async fn delete_latches(mut conn: ConnectionManager, latches: Arc<Latches>) {
-    loop {
-        let notified = latches.wake.notified();
-        tokio::pin!(notified);
-        notified.as_mut().enable();
-        if latches
-            .keys
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .is_empty()
-        {
-            if Arc::strong_count(&latches) == 1 {
-                return; // the client is gone
-            }
-            let _ = tokio::time::timeout(Duration::from_secs(5), notified).await;
-            continue;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-        let batch = std::mem::take(&mut *latches.keys.lock().unwrap_or_else(|e| e.into_inner()));
-        for chunk in batch.chunks(RENEW_BATCH) {
-            let _: redis::RedisResult<i64> =
-                redis::cmd("UNLINK").arg(chunk).query_async(&mut conn).await;
-        }
     }
 }
