@@ -156,14 +156,43 @@ fn panicked() -> Error {
     )
 }
 
-/// How long a blocked caller polls for its wake-up before it parks.
+/// How long a blocked caller polls for its wake-up (or its reply) before it sleeps.
 const SPIN: Duration = Duration::from_micros(150);
 
-/// Blocked callers currently polling (see `spin_block_on`).
+/// Blocked callers currently polling (see [`SpinPermit`]).
 static SPINNERS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
 
 fn max_spinners() -> usize {
-    std::thread::available_parallelism().map_or(1, |n| (n.get() / 2).max(1))
+    static MAX: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *MAX.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| (n.get() / 2).max(1)))
+}
+
+/// Leave to poll for a little while instead of sleeping at once. A lock round trip is tens of
+/// microseconds, about what waking a sleeping thread costs on a busy machine, so a caller that
+/// polls gets its answer sooner. Only up to half the cores' worth of callers poll at a time:
+/// more would eat the CPU the server and the runtime need.
+pub(crate) struct SpinPermit {
+    granted: bool,
+}
+
+impl SpinPermit {
+    pub(crate) fn take() -> SpinPermit {
+        use std::sync::atomic::Ordering;
+        SpinPermit {
+            granted: SPINNERS.fetch_add(1, Ordering::AcqRel) < max_spinners(),
+        }
+    }
+
+    /// Until when to poll, from now; `None` without leave.
+    pub(crate) fn deadline(&self) -> Option<std::time::Instant> {
+        self.granted.then(|| std::time::Instant::now() + SPIN)
+    }
+}
+
+impl Drop for SpinPermit {
+    fn drop(&mut self) {
+        SPINNERS.fetch_sub(1, std::sync::atomic::Ordering::AcqRel);
+    }
 }
 
 struct FlagWaker {
@@ -182,9 +211,8 @@ impl std::task::Wake for FlagWaker {
     }
 }
 
-/// Poll `fut` on this thread inside the runtime's context. While it waits, yield the CPU for a
-/// short while before parking: a lock round trip is tens of microseconds, about what waking a
-/// parked thread costs on a busy machine.
+/// Poll `fut` on this thread inside the runtime's context. While it waits, poll again for a short
+/// while (yielding the CPU in between) before parking, with a [`SpinPermit`].
 fn spin_block_on<F: Future>(h: &Handle, fut: F) -> F::Output {
     use std::sync::atomic::Ordering;
     let _ctx = h.enter();
@@ -206,17 +234,15 @@ fn spin_block_on<F: Future>(h: &Handle, fut: F) -> F::Output {
         if let std::task::Poll::Ready(v) = fut.as_mut().poll(&mut cx) {
             return v;
         }
-        // Spin only while few threads do: with many blocked callers it would eat the CPU the
-        // server and the runtime need.
-        let spinning = SPINNERS.fetch_add(1, Ordering::AcqRel) < max_spinners();
-        let spin_until = std::time::Instant::now() + if spinning { SPIN } else { Duration::ZERO };
+        let permit = SpinPermit::take();
+        let spin_until = permit.deadline();
         while !waker.woken.swap(false, Ordering::Acquire) {
-            if std::time::Instant::now() < spin_until {
+            if spin_until.is_some_and(|t| std::time::Instant::now() < t) {
                 std::thread::yield_now();
             } else {
                 std::thread::park();
             }
         }
-        SPINNERS.fetch_sub(1, Ordering::AcqRel);
+        drop(permit);
     }
 }

@@ -110,3 +110,108 @@ fn a_blocked_waiter_is_woken_by_a_release_from_another_thread() {
     assert_eq!(released.unwrap(), Released::Freed);
     client.close().unwrap();
 }
+
+#[test]
+fn blocked_callers_log_in_select_the_database_and_wait_out_a_slow_reply() {
+    let server = OwnRedis::start(&[]);
+    let port = server.port;
+    let mut admin = redis::Client::open(server.url())
+        .unwrap()
+        .get_connection()
+        .unwrap();
+    let _: () = redis::cmd("ACL")
+        .arg(&["SETUSER", "locker", "on", ">pa55", "~*", "&*", "+@all"])
+        .query(&mut admin)
+        .unwrap();
+    let opts = ClientOptions {
+        command_timeout: Duration::from_millis(700),
+        ..ClientOptions::default()
+    };
+    let client =
+        Client::connect_with(&format!("redis://locker:pa55@127.0.0.1:{port}/3"), opts).unwrap();
+    let lock = client.lock("in-db-3").unwrap();
+    lock.acquire(1, AcquireOptions::try_once()).unwrap();
+    let _: () = redis::cmd("SELECT").arg(3).query(&mut admin).unwrap();
+    let holders: Vec<String> = redis::cmd("HKEYS")
+        .arg("in-db-3")
+        .query(&mut admin)
+        .unwrap();
+    assert_eq!(
+        holders.len(),
+        1,
+        "the hold is in database 3, as the URL says"
+    );
+    let _: () = redis::cmd("SELECT").arg(0).query(&mut admin).unwrap();
+    let in_db0: bool = redis::cmd("EXISTS")
+        .arg("in-db-3")
+        .query(&mut admin)
+        .unwrap();
+    assert!(!in_db0);
+
+    // A reply that comes long after the caller stopped polling for it still arrives.
+    let _: () = redis::cmd("CLIENT")
+        .arg(&["PAUSE", "400", "WRITE"])
+        .query(&mut admin)
+        .unwrap();
+    let t0 = std::time::Instant::now();
+    assert_eq!(lock.release(1).unwrap(), Released::Freed);
+    assert!(
+        t0.elapsed() >= Duration::from_millis(300),
+        "the release waited for the pause: {:?}",
+        t0.elapsed()
+    );
+
+    // A reply later than the command timeout (and its retries) is a Connection error, and the
+    // next call does not read that late reply as its own.
+    let _: () = redis::cmd("CLIENT")
+        .arg(&["PAUSE", "3000", "WRITE"])
+        .query(&mut admin)
+        .unwrap();
+    let err = lock.acquire(1, AcquireOptions::try_once()).unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Connection, "{err}");
+    let _: () = redis::cmd("CLIENT")
+        .arg("UNPAUSE")
+        .query(&mut admin)
+        .unwrap();
+    let mut count = None;
+    for _ in 0..20 {
+        match lock.hold_count(1) {
+            Ok(n) => {
+                count = Some(n);
+                break;
+            }
+            Err(e) => {
+                assert_eq!(e.kind(), ErrorKind::Connection, "{e}");
+                std::thread::sleep(Duration::from_millis(100));
+            }
+        }
+    }
+    let held = count.expect("answers again after the pause");
+    assert!(
+        held <= 1,
+        "the timed-out acquire may have run, once: {held}"
+    );
+    let _ = lock.release(1);
+
+    // Credentials changed on the server: a new connection of a blocked caller is refused as Auth.
+    let _: () = redis::cmd("ACL")
+        .arg(&["SETUSER", "locker", "resetpass", ">other"])
+        .query(&mut admin)
+        .unwrap();
+    let _: () = redis::cmd("CLIENT")
+        .arg(&["KILL", "USER", "locker"])
+        .query(&mut admin)
+        .unwrap();
+    // The first call may still find the killed idle connection (a Connection error); the next
+    // opens a new one and logs in.
+    let mut kinds = Vec::new();
+    for _ in 0..3 {
+        let err = lock.acquire(1, AcquireOptions::try_once()).unwrap_err();
+        kinds.push(err.kind());
+        if err.kind() == ErrorKind::Auth {
+            break;
+        }
+        assert_eq!(err.kind(), ErrorKind::Connection, "{err}");
+    }
+    assert_eq!(kinds.last(), Some(&ErrorKind::Auth), "{kinds:?}");
+}

@@ -7,6 +7,7 @@
 //! | `redisson_lock_token:{<name>}`               | fencing counter, `INCR` per new ownership  |
 
 mod pubsub;
+mod sync_conn;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -19,6 +20,7 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::runtime;
 
 pub(crate) use pubsub::Subscriptions;
+use sync_conn::SyncConns;
 
 const UNLOCK_MESSAGE: &str = "0";
 const PUBLISH: &str = "publish";
@@ -77,54 +79,6 @@ pub enum UnlockReply {
 pub(crate) struct RawStatus {
     pub(crate) holders: Vec<(String, u32)>,
     pub(crate) pttl: i64,
-}
-
-/// Synchronous connections for callers blocked in [`runtime::block_on`] on threads of their own
-/// (C, Python and Java calls). Such a caller writes its script and reads the reply itself, so the
-/// reply wakes it straight from the socket, with no hand-off to a runtime thread and back: that
-/// hand-off cost a blocked caller tens of microseconds per round trip. A connection is taken for
-/// one call and put back; idle ones are kept up to a bound.
-struct SyncConns {
-    client: redis::Client,
-    idle: std::sync::Mutex<Vec<redis::Connection>>,
-    connect_timeout: Duration,
-    command_timeout: Duration,
-}
-
-/// Idle synchronous connections kept per client.
-const MAX_IDLE_SYNC: usize = 64;
-
-impl SyncConns {
-    fn run<T>(
-        &self,
-        f: impl FnOnce(&mut redis::Connection) -> redis::RedisResult<T>,
-    ) -> redis::RedisResult<T> {
-        let idle = self.idle.lock().unwrap_or_else(|e| e.into_inner()).pop();
-        let mut conn = match idle {
-            Some(c) => c,
-            None => {
-                let c = self
-                    .client
-                    .get_connection_with_timeout(self.connect_timeout)?;
-                c.set_read_timeout(Some(self.command_timeout))?;
-                c.set_write_timeout(Some(self.command_timeout))?;
-                c
-            }
-        };
-        let result = f(&mut conn);
-        let mut idle = self.idle.lock().unwrap_or_else(|e| e.into_inner());
-        match &result {
-            // The server went away (restart, failover): the idle ones are most likely dead too.
-            Err(e) if e.is_io_error() || e.is_connection_dropped() || e.is_timeout() => {
-                idle.clear()
-            }
-            _ if redis::ConnectionLike::is_open(&conn) && idle.len() < MAX_IDLE_SYNC => {
-                idle.push(conn)
-            }
-            _ => {}
-        }
-        result
-    }
 }
 
 pub(crate) struct RedisBackend {
@@ -201,12 +155,11 @@ impl RedisBackend {
             .map_err(|e| map_err(e, "connect"))?;
         Ok(RedisBackend {
             conn,
-            sync: Box::new(SyncConns {
-                client: client.clone(),
-                idle: Default::default(),
-                connect_timeout: options.connect_timeout,
-                command_timeout: options.command_timeout,
-            }),
+            sync: Box::new(SyncConns::new(
+                client.clone(),
+                options.connect_timeout,
+                options.command_timeout,
+            )),
             subs: Arc::new(Subscriptions::new(client, config)),
             scripts: Arc::new(Scripts::new()),
             undos: Arc::default(),
@@ -219,11 +172,7 @@ impl RedisBackend {
 
     /// Close the idle connections of blocked callers (the client is being closed).
     pub(crate) fn close_sync(&self) {
-        self.sync
-            .idle
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .clear();
+        self.sync.clear();
     }
 
     /// Run a script on the caller's own connection when the caller blocks a thread of its own,
