@@ -3,9 +3,10 @@
 //!     cargo bench --bench lock                      # against redis://127.0.0.1:6379
 //!     cargo bench --bench lock -- --url redis://... --seconds 3
 //!
-//! Prints: Redis PING round trip p50 (same connection type as the lock), uncontended
-//! lock+unlock pair p50/p99 and pairs/s, 64 tasks on distinct keys (pairs/s, beside 64 tasks
-//! of PING/s), and a contended run of 4 processes on one lock: handoff p50, the fraction of
+//! Prints: Redis PING round trip p50 (same connection type as the lock, and through a bare
+//! redis-rs connection), uncontended lock+unlock pair p50/p99 and pairs/s from a blocked thread
+//! and as a runtime task, the same two scripts through bare redis-rs, 64 tasks on distinct keys
+//! (pairs/s, beside 64 tasks of PING/s), and a contended run of 4 processes on one lock: handoff p50, the fraction of
 //! sections handed to another process, and the longest wait.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -100,22 +101,20 @@ async fn run(o: Opts) {
     }
     let ping_p50 = pct(&mut ping, 0.5);
 
+    // This benchmark runs inside runtime::block_on on the main thread, so these calls take the
+    // path of C, Python and Java callers: the calling thread talks on a connection of its own.
     let lock = client.lock("polylock-bench:uncontended").unwrap();
-    let me = owner::fresh();
-    let mut pairs = Vec::with_capacity(n);
-    let started = Instant::now();
-    for _ in 0..n {
-        let t = Instant::now();
-        lock.acquire(me, AcquireOptions::forever()).await.unwrap();
-        lock.release(me).await.unwrap();
-        pairs.push(t.elapsed());
-    }
-    let pair_rate = n as f64 / started.elapsed().as_secs_f64();
-    let (p50, p99) = (pct(&mut pairs, 0.5), pct(&mut pairs, 0.99));
+    let (p50, p99, pair_rate) = uncontended(&lock, n).await;
+    // The path of async Rust and Node callers: a task on the runtime, the shared connection.
+    let task_lock = lock.clone();
+    let (task_p50, task_p99, task_rate) =
+        tokio::spawn(async move { uncontended(&task_lock, n).await })
+            .await
+            .unwrap();
 
-    // The same two scripts through a bare redis-rs connection: what the server costs for a pair,
-    // without any polylock bookkeeping.
-    let floor = script_floor(&o.url, n).await;
+    // PING and the same two scripts through a bare redis-rs connection on this thread (it
+    // sleeps in recv for each reply): what the server costs for a pair, without polylock.
+    let (bare_ping, floor) = bare_redis_rs(&o.url, n);
 
     let secs = Duration::from_secs_f64(o.seconds);
     let ping64 = parallel(&client, 64, secs, true).await;
@@ -136,19 +135,29 @@ async fn run(o: Opts) {
             .unwrap_or(0)
     );
     println!(
-        "  Redis PING round trip            p50 {:>8.1} us   (the physical limit)",
+        "  Redis PING round trip            p50 {:>8.1} us   (the physical limit, polylock's connection of a blocked thread)",
         us(ping_p50)
     );
     println!(
-        "  uncontended lock+unlock pair     p50 {:>8.1} us   p99 {:>8.1} us   {:>8.0} pairs/s",
+        "  PING, bare redis-rs (sleeps)     p50 {:>8.1} us",
+        us(bare_ping)
+    );
+    println!(
+        "  uncontended lock+unlock pair     p50 {:>8.1} us   p99 {:>8.1} us   {:>8.0} pairs/s   (a blocked thread: the C, Python, Java path)",
         us(p50),
         us(p99),
         pair_rate
     );
     println!(
-        "  same 2 scripts, bare redis-rs    p50 {:>8.1} us   (floor of a Redisson-format pair: {:.2} x PING)",
+        "  the same, as a runtime task      p50 {:>8.1} us   p99 {:>8.1} us   {:>8.0} pairs/s   (the async Rust and Node path)",
+        us(task_p50),
+        us(task_p99),
+        task_rate
+    );
+    println!(
+        "  same 2 scripts, bare redis-rs    p50 {:>8.1} us   (a Redisson-format pair without polylock: {:.2} x its PING)",
         us(floor),
-        us(floor) / us(ping_p50)
+        us(floor) / us(bare_ping)
     );
     println!(
         "  pair p50 / PING p50              {:>8.2}        (target <= 2.2)",
@@ -209,9 +218,33 @@ async fn run_zk(o: Opts) {
     println!("{contended}   (target: handoff p50 <= Curator's 1.6 ms)");
 }
 
-async fn script_floor(url: &str, n: usize) -> Duration {
-    let client = redis::Client::open(url).unwrap();
-    let mut conn = redis::aio::ConnectionManager::new(client).await.unwrap();
+/// p50, p99 and pairs/s of `n` uncontended acquire+release pairs.
+async fn uncontended(lock: &polylock::Lock, n: usize) -> (Duration, Duration, f64) {
+    let me = owner::fresh();
+    let mut pairs = Vec::with_capacity(n);
+    let started = Instant::now();
+    for _ in 0..n {
+        let t = Instant::now();
+        lock.acquire(me, AcquireOptions::forever()).await.unwrap();
+        lock.release(me).await.unwrap();
+        pairs.push(t.elapsed());
+    }
+    let rate = n as f64 / started.elapsed().as_secs_f64();
+    (pct(&mut pairs, 0.5), pct(&mut pairs, 0.99), rate)
+}
+
+/// PING p50 and the p50 of polylock's two scripts (a fresh acquire, the release that frees it)
+/// through a bare synchronous redis-rs connection.
+fn bare_redis_rs(url: &str, n: usize) -> (Duration, Duration) {
+    let mut conn = redis::Client::open(url).unwrap().get_connection().unwrap();
+    let mut ping = Vec::with_capacity(n);
+    for i in 0..n + 200 {
+        let t = Instant::now();
+        let _: String = redis::cmd("PING").query(&mut conn).unwrap();
+        if i >= 200 {
+            ping.push(t.elapsed());
+        }
+    }
     let acquire = redis::Script::new(include_str!("../src/redis/lua/acquire.lua"));
     let release = redis::Script::new(include_str!("../src/redis/lua/release.lua"));
     let name = "polylock-bench:floor";
@@ -225,8 +258,7 @@ async fn script_floor(url: &str, n: usize) -> Duration {
             .arg("bench:1")
             .arg(0)
             .arg("")
-            .invoke_async(&mut conn)
-            .await
+            .invoke(&mut conn)
             .unwrap();
         let _: Option<i64> = release
             .key(name)
@@ -237,14 +269,13 @@ async fn script_floor(url: &str, n: usize) -> Duration {
             .arg("publish")
             .arg(1)
             .arg("")
-            .invoke_async(&mut conn)
-            .await
+            .invoke(&mut conn)
             .unwrap();
         if i >= 200 {
             v.push(t.elapsed());
         }
     }
-    pct(&mut v, 0.5)
+    (pct(&mut ping, 0.5), pct(&mut v, 0.5))
 }
 
 async fn parallel(client: &Client, tasks: usize, secs: Duration, ping: bool) -> f64 {
