@@ -519,7 +519,7 @@ impl ZkBackend {
     ///
     /// `tried`: an earlier attempt may have deleted it without us hearing back. A delete
     /// that times out with the connection is retried here, and a NoNode after such an attempt is
-    /// our own delete (the ZooKeeper form of Redis's unlock latch).
+    /// our own delete (as a retried Redis release reads the owner's hold count).
     pub(crate) async fn release(&self, path: &str, node: &str, mut tried: bool) -> Result<bool> {
         let full = format!("{path}/{node}");
         let deadline = Instant::now() + self.options.command_timeout;
