@@ -70,7 +70,11 @@ impl Ensemble {
             .iter()
             .map(|p| format!("127.0.0.1:{p}"))
             .collect();
-        format!("zk://{}?session_timeout_ms=8000", hosts.join(","))
+        // The client declares its session expired when it cannot reconnect within the session
+        // timeout, and a new leader takes a few seconds to be elected and synced, more on a loaded
+        // 2-core machine (once, with 8 s, a holder's session expired during the election). The
+        // test is about surviving an election, so the session gets room for a slow one.
+        format!("zk://{}?session_timeout_ms=20000", hosts.join(","))
     }
 
     fn mode(port: u16) -> Option<String> {
