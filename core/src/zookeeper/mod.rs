@@ -423,7 +423,10 @@ impl ZkBackend {
     /// Close this client's session from a second handle on the same session: what a session
     /// expiry looks like to the first handle (tests of the lost signal).
     pub(crate) async fn close_session_elsewhere(&self) -> Result<()> {
-        let info = self.client().session().clone();
+        let client = self.client();
+        let info = client.session().clone();
+        let mut states = client.state_watcher();
+        drop(client);
         let mut tries = 0;
         loop {
             let other = zk::Client::connector()
@@ -434,8 +437,29 @@ impl ZkBackend {
                 .await;
             match other {
                 Ok(other) => {
+                    // Dropping the second handle closes the session from a background task. If
+                    // our own client reconnects first, the session moves back to it and the
+                    // close is refused (SessionMoved): then close it again.
                     drop(other);
-                    return Ok(());
+                    let expired = async {
+                        loop {
+                            if let zk::SessionState::Expired = states.changed().await {
+                                return;
+                            }
+                        }
+                    };
+                    let wait = self.options.session_timeout * 2 + Duration::from_secs(1);
+                    if tokio::time::timeout(wait, expired).await.is_ok() {
+                        return Ok(());
+                    }
+                    if tries >= 3 {
+                        return Err(Error::new(
+                            ErrorKind::Backend,
+                            "ZooKeeper: the session outlived four closes from a second handle",
+                        ));
+                    }
+                    tries += 1;
+                    tracing::warn!("the session survived a close from a second handle; again");
                 }
                 Err(e) if tries < 3 => {
                     tries += 1;
