@@ -156,8 +156,29 @@ fn panicked() -> Error {
     )
 }
 
-/// How long a blocked caller polls for its wake-up (or its reply) before it sleeps.
+/// How long a blocked caller polls for its wake-up (or its reply) before it sleeps, unless the
+/// environment says otherwise (`POLYLOCK_SPIN_US`; `0` turns polling off).
 const SPIN: Duration = Duration::from_micros(150);
+/// The most `POLYLOCK_SPIN_US` may ask for.
+const MAX_SPIN: Duration = Duration::from_millis(10);
+
+fn spin() -> Duration {
+    static SPIN_FOR: std::sync::OnceLock<Duration> = std::sync::OnceLock::new();
+    *SPIN_FOR.get_or_init(|| spin_from(std::env::var("POLYLOCK_SPIN_US").ok().as_deref()))
+}
+
+/// The polling time a `POLYLOCK_SPIN_US` value asks for: microseconds up to [`MAX_SPIN`]; the
+/// default when unset or not a number.
+fn spin_from(value: Option<&str>) -> Duration {
+    match value.map(|v| v.trim().parse::<u64>()) {
+        Some(Ok(us)) => Duration::from_micros(us).min(MAX_SPIN),
+        Some(Err(_)) => {
+            tracing::warn!("POLYLOCK_SPIN_US is not a number of microseconds; using {SPIN:?}");
+            SPIN
+        }
+        None => SPIN,
+    }
+}
 
 /// Blocked callers currently polling (see [`SpinPermit`]).
 static SPINNERS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
@@ -179,13 +200,13 @@ impl SpinPermit {
     pub(crate) fn take() -> SpinPermit {
         use std::sync::atomic::Ordering;
         SpinPermit {
-            granted: SPINNERS.fetch_add(1, Ordering::AcqRel) < max_spinners(),
+            granted: SPINNERS.fetch_add(1, Ordering::AcqRel) < max_spinners() && !spin().is_zero(),
         }
     }
 
     /// Until when to poll, from now; `None` without leave.
     pub(crate) fn deadline(&self) -> Option<std::time::Instant> {
-        self.granted.then(|| std::time::Instant::now() + SPIN)
+        self.granted.then(|| std::time::Instant::now() + spin())
     }
 }
 
@@ -244,5 +265,20 @@ fn spin_block_on<F: Future>(h: &Handle, fut: F) -> F::Output {
             }
         }
         drop(permit);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn spin_time_comes_from_the_environment_within_bounds() {
+        assert_eq!(spin_from(None), SPIN);
+        assert_eq!(spin_from(Some("0")), Duration::ZERO);
+        assert_eq!(spin_from(Some(" 40 ")), Duration::from_micros(40));
+        assert_eq!(spin_from(Some("99999999")), MAX_SPIN);
+        assert_eq!(spin_from(Some("fast")), SPIN);
+        assert_eq!(spin_from(Some("-5")), SPIN);
     }
 }

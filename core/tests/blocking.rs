@@ -215,3 +215,59 @@ fn blocked_callers_log_in_select_the_database_and_wait_out_a_slow_reply() {
     }
     assert_eq!(kinds.last(), Some(&ErrorKind::Auth), "{kinds:?}");
 }
+
+/// How many times the calling thread has slept (blocked) so far.
+fn sleeps_of_this_thread() -> u64 {
+    std::fs::read_to_string("/proc/thread-self/status")
+        .unwrap()
+        .lines()
+        .find_map(|l| l.strip_prefix("voluntary_ctxt_switches:"))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap()
+}
+
+#[test]
+fn polling_for_replies_follows_the_environment() {
+    // The setting is read once per process: run this test again in children with it set.
+    let Some(spin) = std::env::var_os("POLYLOCK_SPIN_US") else {
+        for spin in ["0", "10000"] {
+            let out = std::process::Command::new(std::env::current_exe().unwrap())
+                .args([
+                    "--exact",
+                    "polling_for_replies_follows_the_environment",
+                    "--nocapture",
+                ])
+                .env("POLYLOCK_SPIN_US", spin)
+                .output()
+                .unwrap();
+            let text = String::from_utf8_lossy(&out.stdout);
+            assert!(out.status.success(), "POLYLOCK_SPIN_US={spin}: {text}");
+            assert!(text.contains("1 passed"), "the child ran the test: {text}");
+            for line in text.lines().filter(|l| l.contains("slept")) {
+                println!("POLYLOCK_SPIN_US={spin}: {line}");
+            }
+        }
+        return;
+    };
+    let polling = spin != "0";
+    let client = Client::connect(&url()).unwrap();
+    let lock = client.lock(&unique("polling")).unwrap();
+    lock.acquire(1, AcquireOptions::forever()).unwrap();
+    lock.release(1).unwrap();
+    let before = sleeps_of_this_thread();
+    for _ in 0..500 {
+        lock.acquire(1, AcquireOptions::forever()).unwrap();
+        assert_eq!(lock.release(1).unwrap(), Released::Freed);
+    }
+    let sleeps = sleeps_of_this_thread() - before;
+    println!("1000 round trips, polling {polling}: the thread slept {sleeps} times");
+    // A caller that sleeps in recv sleeps for most round trips (565 to 1000 of 1000 seen: a
+    // reply may be there before the recv); one that polls (alone in this process, so it has
+    // the permit) hardly ever (0 seen).
+    if polling {
+        assert!(sleeps < 100, "slept {sleeps} times while polling");
+    } else {
+        assert!(sleeps >= 250, "slept only {sleeps} times without polling");
+    }
+    client.close().unwrap();
+}
