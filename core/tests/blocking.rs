@@ -271,3 +271,57 @@ fn polling_for_replies_follows_the_environment() {
     }
     client.close().unwrap();
 }
+
+extern "C" fn ignore_signal(_: libc::c_int) {}
+
+#[test]
+fn signals_during_a_slow_reply_do_not_fail_the_call() {
+    // Python installs its signal handlers without SA_RESTART, so a Ctrl-C interrupts whatever
+    // recv the calling thread sleeps in. SIGURG stands in for it here: nothing else uses it.
+    // SAFETY: a handler that does nothing, installed for a signal no one else in this process
+    // uses.
+    unsafe {
+        let mut action: libc::sigaction = std::mem::zeroed();
+        action.sa_sigaction = ignore_signal as *const () as libc::sighandler_t;
+        action.sa_flags = 0;
+        assert_eq!(
+            libc::sigaction(libc::SIGURG, &action, std::ptr::null_mut()),
+            0
+        );
+    }
+    let server = OwnRedis::start(&[]);
+    let mut admin = redis::Client::open(server.url())
+        .unwrap()
+        .get_connection()
+        .unwrap();
+    let client = Client::connect(&server.url()).unwrap();
+    let lock = client.lock("signals").unwrap();
+    lock.acquire(1, AcquireOptions::try_once()).unwrap();
+    // SAFETY: pthread_self has no preconditions.
+    let me = unsafe { libc::pthread_self() } as usize;
+    let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let _: () = redis::cmd("CLIENT")
+        .arg(&["PAUSE", "500", "WRITE"])
+        .query(&mut admin)
+        .unwrap();
+    let signaller = {
+        let done = done.clone();
+        std::thread::spawn(move || {
+            let mut sent = 0;
+            while !done.load(std::sync::atomic::Ordering::SeqCst) {
+                std::thread::sleep(Duration::from_millis(20));
+                // SAFETY: the target thread is alive until `done` is set, and handles SIGURG.
+                unsafe { libc::pthread_kill(me as libc::pthread_t, libc::SIGURG) };
+                sent += 1;
+            }
+            sent
+        })
+    };
+    let released = lock.release(1);
+    done.store(true, std::sync::atomic::Ordering::SeqCst);
+    let sent = signaller.join().unwrap();
+    assert!(sent >= 10, "the caller was interrupted {sent} times");
+    assert_eq!(released.unwrap(), Released::Freed);
+    assert!(!lock.is_locked().unwrap());
+    client.close().unwrap();
+}

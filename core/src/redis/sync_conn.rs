@@ -288,7 +288,14 @@ impl Read for SpinReader<'_> {
             }
         }
         let mut stream = self.stream;
-        stream.read(buf)
+        loop {
+            // A signal (a Python caller's Ctrl-C) interrupts the recv: the reply is still on its
+            // way, so wait on; the host handles the signal once the call returns.
+            match stream.read(buf) {
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                done => return done,
+            }
+        }
     }
 }
 
