@@ -46,14 +46,17 @@ impl SyncConns {
     }
 
     /// Run `f` on an idle connection, or a new one, and keep it if it is still good.
-    pub(super) fn run<T>(&self, f: impl FnOnce(&mut SyncConn) -> RedisResult<T>) -> RedisResult<T> {
+    pub(super) fn run<T>(
+        &self,
+        f: impl FnOnce(&mut dyn ConnectionLike) -> RedisResult<T>,
+    ) -> RedisResult<T> {
         debug_assert!(runtime::on_blocking_caller());
         let idle = self.idle.lock().unwrap_or_else(|e| e.into_inner()).pop();
         let mut conn = match idle {
             Some(c) => c,
             None => self.connect()?,
         };
-        let result = f(&mut conn);
+        let result = f(conn.as_mut());
         let mut idle = self.idle.lock().unwrap_or_else(|e| e.into_inner());
         match &result {
             // The server went away (restart, failover): the idle ones are most likely dead too.
@@ -80,70 +83,25 @@ impl SyncConns {
                 self.connect_timeout,
                 self.command_timeout,
             )
-            .map(SyncConn::Tcp);
+            .map(|c| Box::new(c) as SyncConn);
         }
         let c = self
             .client
             .get_connection_with_timeout(self.connect_timeout)?;
         c.set_read_timeout(Some(self.command_timeout))?;
         c.set_write_timeout(Some(self.command_timeout))?;
-        Ok(SyncConn::Other(Box::new(c)))
+        Ok(Box::new(c))
     }
 }
 
-/// One synchronous connection: polylock's own on plain TCP, redis-rs's otherwise.
-pub(super) enum SyncConn {
-    Tcp(TcpConn),
-    Other(Box<redis::Connection>),
-}
-
-impl ConnectionLike for SyncConn {
-    fn req_packed_command(&mut self, cmd: &[u8]) -> RedisResult<Value> {
-        match self {
-            SyncConn::Tcp(c) => c.req_packed_command(cmd),
-            SyncConn::Other(c) => c.req_packed_command(cmd),
-        }
-    }
-
-    fn req_packed_commands(
-        &mut self,
-        cmd: &[u8],
-        offset: usize,
-        count: usize,
-    ) -> RedisResult<Vec<Value>> {
-        match self {
-            SyncConn::Tcp(c) => c.req_packed_commands(cmd, offset, count),
-            SyncConn::Other(c) => c.req_packed_commands(cmd, offset, count),
-        }
-    }
-
-    fn get_db(&self) -> i64 {
-        match self {
-            SyncConn::Tcp(c) => c.get_db(),
-            SyncConn::Other(c) => c.get_db(),
-        }
-    }
-
-    fn check_connection(&mut self) -> bool {
-        match self {
-            SyncConn::Tcp(c) => c.check_connection(),
-            SyncConn::Other(c) => c.check_connection(),
-        }
-    }
-
-    fn is_open(&self) -> bool {
-        match self {
-            SyncConn::Tcp(c) => c.is_open(),
-            SyncConn::Other(c) => c.is_open(),
-        }
-    }
-}
+/// One synchronous connection: polylock's own ([`TcpConn`]) on plain TCP, redis-rs's otherwise.
+pub(super) type SyncConn = Box<dyn ConnectionLike + Send>;
 
 /// A RESP2 connection over a TCP socket of our own. Replies are parsed by redis-rs's [`Parser`],
 /// which keeps whatever it read past one reply for the next.
 ///
 /// [`Parser`]: redis::Parser
-pub(super) struct TcpConn {
+struct TcpConn {
     stream: TcpStream,
     parser: redis::Parser,
     db: i64,
