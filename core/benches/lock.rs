@@ -93,13 +93,7 @@ async fn run(o: Opts) {
         warm.release(1).await.unwrap();
     }
 
-    let mut ping = Vec::with_capacity(n);
-    for _ in 0..n {
-        let t = Instant::now();
-        client.ping().await.unwrap();
-        ping.push(t.elapsed());
-    }
-    let ping_p50 = pct(&mut ping, 0.5);
+    let ping_p50 = ping_p50(&client, n).await;
 
     // This benchmark runs inside runtime::block_on on the main thread, so these calls take the
     // path of C, Python and Java callers: the calling thread talks on a connection of its own.
@@ -181,23 +175,8 @@ async fn run_zk(o: Opts) {
         lock.acquire(me, AcquireOptions::forever()).await.unwrap();
         lock.release(me).await.unwrap();
     }
-    let mut ping = Vec::with_capacity(n);
-    for _ in 0..n {
-        let t = Instant::now();
-        client.ping().await.unwrap();
-        ping.push(t.elapsed());
-    }
-    let ping_p50 = pct(&mut ping, 0.5);
-    let mut pairs = Vec::with_capacity(n);
-    let started = Instant::now();
-    for _ in 0..n {
-        let t = Instant::now();
-        lock.acquire(me, AcquireOptions::forever()).await.unwrap();
-        lock.release(me).await.unwrap();
-        pairs.push(t.elapsed());
-    }
-    let rate = n as f64 / started.elapsed().as_secs_f64();
-    let (p50, p99) = (pct(&mut pairs, 0.5), pct(&mut pairs, 0.99));
+    let ping_p50 = ping_p50(&client, n).await;
+    let (p50, p99, rate) = uncontended(&lock, n).await;
     let contended = contended(
         &o.zk_url,
         &format!("/polylock-bench/contended-{}", std::process::id()),
@@ -216,6 +195,17 @@ async fn run_zk(o: Opts) {
         rate
     );
     println!("{contended}   (target: handoff p50 <= Curator's 1.6 ms)");
+}
+
+/// p50 of `n` round trips of the server's cheapest command.
+async fn ping_p50(client: &Client, n: usize) -> Duration {
+    let mut ping = Vec::with_capacity(n);
+    for _ in 0..n {
+        let t = Instant::now();
+        client.ping().await.unwrap();
+        ping.push(t.elapsed());
+    }
+    pct(&mut ping, 0.5)
 }
 
 /// p50, p99 and pairs/s of `n` uncontended acquire+release pairs.
