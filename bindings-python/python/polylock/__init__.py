@@ -23,7 +23,7 @@ import weakref
 from types import TracebackType
 from typing import Any, Awaitable, Callable, Optional, TypeVar, cast
 
-from . import _native
+from . import _errors, _native
 from ._errors import (
     AuthError,
     BackendError,
@@ -41,23 +41,8 @@ from ._errors import (
 
 __version__: str = _native.VERSION
 
-__all__ = [
-    "connect",
-    "Client",
-    "Lock",
-    "PolylockError",
-    "LockTimeoutError",
-    "NotOwnerError",
-    "LockLostError",
-    "PolylockConnectionError",
-    "AuthError",
-    "BackendError",
-    "InvalidArgumentError",
-    "InvalidStateError",
-    "InternalError",
-    "OperationCancelledError",
-    "UnsupportedError",
-]
+__all__ = ["connect", "Client", "Lock"]
+__all__ += _errors.__all__
 
 F = TypeVar("F", bound=Callable[..., Any])
 
