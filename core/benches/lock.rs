@@ -235,8 +235,8 @@ fn bare_redis_rs(url: &str, n: usize) -> (Duration, Duration) {
             ping.push(t.elapsed());
         }
     }
-    let acquire = redis::Script::new(include_str!("../src/redis/lua/acquire.lua"));
-    let release = redis::Script::new(include_str!("../src/redis/lua/release.lua"));
+    let acquire = redis::Script::new(include_str!("../src/redis/lua/lock/acquire.lua"));
+    let release = redis::Script::new(include_str!("../src/redis/lua/lock/release.lua"));
     let name = "polylock-bench:floor";
     let mut v = Vec::with_capacity(n);
     for i in 0..n + 200 {

@@ -5,17 +5,38 @@
 
 use std::time::Duration;
 
-use crate::client::{AcquireOptions, ClientOptions, LockStatus, Released};
-use crate::error::Result;
-use crate::owner::OwnerId;
 use crate::runtime::block_on;
-use crate::watchdog::LostSignal;
-use crate::Acquired;
+use crate::{
+    AcquireOptions, Acquired, ClientOptions, LockKind, LockStatus, LostSignal, OwnerId, Released,
+    Result,
+};
 
 /// Blocking [`crate::Client`].
 #[derive(Clone, Debug)]
 pub struct Client {
     inner: crate::Client,
+}
+
+/// Blocking [`crate::ReadWriteLock`].
+#[derive(Clone, Debug)]
+pub struct ReadWriteLock {
+    inner: crate::ReadWriteLock,
+}
+
+impl ReadWriteLock {
+    /// The read half.
+    pub fn read_lock(&self) -> Lock {
+        Lock {
+            inner: self.inner.read_lock(),
+        }
+    }
+
+    /// The write half.
+    pub fn write_lock(&self) -> Lock {
+        Lock {
+            inner: self.inner.write_lock(),
+        }
+    }
 }
 
 /// Blocking [`crate::Lock`].
@@ -46,6 +67,20 @@ impl Client {
     pub fn lock(&self, name: &str) -> Result<Lock> {
         Ok(Lock {
             inner: self.inner.lock(name)?,
+        })
+    }
+
+    /// A mutex handle (see [`crate::Client::mutex`]).
+    pub fn mutex(&self, path: &str) -> Result<Lock> {
+        Ok(Lock {
+            inner: self.inner.mutex(path)?,
+        })
+    }
+
+    /// A read-write lock (see [`crate::Client::read_write_lock`]).
+    pub fn read_write_lock(&self, name: &str) -> Result<ReadWriteLock> {
+        Ok(ReadWriteLock {
+            inner: self.inner.read_write_lock(name)?,
         })
     }
 
@@ -81,6 +116,11 @@ impl Lock {
     /// The lock's name.
     pub fn name(&self) -> &str {
         self.inner.name()
+    }
+
+    /// The lock's kind.
+    pub fn kind(&self) -> LockKind {
+        self.inner.kind()
     }
 
     blocking!(

@@ -1,8 +1,9 @@
 //! polylock: distributed locks with one Rust core, used from Rust, C, Python, Node and Java.
 //!
-//! Locks live on Redis in Redisson's RLock format, so polylock and Redisson exclude each other
-//! on the same name. They are reentrant per owner, kept alive by a watchdog while the holder
-//! lives, announce their loss, hand out fencing tokens, and wait by pub/sub, never by polling.
+//! Locks live on Redis in Redisson's formats and on ZooKeeper in Curator's, so polylock and
+//! those libraries exclude each other on the same name. They are reentrant per owner, kept alive
+//! by a watchdog while the holder lives, announce their loss, hand out fencing tokens, and wait
+//! by notification, never by polling.
 //!
 //! ```no_run
 //! # async fn demo() -> polylock::Result<()> {
@@ -13,26 +14,39 @@
 //! let held = lock.acquire(owner, AcquireOptions::forever()).await?;
 //! println!("fencing token {}", held.fencing_token);
 //! lock.release(owner).await?;
+//!
+//! let rw = client.read_write_lock("catalog")?;
+//! rw.read_lock().acquire(owner, AcquireOptions::forever()).await?;
+//! rw.read_lock().release(owner).await?;
 //! # Ok(()) }
 //! ```
+//!
+//! The layers, each importing only those before it: `model` (names, owners, options, errors,
+//! the lost signal) ← `backend` (the traits a server implements) ← `redis`, `zookeeper` ←
+//! `hold` (holds, the watchdog) ← `primitives` (the lock, the read-write lock) ← `client`.
 
+mod backend;
 pub mod blocking;
 mod client;
-pub mod error;
-pub mod owner;
+mod hold;
+mod model;
+mod primitives;
 mod redis;
 pub mod runtime;
-mod watchdog;
 mod zookeeper;
 
-pub use crate::client::{
-    validate_name, AcquireOptions, Acquired, Client, ClientOptions, Holder, Lock, LockStatus,
-    Released, Wait, MAX_DURATION, MAX_NAME_LEN, MIN_WATCHDOG_TIMEOUT,
+pub use crate::backend::UnlockReply;
+pub use crate::client::Client;
+pub use crate::model::error::{self, Error, ErrorKind, Result};
+pub use crate::model::lost::{HoldState, LostEvent, LostReason, LostSignal};
+pub use crate::model::names::{validate_name, MAX_NAME_LEN};
+pub use crate::model::options::{
+    AcquireOptions, ClientOptions, Wait, MAX_DURATION, MIN_WATCHDOG_TIMEOUT,
 };
-pub use crate::error::{Error, ErrorKind, Result};
-pub use crate::owner::OwnerId;
-pub use crate::redis::UnlockReply;
-pub use crate::watchdog::{HoldState, LostEvent, LostReason, LostSignal};
+pub use crate::model::outcome::{Acquired, HoldMode, Holder, LockKind, LockStatus, Released};
+pub use crate::model::owner::{self, OwnerId};
+pub use crate::primitives::lock::Lock;
+pub use crate::primitives::read_write::ReadWriteLock;
 pub use crate::zookeeper::validate_path as validate_zk_path;
 
 /// The crate version (also the version of every binding built from it).

@@ -348,3 +348,109 @@ async fn zookeeper_urls_work_for_run_status_and_unlock() {
     let out = run(&["run", "--url", &u, "--name", "relative/path", "--", "true"]);
     assert_eq!(out.status.code(), Some(64));
 }
+
+/// `--read`/`--write` (and flock's `--shared`/`--exclusive`) take the halves of a read-write lock:
+/// readers run side by side, a writer waits for them; `status` shows the mode and the holders.
+async fn read_and_write_modes(u: &str, name: &str) {
+    let mut readers: Vec<_> = [["--read", name], ["--shared", "--name"]]
+        .iter()
+        .map(|how| {
+            let mut args = vec!["run", "--url", u];
+            args.extend_from_slice(how);
+            if how[0] == "--shared" {
+                args.push(name);
+            }
+            args.extend_from_slice(&["--", "sleep", "30"]);
+            polylock().args(&args).spawn().unwrap()
+        })
+        .collect();
+    // Both readers hold at once.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let status = loop {
+        let out = run(&["status", "--url", u, "--read", name]);
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        if v["holders"].as_array().map_or(0, |h| h.len()) == 2 {
+            break v;
+        }
+        assert!(Instant::now() < deadline, "two readers never held: {v}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert_eq!(status["mode"], "read");
+    assert_eq!(status["holders"][0]["mode"], "read");
+    // A writer cannot get in while they read.
+    let out = run(&[
+        "run", "--url", u, "--write", name, "--wait", "300ms", "--", "true",
+    ]);
+    assert_eq!(out.status.code(), Some(75));
+    let out = run(&[
+        "run",
+        "--url",
+        u,
+        "--exclusive",
+        "--name",
+        name,
+        "--wait",
+        "300ms",
+        "--",
+        "true",
+    ]);
+    assert_eq!(out.status.code(), Some(75));
+    for r in &mut readers {
+        r.kill().unwrap();
+        let _ = r.wait();
+    }
+    // Killed readers release on SIGKILL only when their lease or session ends; force it open.
+    let out = run(&["unlock", "--url", u, "--read", name, "--force"]);
+    assert!(out.status.success());
+    let out = run(&[
+        "run",
+        "--url",
+        u,
+        "--write",
+        name,
+        "--wait",
+        "15s",
+        "--",
+        "sh",
+        "-c",
+        "echo $POLYLOCK_NAME",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), name);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn read_and_write_modes_on_redis() {
+    read_and_write_modes(&url(), &unique("cli-rw")).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn read_and_write_modes_on_zookeeper() {
+    read_and_write_modes(&zk_url(), &zk_path("cli-rw")).await;
+}
+
+#[test]
+fn read_write_usage_errors_exit_64() {
+    for args in [
+        &["run", "--read", "a", "--name", "a", "--", "true"][..],
+        &["run", "--read", "a", "--write", "a", "--", "true"],
+        &["run", "--shared", "--", "true"],
+        &[
+            "run",
+            "--name",
+            "a",
+            "--shared",
+            "--exclusive",
+            "--",
+            "true",
+        ],
+        &["status"],
+    ] {
+        let out = run(args);
+        assert_eq!(out.status.code(), Some(64), "{args:?}");
+    }
+}

@@ -721,6 +721,7 @@ fn error_table_is_stable() {
         (11, "PANIC"),
         (12, "CANCELLED"),
         (13, "UNSUPPORTED"),
+        (14, "UPGRADE_NOT_SUPPORTED"),
     ];
     let table: Vec<(u32, &str)> = ErrorKind::ALL
         .iter()

@@ -9,7 +9,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::{Parser, Subcommand, ValueEnum};
-use polylock::{AcquireOptions, Client, ClientOptions, Error, ErrorKind, Wait};
+use polylock::{AcquireOptions, Client, ClientOptions, Error, ErrorKind, Lock, LockKind, Wait};
 use tokio::signal::unix::{signal, SignalKind};
 
 const EX_USAGE: u8 = 64;
@@ -23,7 +23,7 @@ const EX_NOPERM: u8 = 77;
 #[command(
     name = "polylock",
     version,
-    about = "Distributed locks on Redis (Redisson-compatible)"
+    about = "Distributed locks on Redis (Redisson-compatible) and ZooKeeper (Curator-compatible)"
 )]
 struct Cli {
     #[command(subcommand)]
@@ -36,9 +36,44 @@ struct Target {
     /// zk://[user:password@]host:port[,host:port...][/chroot] (the name is then a znode path).
     #[arg(long, env = "POLYLOCK_URL", default_value = "redis://127.0.0.1:6379")]
     url: String,
-    /// Lock name.
-    #[arg(long)]
-    name: String,
+    /// Lock name (a reentrant lock; with --shared or --exclusive, a read-write lock).
+    #[arg(long, value_name = "NAME", required_unless_present_any = ["read", "write"])]
+    name: Option<String>,
+    /// The read half of the read-write lock NAME: shared with other readers.
+    #[arg(long, value_name = "NAME", conflicts_with_all = ["name", "write"])]
+    read: Option<String>,
+    /// The write half of the read-write lock NAME: exclusive of readers and writers.
+    #[arg(long, value_name = "NAME", conflicts_with_all = ["name", "read"])]
+    write: Option<String>,
+    /// With --name: take the read half of a read-write lock (flock's word).
+    #[arg(long, short = 's', requires = "name", conflicts_with = "exclusive")]
+    shared: bool,
+    /// With --name: take the write half of a read-write lock (flock's word).
+    #[arg(long, short = 'x', requires = "name")]
+    exclusive: bool,
+}
+
+impl Target {
+    /// The lock's name and kind, from whichever option named it.
+    fn lock(&self) -> (&str, LockKind) {
+        match (&self.name, &self.read, &self.write) {
+            (_, Some(n), _) => (n, LockKind::Read),
+            (_, _, Some(n)) => (n, LockKind::Write),
+            (Some(n), _, _) if self.shared => (n, LockKind::Read),
+            (Some(n), _, _) if self.exclusive => (n, LockKind::Write),
+            (Some(n), _, _) => (n, LockKind::Reentrant),
+            (None, None, None) => unreachable!("clap requires a name"),
+        }
+    }
+
+    fn handle(&self, client: &Client) -> Result<Lock, Error> {
+        let (name, kind) = self.lock();
+        client.lock_of_kind(name, kind)
+    }
+
+    fn name(&self) -> &str {
+        self.lock().0
+    }
 }
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
@@ -76,8 +111,8 @@ enum Command {
         #[arg(required = true, last = true, value_name = "CMD")]
         cmd: Vec<std::ffi::OsString>,
     },
-    /// Print one line of JSON: locked, holders with counts, remaining TTL in ms (Redis), and the
-    /// contenders waiting in order (ZooKeeper).
+    /// Print one line of JSON: locked, the mode of a read-write lock, holders with counts and
+    /// modes, remaining TTL in ms (Redis), and the contenders waiting in order (ZooKeeper).
     Status {
         #[command(flatten)]
         target: Target,
@@ -142,15 +177,16 @@ async fn run(cli: Cli) -> Result<ExitCode, Error> {
     match cli.command {
         Command::Status { target } => {
             let client = connect(&target.url, Duration::from_secs(30)).await?;
-            let st = client.lock(&target.name)?.status().await?;
+            let st = target.handle(&client)?.status().await?;
             let holders: Vec<_> = st
                 .holders
                 .iter()
-                .map(|h| serde_json::json!({"owner": h.owner, "count": h.count}))
+                .map(|h| serde_json::json!({"owner": h.owner, "count": h.count, "mode": h.mode.word()}))
                 .collect();
             let line = serde_json::json!({
                 "name": st.name,
                 "locked": st.locked,
+                "mode": st.mode.map(|m| m.word()),
                 "holders": holders,
                 "ttl_ms": st.ttl.map(|d| d.as_millis() as u64),
                 "waiters": st.waiters,
@@ -163,15 +199,15 @@ async fn run(cli: Cli) -> Result<ExitCode, Error> {
             if !force {
                 eprintln!(
                     "polylock: refusing to unlock '{}' without --force: it frees the lock whoever holds it",
-                    target.name
+                    target.name()
                 );
                 return Ok(ExitCode::from(EX_USAGE));
             }
             let client = connect(&target.url, Duration::from_secs(30)).await?;
-            let was = client.lock(&target.name)?.force_unlock().await?;
+            let was = target.handle(&client)?.force_unlock().await?;
             println!(
                 "{}",
-                serde_json::json!({"name": target.name, "unlocked": was})
+                serde_json::json!({"name": target.name(), "unlocked": was})
             );
             client.close().await?;
             Ok(ExitCode::SUCCESS)
@@ -229,7 +265,7 @@ async fn run_command(
 ) -> Result<ExitCode, Error> {
     let mut signals = Signals::new()?;
     let client = connect(&target.url, watchdog).await?;
-    let lock = client.lock(&target.name)?;
+    let lock = target.handle(&client)?;
     let owner = polylock::owner::fresh();
     let options = AcquireOptions {
         wait: wait.map_or(Wait::Forever, Wait::For),
@@ -245,7 +281,7 @@ async fn run_command(
     };
     let mut child = match tokio::process::Command::new(&cmd[0])
         .args(&cmd[1..])
-        .env("POLYLOCK_NAME", &target.name)
+        .env("POLYLOCK_NAME", target.name())
         .env("POLYLOCK_FENCING_TOKEN", held.fencing_token.to_string())
         .spawn()
     {
@@ -294,12 +330,12 @@ async fn run_command(
                 lost = true;
                 match on_lost {
                     OnLost::Kill => {
-                        eprintln!("polylock: lock '{}' lost ({}); stopping the command", target.name, reason.describe());
+                        eprintln!("polylock: lock '{}' lost ({}); stopping the command", target.name(), reason.describe());
                         send(libc::SIGTERM);
                         kill_deadline = Some(tokio::time::Instant::now() + grace);
                     }
                     OnLost::Ignore => {
-                        eprintln!("polylock: warning: lock '{}' lost ({}); the command keeps running", target.name, reason.describe());
+                        eprintln!("polylock: warning: lock '{}' lost ({}); the command keeps running", target.name(), reason.describe());
                     }
                 }
             }

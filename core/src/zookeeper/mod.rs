@@ -1,29 +1,38 @@
-//! The ZooKeeper backend: Curator's InterProcessMutex recipe and node format.
+//! The ZooKeeper backend: Curator's lock recipes and node formats.
 //!
-//! A contender creates `<path>/_c_<uuid>-lock-<seq>` (EPHEMERAL_SEQUENTIAL, Curator's protected
-//! mode). The first child by sequence holds the lock; every other contender watches only the child
-//! just before it (a data watch), so each release wakes exactly one waiter. Re-entry is counted in
-//! the client. The lock is held as long as the session lives: when the session expires, every
-//! hold of the client is lost (Curator keeps reporting "held"; polylock says so).
+//! This module holds the session every ZooKeeper primitive shares and the recipe steps they have
+//! in common: Curator's protected create, the guaranteed delete of a node we no longer want, and
+//! watching the session for suspension and expiry. The lock kinds live in [`lock`] (Curator's
+//! InterProcessMutex and InterProcessReadWriteLock) and [`semaphore_mutex`]
+//! (InterProcessSemaphoreMutex).
+//!
+//! Locks are held as long as the session lives: when the session expires, every hold of the
+//! client is lost (Curator keeps reporting "held"; polylock says so).
 //!
 //! Fencing token: the holder node's creation zxid (`czxid`). It grows with every new holder like
 //! the sequence number does, and unlike the sequence number it never restarts when the server
 //! removes the empty container parent and a later contender creates it again.
 
-use std::sync::RwLock;
+mod lock;
+mod semaphore_mutex;
+
+use std::sync::{Arc, RwLock, Weak};
 use std::time::{Duration, Instant};
 
+use async_trait::async_trait;
+use tokio_util::sync::CancellationToken;
 use zookeeper_client as zk;
 
-use crate::client::{ClientOptions, Wait};
-use crate::error::{Error, ErrorKind, Result};
+use crate::backend::{Backend, LockOps, SessionSink};
+use crate::model::error::{Error, ErrorKind, Result};
+use crate::model::options::ClientOptions;
+use crate::model::outcome::LockKind;
 
-/// Marker between Curator's protected prefix and the sequence number.
-const LOCK_MARKER: &str = "-lock-";
+use lock::{Queue, ZkLock};
+use semaphore_mutex::ZkSemaphoreMutex;
+
 /// Curator's protected-mode prefix.
 const PROTECTED_PREFIX: &str = "_c_";
-/// Marker of Curator's semaphore leases (InterProcessSemaphoreMutex = semaphore of one lease).
-const LEASE_MARKER: &str = "-lease-";
 
 /// What a `zk://` URL says.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -164,59 +173,25 @@ pub(crate) fn map_err(e: zk::Error, doing: &str) -> Error {
 /// zookeeper-client wraps socket errors (a reset when a server dies) in its custom error, behind
 /// an `Arc` that hides the `io::Error` from `source()`. Its other custom errors come from SASL,
 /// which polylock does not use, so a custom error is treated as a lost connection.
-fn maybe_applied(e: &zk::Error) -> bool {
+pub(crate) fn maybe_applied(e: &zk::Error) -> bool {
     matches!(
         e,
         zk::Error::ConnectionLoss | zk::Error::Timeout | zk::Error::Custom(_)
     )
 }
 
-/// A successful ZooKeeper acquire.
-pub(crate) struct ZkGranted {
-    pub(crate) node: String,
-    pub(crate) token: u64,
-}
-
-/// A contender node, parsed.
-#[derive(Debug, Clone)]
-pub(crate) struct Contender {
-    pub(crate) name: String,
-    seq: u64,
-}
-
-fn contenders(children: Vec<String>) -> Vec<Contender> {
-    let mut v: Vec<Contender> = children
-        .into_iter()
-        .filter_map(|name| {
-            let at = name.rfind(LOCK_MARKER)?;
-            let seq = name[at + LOCK_MARKER.len()..].parse().ok()?;
-            Some(Contender { name, seq })
-        })
-        .collect();
-    v.sort_by_key(|c| c.seq);
-    v
-}
-
-pub(crate) struct ZkBackend {
+/// The session of one client, shared by its ZooKeeper primitives.
+pub(crate) struct ZkSession {
     client: RwLock<zk::Client>,
     connector: ZkUrl,
     options: ClientOptions,
     /// How often a waiter was woken by its watch (tests check one wake per release).
     wakeups: std::sync::atomic::AtomicU64,
+    /// Cancelled when the client closes: ends the session watch.
+    stop: CancellationToken,
 }
 
-impl ZkBackend {
-    pub(crate) async fn connect(url: &str, options: &ClientOptions) -> Result<ZkBackend> {
-        let parsed = ZkUrl::parse(url)?;
-        let client = Self::open(&parsed, options).await?;
-        Ok(ZkBackend {
-            client: RwLock::new(client),
-            connector: parsed,
-            options: options.clone(),
-            wakeups: 0.into(),
-        })
-    }
-
+impl ZkSession {
     async fn open(url: &ZkUrl, options: &ClientOptions) -> Result<zk::Client> {
         let mut c = zk::Client::connector()
             .with_session_timeout(url.session_timeout.unwrap_or(options.session_timeout))
@@ -248,176 +223,15 @@ impl ZkBackend {
     }
 
     /// Open a new session after the old one expired.
-    pub(crate) async fn renew_session(&self) -> Result<()> {
+    async fn renew_session(&self) -> Result<()> {
         let fresh = Self::open(&self.connector, &self.options).await?;
         *self.client.write().unwrap_or_else(|e| e.into_inner()) = fresh;
         Ok(())
     }
 
-    /// Acquire `path`: create our contender node and wait until it is first.
-    /// `Ok(None)` when the wait ran out (our node is deleted again).
-    pub(crate) async fn acquire(&self, path: &str, wait: Wait) -> Result<Option<ZkGranted>> {
-        let deadline = match wait {
-            Wait::Forever => None,
-            Wait::Never => Some(Instant::now()),
-            Wait::For(d) => Some(Instant::now() + d),
-        };
-        let client = self.client();
-        let uuid = uuid::Uuid::new_v4().to_string();
-        let mut cleanup = Cleanup {
-            client: client.clone(),
-            path: path.to_string(),
-            uuid: uuid.clone(),
-            node: None,
-            armed: true,
-        };
-        // Create and list in one round trip: zookeeper-client sends a request when the method is
-        // called, and the server answers a session's requests in order, so a listing sent right
-        // after the create already contains our node.
-        let prefix = format!("{path}/{PROTECTED_PREFIX}{uuid}{LOCK_MARKER}");
-        let options = zk::CreateMode::EphemeralSequential.with_acls(self.acls());
-        let create = client.create(&prefix, &[], &options);
-        let listing = client.get_children(path);
-        let (created, listed) = tokio::join!(create, listing);
-        let (node, token) = match created {
-            Ok((stat, seq)) => (
-                format!("{PROTECTED_PREFIX}{uuid}{LOCK_MARKER}{seq}"),
-                stat.czxid as u64,
-            ),
-            // A create lost with the connection may have made our node: find it by its uuid
-            // before making a second one (Curator's protected mode).
-            Err(e) if maybe_applied(&e) => match self.find_own(&client, path, &uuid).await? {
-                Some(found) => found,
-                None => {
-                    self.create_protected(&client, path, &uuid, LOCK_MARKER)
-                        .await?
-                }
-            },
-            // Missing parents and the like: the careful path creates them.
-            Err(_) => {
-                self.create_protected(&client, path, &uuid, LOCK_MARKER)
-                    .await?
-            }
-        };
-        cleanup.node = Some(node.clone());
-        let mut listed = Some(listed);
-        loop {
-            let children = match listed.take() {
-                Some(Ok((children, _))) if children.contains(&node) => children,
-                _ => {
-                    client
-                        .get_children(path)
-                        .await
-                        .map_err(|e| map_err(e, "list the lock's contenders"))?
-                        .0
-                }
-            };
-            let list = contenders(children);
-            let Some(idx) = list.iter().position(|c| c.name == node) else {
-                return Err(Error::new(
-                    ErrorKind::LockLost,
-                    format!("our contender node {path}/{node} disappeared while waiting (session expired or node deleted)"),
-                ));
-            };
-            if idx == 0 {
-                cleanup.armed = false;
-                return Ok(Some(ZkGranted { node, token }));
-            }
-            if deadline.is_some_and(|d| Instant::now() >= d) {
-                return Ok(None); // the guard deletes our node
-            }
-            let pred = format!("{path}/{}", list[idx - 1].name);
-            let watcher = match client.get_and_watch_data(&pred).await {
-                Ok((_, _, w)) => w,
-                Err(zk::Error::NoNode) => continue, // it went away meanwhile: look again
-                Err(e) => return Err(map_err(e, "watch the previous contender")),
-            };
-            if !wait_until(watcher, deadline).await {
-                return Ok(None);
-            }
-            self.wakeups
-                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        }
-    }
-
-    /// Curator's InterProcessSemaphoreMutex: take the internal mutex `<path>/locks`, add a lease
-    /// under `<path>/leases`, wait (watching the leases) until ours is the only one, then let the
-    /// internal mutex go. `Ok(None)` when the wait ran out.
-    pub(crate) async fn acquire_semaphore(
-        &self,
-        path: &str,
-        wait: Wait,
-    ) -> Result<Option<ZkGranted>> {
-        let deadline = match wait {
-            Wait::Forever => None,
-            Wait::Never => Some(Instant::now()),
-            Wait::For(d) => Some(Instant::now() + d),
-        };
-        let lock_path = format!("{path}/locks");
-        let Some(internal) = self.acquire(&lock_path, wait).await? else {
-            return Ok(None);
-        };
-        // Let the internal mutex go however this ends (also when cancelled).
-        let _internal = Cleanup {
-            client: self.client(),
-            path: lock_path,
-            uuid: String::new(),
-            node: Some(internal.node),
-            armed: true,
-        };
-        let leases = format!("{path}/leases");
-        let client = self.client();
-        let uuid = uuid::Uuid::new_v4().to_string();
-        let mut cleanup = Cleanup {
-            client: client.clone(),
-            path: leases.clone(),
-            uuid: uuid.clone(),
-            node: None,
-            armed: true,
-        };
-        let (node, token) = self
-            .create_protected(&client, &leases, &uuid, LEASE_MARKER)
-            .await?;
-        cleanup.node = Some(node.clone());
-        loop {
-            let (children, _, watcher) = client
-                .get_and_watch_children(&leases)
-                .await
-                .map_err(|e| map_err(e, "list the semaphore's leases"))?;
-            if !children.contains(&node) {
-                return Err(Error::new(
-                    ErrorKind::LockLost,
-                    format!("our lease {leases}/{node} disappeared while waiting"),
-                ));
-            }
-            if children.len() <= 1 {
-                cleanup.armed = false;
-                return Ok(Some(ZkGranted {
-                    node: format!("leases/{node}"),
-                    token,
-                }));
-            }
-            if deadline.is_some_and(|d| Instant::now() >= d) || !wait_until(watcher, deadline).await
-            {
-                return Ok(None);
-            }
-        }
-    }
-
-    /// Lease holders of a semaphore mutex at `path`.
-    pub(crate) async fn leases(&self, path: &str) -> Result<Vec<String>> {
-        match self.client().get_children(&format!("{path}/leases")).await {
-            Ok((mut children, _)) => {
-                children.retain(|c| c.contains(LEASE_MARKER));
-                Ok(children)
-            }
-            Err(zk::Error::NoNode) => Ok(Vec::new()),
-            Err(e) => Err(map_err(e, "list the semaphore's leases")),
-        }
-    }
-
-    pub(crate) fn wakeups(&self) -> u64 {
-        self.wakeups.load(std::sync::atomic::Ordering::Relaxed)
+    pub(crate) fn woken(&self) {
+        self.wakeups
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     }
 
     /// Close this client's session from a second handle on the same session: what a session
@@ -472,7 +286,7 @@ impl ZkBackend {
 
     /// Curator's protected create: on a connection loss, look for our own node (by uuid) before
     /// creating a second one, and accept it only if this session created it.
-    async fn create_protected(
+    pub(crate) async fn create_protected(
         &self,
         client: &zk::Client,
         path: &str,
@@ -514,7 +328,7 @@ impl ZkBackend {
         }
     }
 
-    async fn find_own(
+    pub(crate) async fn find_own(
         &self,
         client: &zk::Client,
         path: &str,
@@ -535,7 +349,7 @@ impl ZkBackend {
         Ok(None)
     }
 
-    fn acls(&self) -> zk::Acls<'static> {
+    pub(crate) fn acls(&self) -> zk::Acls<'static> {
         zk::Acls::anyone_all()
     }
 
@@ -562,54 +376,170 @@ impl ZkBackend {
         }
     }
 
-    /// Contenders in lock order (the first holds the lock).
-    pub(crate) async fn contenders(&self, path: &str) -> Result<Vec<Contender>> {
+    /// Delete every node of `nodes` under `path`; true if there was any.
+    pub(crate) async fn delete_all(&self, path: &str, nodes: &[String]) -> Result<bool> {
+        let client = self.client();
+        for n in nodes {
+            match client.delete(&format!("{path}/{n}"), None).await {
+                Ok(()) | Err(zk::Error::NoNode) => {}
+                Err(e) => return Err(map_err(e, "delete a lock node")),
+            }
+        }
+        Ok(!nodes.is_empty())
+    }
+
+    /// Children of `path` (none if it does not exist).
+    pub(crate) async fn children(&self, path: &str, doing: &str) -> Result<Vec<String>> {
         match self.client().get_children(path).await {
-            Ok((children, _)) => Ok(contenders(children)),
+            Ok((children, _)) => Ok(children),
             Err(zk::Error::NoNode) => Ok(Vec::new()),
-            Err(e) => Err(map_err(e, "list the lock's contenders")),
+            Err(e) => Err(map_err(e, doing)),
+        }
+    }
+}
+
+/// A client's ZooKeeper backend: its session and the lock kinds ZooKeeper has.
+pub(crate) struct ZkBackend {
+    session: Arc<ZkSession>,
+    mutex: Arc<ZkLock>,
+    read: Arc<ZkLock>,
+    write: Arc<ZkLock>,
+    semaphore_mutex: Arc<ZkSemaphoreMutex>,
+}
+
+/// Connect to a `zk://` URL.
+pub(crate) async fn connect(url: &str, options: &ClientOptions) -> Result<Box<dyn Backend>> {
+    let parsed = ZkUrl::parse(url)?;
+    let client = ZkSession::open(&parsed, options).await?;
+    let session = Arc::new(ZkSession {
+        client: RwLock::new(client),
+        connector: parsed,
+        options: options.clone(),
+        wakeups: 0.into(),
+        stop: CancellationToken::new(),
+    });
+    Ok(Box::new(ZkBackend {
+        mutex: Arc::new(ZkLock::new(session.clone(), Queue::Mutex)),
+        read: Arc::new(ZkLock::new(session.clone(), Queue::Read)),
+        write: Arc::new(ZkLock::new(session.clone(), Queue::Write)),
+        semaphore_mutex: Arc::new(ZkSemaphoreMutex::new(session.clone())),
+        session,
+    }))
+}
+
+#[async_trait]
+impl Backend for ZkBackend {
+    fn server(&self) -> &'static str {
+        "ZooKeeper"
+    }
+
+    fn validate_name(&self, name: &str) -> Result<()> {
+        validate_path(name)
+    }
+
+    fn lock_ops(&self, kind: LockKind) -> Result<Arc<dyn LockOps>> {
+        match kind {
+            LockKind::Reentrant => Ok(self.mutex.clone()),
+            LockKind::Mutex => Ok(self.semaphore_mutex.clone()),
+            LockKind::Read => Ok(self.read.clone()),
+            LockKind::Write => Ok(self.write.clone()),
         }
     }
 
-    /// Delete every contender; true if the lock was held.
-    pub(crate) async fn force_unlock(&self, path: &str) -> Result<bool> {
-        let list = self.contenders(path).await?;
-        let held = !list.is_empty();
-        let client = self.client();
-        for c in list {
-            match client.delete(&format!("{path}/{}", c.name), None).await {
-                Ok(()) | Err(zk::Error::NoNode) => {}
-                Err(e) => return Err(map_err(e, "delete a contender node")),
-            }
-        }
-        Ok(held)
+    fn watch_session(&self, sink: Weak<dyn SessionSink>) {
+        tokio::spawn(watch_session(Arc::downgrade(&self.session), sink));
     }
 
-    /// Delete every lease of a semaphore mutex; true if it was held.
-    pub(crate) async fn force_unlock_semaphore(&self, path: &str) -> Result<bool> {
-        let leases = self.leases(path).await?;
-        let client = self.client();
-        for l in &leases {
-            match client.delete(&format!("{path}/leases/{l}"), None).await {
-                Ok(()) | Err(zk::Error::NoNode) => {}
-                Err(e) => return Err(map_err(e, "delete a lease")),
-            }
-        }
-        Ok(!leases.is_empty())
-    }
-
-    /// Round trip of the cheapest request (`exists /`), the physical limit for benchmarks.
-    pub(crate) async fn ping(&self) -> Result<()> {
-        self.client()
+    async fn ping(&self) -> Result<()> {
+        self.session
+            .client()
             .check_stat("/")
             .await
             .map(|_| ())
             .map_err(|e| map_err(e, "ping"))
     }
+
+    async fn close(&self) {
+        self.session.stop.cancel();
+    }
+
+    fn wakeups(&self) -> u64 {
+        self.session
+            .wakeups
+            .load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    async fn expire_session(&self) -> Result<()> {
+        self.session.close_session_elsewhere().await
+    }
+}
+
+/// Follows a client's session: a suspended connection is reported, an expired session makes
+/// every hold of the client lost and opens a new session for later calls. Holds the session only
+/// weakly between events, so that a client dropped without `close()` still closes its session.
+async fn watch_session(session: Weak<ZkSession>, sink: Weak<dyn SessionSink>) {
+    use zookeeper_client::SessionState as S;
+    let Some(stop) = session.upgrade().map(|s| s.stop.clone()) else {
+        return;
+    };
+    let report = |f: &dyn Fn(&dyn SessionSink)| match sink.upgrade() {
+        Some(s) => {
+            f(&*s);
+            true
+        }
+        None => false,
+    };
+    loop {
+        let Some(mut states) = session.upgrade().map(|s| s.client().state_watcher()) else {
+            return;
+        };
+        let expired = loop {
+            let state = tokio::select! {
+                _ = stop.cancelled() => return,
+                s = states.changed() => s,
+            };
+            match state {
+                S::Disconnected => {
+                    if !report(&|s| s.suspended(true)) {
+                        return;
+                    }
+                    tracing::warn!("polylock: ZooKeeper connection suspended; locks stay held while the session lives")
+                }
+                S::SyncConnected | S::ConnectedReadOnly => {
+                    if !report(&|s| s.suspended(false)) {
+                        return;
+                    }
+                    tracing::info!("polylock: ZooKeeper connection restored")
+                }
+                S::Expired | S::AuthFailed => break true,
+                S::Closed => break false,
+            }
+        };
+        if !report(&|s| s.suspended(false)) || !expired || stop.is_cancelled() {
+            return;
+        }
+        report(&|s| s.session_lost());
+        let mut delay = Duration::from_millis(100);
+        loop {
+            let Some(live) = session.upgrade() else {
+                return;
+            };
+            match live.renew_session().await {
+                Ok(()) => break,
+                Err(e) => tracing::warn!("polylock: cannot open a new ZooKeeper session: {e}"),
+            }
+            drop(live);
+            if stop.is_cancelled() {
+                return;
+            }
+            tokio::time::sleep(delay).await;
+            delay = (delay * 2).min(Duration::from_secs(5));
+        }
+    }
 }
 
 /// Wait for a watch to fire; false if the deadline came first.
-async fn wait_until(watcher: zk::OneshotWatcher, deadline: Option<Instant>) -> bool {
+pub(crate) async fn wait_until(watcher: zk::OneshotWatcher, deadline: Option<Instant>) -> bool {
     match deadline {
         None => {
             watcher.changed().await;
@@ -623,12 +553,12 @@ async fn wait_until(watcher: zk::OneshotWatcher, deadline: Option<Instant>) -> b
 
 /// Deletes our contender node if an acquire ends without the lock (timeout, error, cancel),
 /// retrying in the background while the session lives (Curator's guaranteed delete).
-struct Cleanup {
-    client: zk::Client,
-    path: String,
-    uuid: String,
-    node: Option<String>,
-    armed: bool,
+pub(crate) struct Cleanup {
+    pub(crate) client: zk::Client,
+    pub(crate) path: String,
+    pub(crate) uuid: String,
+    pub(crate) node: Option<String>,
+    pub(crate) armed: bool,
 }
 
 impl Drop for Cleanup {
@@ -751,24 +681,5 @@ mod tests {
                 "{bad:?}"
             );
         }
-    }
-
-    #[test]
-    fn contender_order_is_by_sequence_not_by_uuid() {
-        let list = contenders(vec![
-            "_c_ffff-lock-0000000003".into(),
-            "_c_0000-lock-0000000010".into(),
-            "_c_aaaa-lock-0000000001".into(),
-            "not-a-lock".into(),
-        ]);
-        let names: Vec<_> = list.iter().map(|c| c.name.as_str()).collect();
-        assert_eq!(
-            names,
-            [
-                "_c_aaaa-lock-0000000001",
-                "_c_ffff-lock-0000000003",
-                "_c_0000-lock-0000000010"
-            ]
-        );
     }
 }

@@ -201,3 +201,5 @@ pub async fn zk_children_until(path: &str, ok: impl Fn(&[String]) -> bool) -> Ve
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
 }
+
+pub mod rw;

@@ -39,11 +39,15 @@ pub enum ErrorKind {
     Cancelled = 12,
     /// The backend does not support this operation (for example a semaphore mutex on Redis).
     Unsupported = 13,
+    /// An owner that holds the read half of a read-write lock asked for the write half. Neither
+    /// Redisson nor Curator can ever grant that (they wait forever); polylock says so at once.
+    /// Release the read lock first, or take the write lock first and downgrade.
+    UpgradeNotSupported = 14,
 }
 
 impl ErrorKind {
     /// Every kind, in code order.
-    pub const ALL: [ErrorKind; 13] = [
+    pub const ALL: [ErrorKind; 14] = [
         ErrorKind::NullParameter,
         ErrorKind::InvalidArgument,
         ErrorKind::Timeout,
@@ -57,6 +61,7 @@ impl ErrorKind {
         ErrorKind::Panic,
         ErrorKind::Cancelled,
         ErrorKind::Unsupported,
+        ErrorKind::UpgradeNotSupported,
     ];
 
     /// The stable numeric code (0 is reserved for success in the C ABI).
@@ -86,6 +91,7 @@ impl ErrorKind {
             ErrorKind::Panic => "PANIC",
             ErrorKind::Cancelled => "CANCELLED",
             ErrorKind::Unsupported => "UNSUPPORTED",
+            ErrorKind::UpgradeNotSupported => "UPGRADE_NOT_SUPPORTED",
         }
     }
 
@@ -105,6 +111,9 @@ impl ErrorKind {
             ErrorKind::Panic => "a panic was caught at the language boundary",
             ErrorKind::Cancelled => "the operation was cancelled",
             ErrorKind::Unsupported => "the backend does not support this operation",
+            ErrorKind::UpgradeNotSupported => {
+                "a read lock cannot be upgraded to the write lock; release the read lock first"
+            }
         }
     }
 }
@@ -168,6 +177,10 @@ impl Error {
                 format!("lock '{name}' is held by another owner"),
             ),
         }
+    }
+
+    pub(crate) fn unsupported(message: impl Into<String>) -> Error {
+        Error::new(ErrorKind::Unsupported, message)
     }
 
     pub(crate) fn not_owner(name: &str, owner: u64) -> Error {

@@ -1,0 +1,210 @@
+//! What a backend implements. Primitives are written once over these traits and never ask which
+//! server they talk to.
+//!
+//! A [`Backend`] is one connection (or session) to one server. It hands out the operations of
+//! each kind of lock it supports as a [`LockOps`]; asking for a kind it lacks is a typed
+//! `Unsupported` error when the lock handle is made, not on first use. Capabilities that differ
+//! between servers are stated by the operations themselves ([`Reentry`], [`LeaseSupport`],
+//! [`LockOps::queues_waiters`]) so that the one lock primitive can follow them.
+
+use std::sync::{Arc, Weak};
+use std::time::Duration;
+
+use async_trait::async_trait;
+
+use crate::model::error::{Error, Result};
+use crate::model::options::Wait;
+use crate::model::outcome::{LockKind, LockStatus};
+use crate::model::owner::OwnerId;
+
+/// Who counts re-entries of one owner.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Reentry {
+    /// The server stores the count (Redis): every acquire and release is a round trip that
+    /// carries the count the client knows, so that a retried call is not counted twice.
+    Server,
+    /// The client counts re-entries (ZooKeeper, as Curator does): only the first acquire and the
+    /// last release reach the server.
+    Client,
+    /// Not reentrant: one hold per client, released by any of its owners (Curator's semaphore
+    /// mutex). A second acquire waits like anybody else's.
+    None,
+}
+
+/// How a backend keeps a held lock alive.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum LeaseSupport {
+    /// A lease on the server: fixed, or renewed by the watchdog through [`LockOps::renew`].
+    Renewable,
+    /// Held while the session lives (ZooKeeper); a lease is `Unsupported`. A lost session is
+    /// reported through [`SessionSink`].
+    Session,
+}
+
+/// What a granted acquire returns.
+#[derive(Debug, Clone)]
+pub(crate) struct Granted {
+    /// The fencing token of this ownership.
+    pub(crate) token: u64,
+    /// The owner's hold count on the server after the acquire (1 where the client counts).
+    pub(crate) count: u32,
+    /// The node (or other server-side handle) that represents the hold, if any.
+    pub(crate) node: Option<String>,
+}
+
+/// One acquire, as a backend sees it.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct AcquireRequest<'a> {
+    pub(crate) name: &'a str,
+    pub(crate) owner: OwnerId,
+    /// The lease to set (a [`LeaseSupport::Renewable`] backend).
+    pub(crate) lease: Duration,
+    /// The owner's hold count before this call ([`Reentry::Server`]; 0 otherwise).
+    pub(crate) held: u32,
+    pub(crate) wait: Wait,
+    /// Longest sleep between two tries when no notification comes.
+    pub(crate) max_sleep: Duration,
+    /// The owner's own write-lock node when it asks for the read lock of the same read-write
+    /// lock (a downgrade; ZooKeeper places the read node in the writer's place).
+    pub(crate) write_node: Option<&'a str>,
+}
+
+/// One release, as a backend sees it.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct ReleaseRequest<'a> {
+    pub(crate) name: &'a str,
+    pub(crate) owner: OwnerId,
+    /// The lease the remaining holds keep (a re-entrant release on a lease backend).
+    pub(crate) lease: Duration,
+    /// The owner's hold count before this release.
+    pub(crate) held: u32,
+    /// The node of the hold, if the backend gave one.
+    pub(crate) node: Option<&'a str>,
+    /// An earlier attempt may have been applied without its answer reaching us.
+    pub(crate) retry: bool,
+}
+
+/// The result of one release on the server.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum UnlockReply {
+    /// The owner held nothing (its hold is gone: lost).
+    NotHeld,
+    /// One hold was released; the owner still holds the lock.
+    Decremented,
+    /// The owner's last hold was released.
+    Freed,
+}
+
+/// The operations of one kind of lock on one backend.
+#[async_trait]
+pub(crate) trait LockOps: Send + Sync {
+    /// The kind these operations serve.
+    fn kind(&self) -> LockKind;
+
+    /// Who counts re-entries.
+    fn reentry(&self) -> Reentry;
+
+    /// How a hold is kept alive.
+    fn lease_support(&self) -> LeaseSupport;
+
+    /// True when a waiting acquire takes a place in a queue (ZooKeeper's sequential nodes): a
+    /// "one try, then wait" fast path would queue twice there and lose its place.
+    fn queues_waiters(&self) -> bool {
+        false
+    }
+
+    /// Acquire (or re-enter, [`Reentry::Server`]), waiting as the request says. `Ok(None)` when
+    /// the wait ran out; nothing is then left on the server. Dropping the future leaves nothing
+    /// behind either.
+    async fn acquire(&self, req: &AcquireRequest<'_>) -> Result<Option<Granted>>;
+
+    /// Release one hold.
+    async fn release(&self, req: &ReleaseRequest<'_>) -> Result<UnlockReply>;
+
+    /// Remove every hold of `owner` from the server, whatever its count (lost, or its client
+    /// closed). True if something was removed.
+    async fn drop_hold(&self, name: &str, owner: OwnerId, node: Option<&str>) -> Result<bool>;
+
+    /// Renew the leases of many holds at once; one answer per hold: still held or not.
+    async fn renew(&self, holds: &[(Arc<str>, OwnerId)], lease: Duration) -> Result<Vec<bool>> {
+        let _ = lease;
+        Ok(vec![true; holds.len()])
+    }
+
+    /// Whether anybody holds this kind of lock on `name`.
+    async fn is_locked(&self, name: &str) -> Result<bool>;
+
+    /// The hold count of `owner` on the server ([`Reentry::Server`] only).
+    async fn hold_count(&self, name: &str, owner: OwnerId) -> Result<u32> {
+        let _ = (name, owner);
+        Err(Error::internal("this backend counts holds in the client"))
+    }
+
+    /// The remaining lease of whoever holds `name`; `None` if free or without a lease.
+    async fn remaining_lease(&self, name: &str) -> Result<Option<Duration>>;
+
+    /// Remove the lock whoever holds it and wake its waiters; true if it was held.
+    async fn force_unlock(&self, name: &str) -> Result<bool>;
+
+    /// The server's view of the lock.
+    async fn status(&self, name: &str) -> Result<LockStatus>;
+
+    /// Run one release attempt exactly as given, with no retry (the test of retried releases).
+    async fn release_once(&self, req: &ReleaseRequest<'_>) -> Result<UnlockReply> {
+        let _ = req;
+        Err(Error::unsupported(
+            "single release attempts are a Redis test hook",
+        ))
+    }
+}
+
+/// Where a backend with sessions reports them (the client's holds).
+pub(crate) trait SessionSink: Send + Sync {
+    /// The connection is down but the session may live (`true`), or it is back (`false`).
+    fn suspended(&self, yes: bool);
+    /// The session ended: every hold made through it is lost.
+    fn session_lost(&self);
+}
+
+/// One connection (or session) to one lock server.
+#[async_trait]
+pub(crate) trait Backend: Send + Sync {
+    /// The server's name for messages: "Redis", "ZooKeeper".
+    fn server(&self) -> &'static str;
+
+    /// Rules of the server on names, beyond the shared ones (ZooKeeper paths).
+    fn validate_name(&self, name: &str) -> Result<()> {
+        let _ = name;
+        Ok(())
+    }
+
+    /// The operations of `kind`, or `Unsupported`.
+    fn lock_ops(&self, kind: LockKind) -> Result<Arc<dyn LockOps>>;
+
+    /// Start following the server session, reporting to `sink` until it is gone or the backend
+    /// is closed. Backends without sessions do nothing.
+    fn watch_session(&self, sink: Weak<dyn SessionSink>) {
+        let _ = sink;
+    }
+
+    /// Round trip of the cheapest request (the benchmarks' physical limit).
+    async fn ping(&self) -> Result<()>;
+
+    /// Close connections (the client closes; its holds are already dropped).
+    async fn close(&self);
+
+    /// How often waiters were woken by a watch (tests: one wake per release on ZooKeeper).
+    fn wakeups(&self) -> u64 {
+        0
+    }
+
+    /// Channels with a live subscription or waiters (tests check that none leak).
+    fn subscribed_channels(&self) -> usize {
+        0
+    }
+
+    /// End the session as an expiry would (tests of the lost signal).
+    async fn expire_session(&self) -> Result<()> {
+        Err(Error::unsupported("not a ZooKeeper client"))
+    }
+}

@@ -1,0 +1,100 @@
+//! The state one client shares with every primitive it hands out.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use tokio::sync::Notify;
+use tokio_util::sync::CancellationToken;
+
+use super::Holds;
+use crate::backend::{Backend, LockOps, SessionSink};
+use crate::model::error::{Error, Result};
+use crate::model::options::ClientOptions;
+use crate::model::outcome::LockKind;
+use crate::model::owner::OwnerId;
+
+/// One client: its id, options, backend and holds, shared by its primitives.
+pub(crate) struct ClientCore {
+    pub(crate) id: String,
+    pub(crate) options: ClientOptions,
+    pub(crate) backend: Box<dyn Backend>,
+    pub(crate) holds: Holds,
+    /// Wakes the watchdog (a fixed lease was added).
+    pub(crate) wake: Arc<Notify>,
+    /// Cancelled when the client closes: ends the watchdog and every waiting acquire.
+    pub(crate) stop: CancellationToken,
+    pid: u32,
+    closed: AtomicBool,
+    /// The connection is down but the session may still be alive (ZooKeeper).
+    suspended: AtomicBool,
+}
+
+impl ClientCore {
+    pub(crate) fn new(id: String, options: ClientOptions, backend: Box<dyn Backend>) -> Self {
+        ClientCore {
+            id,
+            options,
+            backend,
+            holds: Holds::default(),
+            wake: Arc::new(Notify::new()),
+            stop: CancellationToken::new(),
+            pid: std::process::id(),
+            closed: AtomicBool::new(false),
+            suspended: AtomicBool::new(false),
+        }
+    }
+
+    pub(crate) fn check_usable(&self) -> Result<()> {
+        if self.pid != std::process::id() {
+            return Err(Error::state(
+                "this polylock client was created before fork(); it cannot be used in the child \
+                 process. Create a new client in the child",
+            ));
+        }
+        if self.is_closed() {
+            return Err(Error::state("the polylock client is closed"));
+        }
+        Ok(())
+    }
+
+    pub(crate) fn is_closed(&self) -> bool {
+        self.closed.load(Ordering::Acquire)
+    }
+
+    /// Mark the client closed; false if it already was.
+    pub(crate) fn set_closed(&self) -> bool {
+        !self.closed.swap(true, Ordering::AcqRel)
+    }
+
+    pub(crate) fn is_suspended(&self) -> bool {
+        self.suspended.load(Ordering::Acquire)
+    }
+
+    pub(crate) fn ops(&self, kind: LockKind) -> Result<Arc<dyn LockOps>> {
+        self.backend.lock_ops(kind)
+    }
+
+    /// Remove a hold of `owner` from the server whatever its count (it was lost, or its client
+    /// closed).
+    pub(crate) async fn drop_hold(
+        &self,
+        name: &str,
+        kind: LockKind,
+        owner: OwnerId,
+        node: Option<&str>,
+    ) -> Result<bool> {
+        self.ops(kind)?.drop_hold(name, owner, node).await
+    }
+}
+
+impl SessionSink for ClientCore {
+    fn suspended(&self, yes: bool) {
+        self.suspended.store(yes, Ordering::Release);
+    }
+
+    fn session_lost(&self) {
+        if !self.is_closed() {
+            self.holds.session_lost();
+        }
+    }
+}

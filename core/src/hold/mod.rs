@@ -1,0 +1,166 @@
+//! Holds, reentrancy counts, the watchdog and the lost signal: written once, shared by every
+//! primitive that holds something on a server.
+//!
+//! Each client keeps a registry of the holds its owners have, keyed by lock name, kind and owner.
+//! One watchdog task per client renews every watchdog-kept hold in batches every third of the
+//! lease. A hold is *lost* when a renewal finds it gone, when renewals keep failing until the
+//! lease has run out, when a fixed lease ends before the owner released it, or when the session
+//! that held it ends. Then its [`LostSignal`] fires, queries say "not held", and the next release
+//! returns `LockLost`.
+
+mod client_core;
+pub(crate) mod watchdog;
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use tokio::sync::{broadcast, watch};
+
+use crate::model::lost::{HoldState, LostEvent, LostReason, LostSignal};
+use crate::model::outcome::LockKind;
+use crate::model::owner::OwnerId;
+
+pub(crate) use client_core::ClientCore;
+
+/// How a hold's lease is kept.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum LeaseMode {
+    /// Renewed by the watchdog with the client's watchdog timeout.
+    Watchdog,
+    /// A fixed lease of this length; nobody renews it.
+    Fixed(Duration),
+    /// Held while the backend session lives (ZooKeeper); lost when it expires.
+    Session,
+}
+
+pub(crate) struct Hold {
+    pub(crate) token: u64,
+    pub(crate) count: u32,
+    pub(crate) lease: LeaseMode,
+    /// When the lease ends as far as this client knows (conservative: measured from before the
+    /// request that set it).
+    pub(crate) deadline: Instant,
+    pub(crate) lost: Option<LostReason>,
+    /// A release that may free the lock is in flight (a renewal that finds the hold gone is then
+    /// not a loss), or, where the client counts re-entries, an earlier release may have been
+    /// applied without its answer reaching us.
+    pub(crate) releasing: bool,
+    /// The holder's node (ZooKeeper).
+    pub(crate) node: Option<String>,
+    state: watch::Sender<HoldState>,
+    events: broadcast::Sender<LostEvent>,
+}
+
+impl Hold {
+    pub(crate) fn new(
+        holds: &Holds,
+        token: u64,
+        count: u32,
+        lease: LeaseMode,
+        deadline: Instant,
+        node: Option<String>,
+    ) -> Hold {
+        Hold {
+            token,
+            count,
+            lease,
+            deadline,
+            lost: None,
+            releasing: false,
+            node,
+            state: watch::Sender::new(HoldState::Held),
+            events: holds.events.clone(),
+        }
+    }
+
+    pub(crate) fn signal(&self) -> LostSignal {
+        LostSignal::new(self.state.subscribe())
+    }
+
+    pub(crate) fn mark_lost(&mut self, key: &HoldKey, reason: LostReason) {
+        if self.lost.is_some() {
+            return;
+        }
+        let (name, kind, owner) = key;
+        tracing::warn!(
+            lock = &**name,
+            kind = kind.word(),
+            owner,
+            "polylock: lock lost: {}",
+            reason.describe()
+        );
+        self.lost = Some(reason);
+        self.state.send_replace(HoldState::Lost(reason));
+        // Nobody listening is fine: bindings subscribe only when they have callbacks.
+        let _ = self.events.send(LostEvent {
+            name: name.clone(),
+            kind: *kind,
+            owner: *owner,
+            reason,
+        });
+    }
+
+    pub(crate) fn mark_released(&self) {
+        self.state.send_replace(HoldState::Released);
+    }
+}
+
+/// A hold is one owner's hold of one kind of lock on one name.
+pub(crate) type HoldKey = (Arc<str>, LockKind, OwnerId);
+
+/// The holds of one client.
+pub(crate) struct Holds {
+    map: Mutex<HashMap<HoldKey, Hold>>,
+    events: broadcast::Sender<LostEvent>,
+}
+
+impl Default for Holds {
+    fn default() -> Holds {
+        Holds {
+            map: Mutex::default(),
+            events: broadcast::Sender::new(1024),
+        }
+    }
+}
+
+impl Holds {
+    pub(crate) fn lost_events(&self) -> broadcast::Receiver<LostEvent> {
+        self.events.subscribe()
+    }
+
+    pub(crate) fn lock(&self) -> MutexGuard<'_, HashMap<HoldKey, Hold>> {
+        self.map.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Mark as lost every hold whose lease has ended; returns the earliest deadline left.
+    pub(crate) fn expire(&self, now: Instant) -> Option<Instant> {
+        let mut map = self.lock();
+        let mut earliest: Option<Instant> = None;
+        for (key, hold) in map.iter_mut() {
+            if hold.lost.is_some() || hold.lease == LeaseMode::Session {
+                continue;
+            }
+            if hold.deadline <= now {
+                let reason = match hold.lease {
+                    LeaseMode::Fixed(_) => LostReason::Expired,
+                    _ => LostReason::RenewalFailed,
+                };
+                hold.mark_lost(key, reason);
+            } else {
+                earliest = Some(earliest.map_or(hold.deadline, |e| e.min(hold.deadline)));
+            }
+        }
+        earliest
+    }
+
+    /// Mark every hold kept by a session as lost (the session ended).
+    pub(crate) fn session_lost(&self) {
+        let mut map = self.lock();
+        for (key, hold) in map.iter_mut() {
+            if hold.lease == LeaseMode::Session {
+                hold.mark_lost(key, LostReason::SessionExpired);
+            }
+        }
+    }
+}

@@ -1,0 +1,118 @@
+//! The watchdog: one task per client renews every watchdog-kept hold, whatever its kind and
+//! backend, in batches every third of the lease, and declares holds lost when their lease ends.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Weak};
+use std::time::{Duration, Instant};
+
+use super::{ClientCore, HoldKey, LeaseMode};
+use crate::model::lost::LostReason;
+use crate::model::outcome::LockKind;
+
+/// Most holds renewed by one call to a backend (Redisson >= 3.44 batches 100 keys per script).
+pub(crate) const RENEW_BATCH: usize = 100;
+
+/// The watchdog loop of one client. Holds only a weak reference between rounds, so a dropped
+/// client ends it.
+pub(crate) async fn run(client: Weak<ClientCore>) {
+    let Some(first) = client.upgrade() else {
+        return;
+    };
+    let lease = first.options.watchdog_timeout;
+    let interval = lease / 3;
+    let retry = (lease / 10).max(Duration::from_millis(50)).min(interval);
+    let stop = first.stop.clone();
+    let wake = first.wake.clone();
+    drop(first);
+    let mut next_round = Instant::now() + interval;
+    loop {
+        let Some(core) = client.upgrade() else {
+            return;
+        };
+        if stop.is_cancelled() {
+            return;
+        }
+        let now = Instant::now();
+        core.holds.expire(now);
+        if now >= next_round {
+            let ok = renew_round(&core, lease, interval).await;
+            next_round = Instant::now() + if ok { interval } else { retry };
+        }
+        let wake_at = core
+            .holds
+            .expire(Instant::now())
+            .map_or(next_round, |d| d.min(next_round));
+        // Between rounds the task holds no strong reference: a dropped client ends it.
+        drop(core);
+        let woken = wake.notified();
+        tokio::pin!(woken);
+        woken.as_mut().enable();
+        tokio::select! {
+            _ = stop.cancelled() => return,
+            _ = tokio::time::sleep_until(wake_at.into()) => {}
+            _ = woken => {}
+        }
+    }
+}
+
+/// Renew every live watchdog hold; false if any batch failed (the next round comes sooner).
+async fn renew_round(core: &Arc<ClientCore>, lease: Duration, interval: Duration) -> bool {
+    // Each entry remembers the hold's fencing token: a reply that comes back after the hold was
+    // released and the same owner took the lock again (a new hold under the same key) must not
+    // judge the new hold. Blocked callers release on connections of their own, so a renewal may
+    // run on the server between such a release and the next acquire.
+    let mut by_kind: BTreeMap<LockKind, Vec<(HoldKey, u64)>> = BTreeMap::new();
+    {
+        let map = core.holds.lock();
+        for (k, h) in map.iter() {
+            if h.lost.is_none() && h.lease == LeaseMode::Watchdog {
+                by_kind.entry(k.1).or_default().push((k.clone(), h.token));
+            }
+        }
+    }
+    let mut ok = true;
+    for (kind, batch) in by_kind {
+        let ops = match core.ops(kind) {
+            Ok(ops) => ops,
+            Err(_) => continue,
+        };
+        for chunk in batch.chunks(RENEW_BATCH) {
+            let sent_at = Instant::now();
+            let holds: Vec<(Arc<str>, u64)> = chunk
+                .iter()
+                .map(|((name, _, owner), _)| (name.clone(), *owner))
+                .collect();
+            let limit = core.options.command_timeout.min(interval);
+            match tokio::time::timeout(limit, ops.renew(&holds, lease)).await {
+                Ok(Ok(held)) => {
+                    let mut map = core.holds.lock();
+                    for ((key, token), still) in chunk.iter().zip(held) {
+                        let Some(hold) = map.get_mut(key) else {
+                            continue;
+                        };
+                        if hold.token != *token
+                            || hold.lost.is_some()
+                            || hold.lease != LeaseMode::Watchdog
+                        {
+                            continue;
+                        }
+                        if still {
+                            hold.deadline = hold.deadline.max(sent_at + lease);
+                        } else if !hold.releasing {
+                            hold.mark_lost(key, LostReason::Deleted);
+                        }
+                    }
+                }
+                Ok(Err(e)) => {
+                    tracing::warn!("polylock watchdog: renewal failed: {e}");
+                    ok = false;
+                }
+                Err(_) => {
+                    tracing::warn!("polylock watchdog: renewal got no answer within {limit:?}");
+                    ok = false;
+                }
+            }
+        }
+    }
+    ok
+}

@@ -1,0 +1,114 @@
+//! The lost signal: how a holder learns that its hold ended without its release.
+
+use std::sync::Arc;
+
+use tokio::sync::watch;
+
+use super::error::{Error, ErrorKind};
+use super::outcome::LockKind;
+use super::owner::OwnerId;
+
+/// Why a hold was lost.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum LostReason {
+    /// A fixed lease ran out before the owner released the lock.
+    Expired,
+    /// The owner's entry disappeared from the server (deleted, force-unlocked, expired elsewhere).
+    Deleted,
+    /// Renewals failed (server unreachable) until the lease had run out.
+    RenewalFailed,
+    /// The backend session that owned the lock ended (ZooKeeper).
+    SessionExpired,
+    /// The client was closed while the lock was held.
+    ClientClosed,
+}
+
+impl LostReason {
+    /// The `LockLost` error of lock `name` lost for this reason: what a release of the lost hold
+    /// reports, and what bindings hand to their lost listeners.
+    pub fn error(self, name: &str) -> Error {
+        Error::new(
+            ErrorKind::LockLost,
+            format!(
+                "lock '{name}' was lost: {}; the protected work may have overlapped with another holder",
+                self.describe()
+            ),
+        )
+    }
+
+    /// A sentence for logs and error messages.
+    pub fn describe(self) -> &'static str {
+        match self {
+            LostReason::Expired => "its lease expired before it was released",
+            LostReason::Deleted => {
+                "its entry was removed from the server (deleted, force-unlocked or expired)"
+            }
+            LostReason::RenewalFailed => {
+                "the server could not be reached to renew it before the lease ran out"
+            }
+            LostReason::SessionExpired => "the session that held it expired",
+            LostReason::ClientClosed => "the client was closed while it was held",
+        }
+    }
+}
+
+/// One lost hold, as announced on [`Client::lost_events`](crate::Client::lost_events).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LostEvent {
+    /// The lock's name.
+    pub name: Arc<str>,
+    /// The kind of lock (a read and a write hold of one name are two holds).
+    pub kind: LockKind,
+    /// The owner whose hold was lost.
+    pub owner: OwnerId,
+    /// Why.
+    pub reason: LostReason,
+}
+
+/// The state of one hold, as seen through its [`LostSignal`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HoldState {
+    /// Still held.
+    Held,
+    /// Released by its owner.
+    Released,
+    /// Lost, for this reason.
+    Lost(LostReason),
+}
+
+/// Fires when a hold is lost. Cheap to clone; every clone sees the same hold.
+#[derive(Debug, Clone)]
+pub struct LostSignal {
+    rx: watch::Receiver<HoldState>,
+}
+
+impl LostSignal {
+    /// The hold's current state.
+    pub fn state(&self) -> HoldState {
+        *self.rx.borrow()
+    }
+
+    /// True once the hold is lost.
+    pub fn is_lost(&self) -> bool {
+        matches!(self.state(), HoldState::Lost(_))
+    }
+
+    /// Wait until the hold ends: `Some(reason)` if it was lost, `None` if it was released
+    /// normally (or the client that tracked it is gone).
+    pub async fn wait(&self) -> Option<LostReason> {
+        let mut rx = self.rx.clone();
+        let end = rx.wait_for(|s| *s != HoldState::Held).await.map(|s| *s);
+        match end {
+            Ok(HoldState::Lost(r)) => Some(r),
+            _ => None,
+        }
+    }
+}
+
+impl LostSignal {
+    /// A signal that follows `rx`.
+    pub(crate) fn new(rx: watch::Receiver<HoldState>) -> LostSignal {
+        LostSignal { rx }
+    }
+}

@@ -1,0 +1,11 @@
+//! What every layer shares and nothing above it: names and their validation, owners, durations
+//! and options, the outcomes of lock calls, the lost signal, and the one error table.
+//!
+//! Nothing here talks to a server.
+
+pub mod error;
+pub(crate) mod lost;
+pub(crate) mod names;
+pub(crate) mod options;
+pub(crate) mod outcome;
+pub mod owner;

@@ -1,0 +1,150 @@
+//! Durations and the options of clients and acquires.
+
+use std::time::Duration;
+
+use super::error::{Error, Result};
+
+/// Longest accepted duration (lease, wait, watchdog timeout): ten years.
+pub const MAX_DURATION: Duration = Duration::from_secs(10 * 365 * 24 * 3600);
+/// Shortest accepted watchdog timeout.
+pub const MIN_WATCHDOG_TIMEOUT: Duration = Duration::from_millis(30);
+
+/// Options of a [`Client`](crate::Client).
+#[derive(Debug, Clone)]
+pub struct ClientOptions {
+    /// Lease of locks acquired without an explicit lease; the watchdog renews it every third of
+    /// it while the holder lives (Redisson's `lockWatchdogTimeout`). Default 30 s.
+    pub watchdog_timeout: Duration,
+    /// Limit of one connection attempt. Default 5 s.
+    pub connect_timeout: Duration,
+    /// Limit of one command's answer. Default 5 s.
+    pub command_timeout: Duration,
+    /// ZooKeeper session timeout (a `session_timeout_ms` in the URL wins). Locks held through a
+    /// session are lost when it expires. Default 10 s.
+    pub session_timeout: Duration,
+}
+
+impl Default for ClientOptions {
+    fn default() -> Self {
+        ClientOptions {
+            watchdog_timeout: Duration::from_secs(30),
+            connect_timeout: Duration::from_secs(5),
+            command_timeout: Duration::from_secs(5),
+            session_timeout: Duration::from_secs(10),
+        }
+    }
+}
+
+impl ClientOptions {
+    pub(crate) fn validate(&self) -> Result<()> {
+        check_duration("watchdog timeout", self.watchdog_timeout)?;
+        if self.watchdog_timeout < MIN_WATCHDOG_TIMEOUT {
+            return Err(Error::invalid(format!(
+                "watchdog timeout {:?} is too short; use at least {MIN_WATCHDOG_TIMEOUT:?}",
+                self.watchdog_timeout
+            )));
+        }
+        check_duration("connect timeout", self.connect_timeout)?;
+        check_duration("command timeout", self.command_timeout)?;
+        check_duration("session timeout", self.session_timeout)?;
+        Ok(())
+    }
+}
+
+/// Check a user-given duration: positive, at least the 1 ms resolution of leases, at most
+/// [`MAX_DURATION`].
+pub(crate) fn check_duration(what: &str, d: Duration) -> Result<Duration> {
+    if d.is_zero() {
+        return Err(Error::invalid(format!("{what} must be positive, got 0")));
+    }
+    if d > MAX_DURATION {
+        return Err(Error::invalid(format!(
+            "{what} {d:?} is too long; the limit is {MAX_DURATION:?}"
+        )));
+    }
+    if d.as_millis() == 0 {
+        return Err(Error::invalid(format!(
+            "{what} {d:?} is shorter than the 1 ms resolution of leases"
+        )));
+    }
+    Ok(d)
+}
+
+/// How long an acquire may wait for another owner to release the lock.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Wait {
+    /// Wait until acquired (Redisson `lock()`).
+    Forever,
+    /// One attempt, no waiting (Redisson `tryLock()`).
+    Never,
+    /// Wait up to this long (Redisson `tryLock(waitTime, ...)`). Zero is the same as `Never`.
+    For(Duration),
+}
+
+impl Wait {
+    /// The same wait, checked: a zero `For` becomes `Never`, an out-of-range one an error.
+    pub(crate) fn checked(self) -> Result<Wait> {
+        match self {
+            Wait::For(d) if d.is_zero() => Ok(Wait::Never),
+            Wait::For(d) => Ok(Wait::For(check_duration("wait", d)?)),
+            w => Ok(w),
+        }
+    }
+
+    /// When the wait ends, from now (`None`: never).
+    pub(crate) fn deadline(self) -> Option<std::time::Instant> {
+        match self {
+            Wait::Forever => None,
+            Wait::Never => Some(std::time::Instant::now()),
+            Wait::For(d) => Some(std::time::Instant::now() + d),
+        }
+    }
+}
+
+/// Options of one acquire.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AcquireOptions {
+    /// How long to wait for the lock.
+    pub wait: Wait,
+    /// `None`: the watchdog keeps the lock while the client lives. `Some(d)`: the lock expires
+    /// after `d` unless released first, and no watchdog renews it.
+    pub lease: Option<Duration>,
+}
+
+impl Default for AcquireOptions {
+    fn default() -> Self {
+        AcquireOptions {
+            wait: Wait::Forever,
+            lease: None,
+        }
+    }
+}
+
+impl AcquireOptions {
+    /// Wait forever, watchdog lease.
+    pub fn forever() -> Self {
+        Self::default()
+    }
+
+    /// One attempt, watchdog lease.
+    pub fn try_once() -> Self {
+        AcquireOptions {
+            wait: Wait::Never,
+            lease: None,
+        }
+    }
+
+    /// Wait up to `d`, watchdog lease.
+    pub fn wait_for(d: Duration) -> Self {
+        AcquireOptions {
+            wait: Wait::For(d),
+            lease: None,
+        }
+    }
+
+    /// The same options with a fixed lease.
+    pub fn with_lease(mut self, lease: Duration) -> Self {
+        self.lease = Some(lease);
+        self
+    }
+}

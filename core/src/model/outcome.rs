@@ -1,0 +1,115 @@
+//! What lock calls return: acquires, releases, the kinds of lock, and a lock's status.
+
+use std::time::Duration;
+
+use super::lost::LostSignal;
+
+/// The kinds of lock a client hands out. Every kind is served by the one [`Lock`](crate::Lock)
+/// handle; a backend that lacks a kind refuses it with `Unsupported` when the handle is made.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[non_exhaustive]
+pub enum LockKind {
+    /// Reentrant exclusive lock (Redisson `RLock`, Curator `InterProcessMutex`).
+    Reentrant,
+    /// Non-reentrant mutex that any owner of the client may release (Curator
+    /// `InterProcessSemaphoreMutex`; ZooKeeper only).
+    Mutex,
+    /// The shared half of a read-write lock (Redisson `RReadWriteLock.readLock()`, Curator
+    /// `InterProcessReadWriteLock.readLock()`).
+    Read,
+    /// The exclusive half of a read-write lock.
+    Write,
+}
+
+impl LockKind {
+    /// Every kind.
+    pub const ALL: [LockKind; 4] = [
+        LockKind::Reentrant,
+        LockKind::Mutex,
+        LockKind::Read,
+        LockKind::Write,
+    ];
+
+    /// A lower-case word for messages and `status` output.
+    pub fn word(self) -> &'static str {
+        match self {
+            LockKind::Reentrant => "lock",
+            LockKind::Mutex => "mutex",
+            LockKind::Read => "read lock",
+            LockKind::Write => "write lock",
+        }
+    }
+}
+
+/// A successful acquire.
+#[derive(Debug, Clone)]
+pub struct Acquired {
+    /// Fencing token of this ownership: strictly greater than any token given to an earlier
+    /// owner of the same lock. A re-entry returns the token the owner already has.
+    pub fencing_token: u64,
+    /// The owner's hold count after this acquire (1 for a first acquire).
+    pub hold_count: u32,
+    /// Fires if the lock is lost while held.
+    pub lost: LostSignal,
+}
+
+/// The outcome of a successful release.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Released {
+    /// A re-entrant hold was released; the owner still holds the lock this many times.
+    StillHeld(u32),
+    /// The owner's last hold was released (for a read lock other readers may still hold it).
+    Freed,
+}
+
+/// How a holder in a [`LockStatus`] holds the lock.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum HoldMode {
+    /// An exclusive lock or mutex.
+    Exclusive,
+    /// A reader of a read-write lock.
+    Read,
+    /// The writer of a read-write lock.
+    Write,
+}
+
+impl HoldMode {
+    /// `exclusive`, `read` or `write`.
+    pub fn word(self) -> &'static str {
+        match self {
+            HoldMode::Exclusive => "exclusive",
+            HoldMode::Read => "read",
+            HoldMode::Write => "write",
+        }
+    }
+}
+
+/// One holder in a [`LockStatus`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Holder {
+    /// The stored owner (`<client uuid>:<owner id>` on Redis, the node name on ZooKeeper).
+    pub owner: String,
+    /// Its hold count.
+    pub count: u32,
+    /// How it holds the lock.
+    pub mode: HoldMode,
+}
+
+/// What the server says about a lock, for operators (`polylock status`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LockStatus {
+    /// The lock's name.
+    pub name: String,
+    /// Whether anybody holds it.
+    pub locked: bool,
+    /// A read-write lock's mode while it is held: [`HoldMode::Read`] or [`HoldMode::Write`];
+    /// `None` for other locks and when it is free.
+    pub mode: Option<HoldMode>,
+    /// The holders with their counts (one for a mutex, one writer, or any number of readers).
+    pub holders: Vec<Holder>,
+    /// Remaining lease, if the lock is held with one (Redis).
+    pub ttl: Option<Duration>,
+    /// Contenders queued behind the holders, in the order they will get the lock (ZooKeeper).
+    pub waiters: Vec<String>,
+}

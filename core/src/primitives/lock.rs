@@ -1,0 +1,567 @@
+//! The one lock handle. Every lock-like kind (reentrant lock, mutex, the read and the write half
+//! of a read-write lock) is a [`Lock`]; what differs between backends and kinds is asked of the
+//! kind's [`LockOps`], never matched on.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crate::backend::{AcquireRequest, LeaseSupport, LockOps, Reentry, ReleaseRequest, UnlockReply};
+use crate::hold::{ClientCore, Hold, HoldKey, LeaseMode};
+use crate::model::error::{Error, ErrorKind, Result};
+use crate::model::lost::{LostReason, LostSignal};
+use crate::model::options::{check_duration, AcquireOptions, Wait, MAX_DURATION};
+use crate::model::outcome::{Acquired, LockKind, LockStatus, Released};
+use crate::model::owner::OwnerId;
+
+/// The hold of a non-reentrant mutex belongs to the whole client (Curator's
+/// InterProcessSemaphoreMutex: any thread may release it), so it is kept under this owner.
+const CLIENT_OWNER: OwnerId = u64::MAX;
+
+/// A handle on one named lock of one kind. Every operation names its owner explicitly.
+///
+/// Handles are cheap: two handles with the same name, kind and owner are the same hold.
+#[derive(Clone)]
+pub struct Lock {
+    core: Arc<ClientCore>,
+    name: Arc<str>,
+    ops: Arc<dyn LockOps>,
+}
+
+impl std::fmt::Debug for Lock {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Lock")
+            .field("name", &self.name)
+            .field("kind", &self.ops.kind())
+            .finish()
+    }
+}
+
+impl Lock {
+    /// A handle of `kind` on `name` (checked by the caller); `Unsupported` if the backend lacks
+    /// that kind.
+    pub(crate) fn new(core: Arc<ClientCore>, name: &str, kind: LockKind) -> Result<Lock> {
+        let ops = core.ops(kind)?;
+        Ok(Lock {
+            core,
+            name: Arc::from(name),
+            ops,
+        })
+    }
+
+    /// The lock's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The lock's kind.
+    pub fn kind(&self) -> LockKind {
+        self.ops.kind()
+    }
+
+    /// True for a non-reentrant mutex (see [`Client::mutex`](crate::Client::mutex)).
+    pub fn is_mutex(&self) -> bool {
+        self.ops.reentry() == Reentry::None
+    }
+
+    /// See [`Client::queues_waiters`](crate::Client::queues_waiters).
+    pub fn queues_waiters(&self) -> bool {
+        self.ops.queues_waiters()
+    }
+
+    /// The registry owner of a hold: the caller, or the whole client for a mutex.
+    fn hold_owner(&self, owner: OwnerId) -> OwnerId {
+        if self.is_mutex() {
+            CLIENT_OWNER
+        } else {
+            owner
+        }
+    }
+
+    fn key(&self, owner: OwnerId) -> HoldKey {
+        (self.name.clone(), self.kind(), owner)
+    }
+
+    fn lost_error(&self, reason: LostReason) -> Error {
+        reason.error(&self.name)
+    }
+
+    fn timeout_error(&self, wait: Wait) -> Error {
+        let waited = match wait {
+            Wait::For(d) => Some(d),
+            _ => None,
+        };
+        Error::timeout(&self.name, waited)
+    }
+
+    /// Acquire (or re-enter) the lock for `owner`. Fails with `Timeout` when the wait runs out,
+    /// with `LockLost` when `owner` still has a hold that was lost (release it first), and, for
+    /// the write half of a read-write lock, with `UpgradeNotSupported` when `owner` holds the
+    /// read half.
+    ///
+    /// Cancel-safe: dropping the future leaves no hold behind. Closing the client ends the wait
+    /// with `InvalidState`.
+    pub async fn acquire(&self, owner: OwnerId, options: AcquireOptions) -> Result<Acquired> {
+        let stop = self.core.stop.clone();
+        let acquired = tokio::select! {
+            biased;
+            r = self.acquire_unless_closed(owner, options) => r?,
+            // Dropping the wait is cancel-safe: nothing is left behind on the server.
+            _ = stop.cancelled() => return Err(closed_while_waiting()),
+        };
+        if self.core.is_closed() {
+            // Granted while close() drained the holds: give it back, nobody renews it now.
+            let key = self.key(self.hold_owner(owner));
+            let hold = self.core.holds.lock().remove(&key);
+            if let Some(mut h) = hold {
+                h.mark_lost(&key, LostReason::ClientClosed);
+                let _ = self
+                    .ops
+                    .drop_hold(&self.name, key.2, h.node.as_deref())
+                    .await;
+            }
+            return Err(closed_while_waiting());
+        }
+        Ok(acquired)
+    }
+
+    async fn acquire_unless_closed(
+        &self,
+        owner: OwnerId,
+        options: AcquireOptions,
+    ) -> Result<Acquired> {
+        self.core.check_usable()?;
+        let owner = self.hold_owner(owner);
+        let wait = options.wait.checked()?;
+        let lease_support = self.ops.lease_support();
+        if let Some(lease) = options.lease {
+            check_duration("lease", lease)?;
+            if lease_support == LeaseSupport::Session {
+                return Err(Error::unsupported(format!(
+                    "{} locks have no lease: they are held while the session lives; acquire \
+                     without a lease",
+                    self.core.backend.server()
+                )));
+            }
+        }
+        let key = self.key(owner);
+        let reentry = self.ops.reentry();
+        let (held, mode) = {
+            let mut map = self.core.holds.lock();
+            match map.get_mut(&key).filter(|_| reentry != Reentry::None) {
+                Some(h) => {
+                    if let Some(reason) = h.lost {
+                        return Err(self.lost_error(reason));
+                    }
+                    if reentry == Reentry::Client {
+                        // Re-entry is counted in the client, as Curator does: no round trip.
+                        h.count += 1;
+                        return Ok(acquired_from(h));
+                    }
+                    let mode = match (h.lease, options.lease) {
+                        (LeaseMode::Fixed(_), Some(l)) => LeaseMode::Fixed(l),
+                        (m, _) => m,
+                    };
+                    (h.count, mode)
+                }
+                None => (
+                    0,
+                    match (lease_support, options.lease) {
+                        (LeaseSupport::Session, _) => LeaseMode::Session,
+                        (_, Some(l)) => LeaseMode::Fixed(l),
+                        (_, None) => LeaseMode::Watchdog,
+                    },
+                ),
+            }
+        };
+        let write_node = self.companion_write_node(owner, held)?;
+        let lease = match mode {
+            LeaseMode::Fixed(d) => d,
+            LeaseMode::Watchdog | LeaseMode::Session => self.core.options.watchdog_timeout,
+        };
+        let sent_at = Instant::now();
+        let granted = self
+            .ops
+            .acquire(&AcquireRequest {
+                name: &self.name,
+                owner,
+                lease,
+                held,
+                wait,
+                max_sleep: self.core.options.watchdog_timeout,
+                write_node: write_node.as_deref(),
+            })
+            .await?;
+        let Some(granted) = granted else {
+            return Err(self.timeout_error(wait));
+        };
+        let deadline = match mode {
+            LeaseMode::Session => sent_at + MAX_DURATION,
+            _ => sent_at + lease,
+        };
+        let mut map = self.core.holds.lock();
+        let hold = map
+            .entry(key)
+            .and_modify(|h| {
+                h.count = granted.count;
+                h.lease = mode;
+                if let LeaseMode::Fixed(_) = mode {
+                    h.deadline = deadline;
+                }
+            })
+            .or_insert_with(|| {
+                Hold::new(
+                    &self.core.holds,
+                    granted.token,
+                    granted.count,
+                    mode,
+                    deadline,
+                    granted.node.clone(),
+                )
+            });
+        let acquired = acquired_from(hold);
+        drop(map);
+        if let LeaseMode::Fixed(_) = mode {
+            self.core.wake.notify_one();
+        }
+        Ok(acquired)
+    }
+
+    /// For the write half of a read-write lock: refuse an upgrade (the owner holds the read half
+    /// and not the write half) at once, where Redisson and Curator would wait forever. For the
+    /// read half: the owner's write node, if it holds the write half (a downgrade).
+    fn companion_write_node(&self, owner: OwnerId, held: u32) -> Result<Option<String>> {
+        let companion = match self.kind() {
+            LockKind::Write if held == 0 => LockKind::Read,
+            LockKind::Read => LockKind::Write,
+            _ => return Ok(None),
+        };
+        let map = self.core.holds.lock();
+        let other = map
+            .get(&(self.name.clone(), companion, owner))
+            .filter(|h| h.lost.is_none());
+        match (self.kind(), other) {
+            (LockKind::Write, Some(_)) => Err(Error::new(
+                ErrorKind::UpgradeNotSupported,
+                format!(
+                    "owner {owner} holds the read lock of '{}' and asked for its write lock: an \
+                     upgrade can never be granted (the other readers could ask the same). Release \
+                     the read lock first, or take the write lock first and then the read lock \
+                     (a downgrade)",
+                    self.name
+                ),
+            )),
+            (LockKind::Read, Some(w)) => Ok(w.node.clone()),
+            _ => Ok(None),
+        }
+    }
+
+    /// Try once without waiting; `Ok(None)` if another owner holds the lock.
+    pub async fn try_acquire(
+        &self,
+        owner: OwnerId,
+        lease: Option<Duration>,
+    ) -> Result<Option<Acquired>> {
+        let options = AcquireOptions {
+            wait: Wait::Never,
+            lease,
+        };
+        match self.acquire(owner, options).await {
+            Ok(a) => Ok(Some(a)),
+            Err(e) if e.kind() == ErrorKind::Timeout => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Release one hold of `owner`. The last release frees the lock and wakes a waiter.
+    ///
+    /// `NotOwner` if `owner` holds nothing; `LockLost` if its hold was lost (the hold is then
+    /// forgotten, so a second release says `NotOwner`).
+    pub async fn release(&self, owner: OwnerId) -> Result<Released> {
+        self.core.check_usable()?;
+        let owner = self.hold_owner(owner);
+        let key = self.key(owner);
+        let reentry = self.ops.reentry();
+        if reentry == Reentry::None {
+            return self.release_client_hold(key).await;
+        }
+        let held = {
+            let mut map = self.core.holds.lock();
+            let Some(h) = map.get_mut(&key) else {
+                return Err(Error::not_owner(&self.name, owner));
+            };
+            match h.lost {
+                Some(reason) => {
+                    let node = h.node.clone();
+                    map.remove(&key);
+                    Err((reason, node))
+                }
+                None if reentry == Reentry::Client && h.count > 1 => {
+                    h.count -= 1;
+                    return Ok(Released::StillHeld(h.count));
+                }
+                None => {
+                    let retry = reentry == Reentry::Client && h.releasing;
+                    if h.count <= 1 {
+                        h.releasing = true;
+                    }
+                    let lease = match h.lease {
+                        LeaseMode::Fixed(d) => d,
+                        _ => self.core.options.watchdog_timeout,
+                    };
+                    Ok((lease, h.count, h.node.clone(), retry))
+                }
+            }
+        };
+        let (lease, count, node, retry) = match held {
+            Ok(held) => held,
+            Err((reason, node)) => {
+                // Remove what may be left on the server (the loss may have been declared while
+                // it was unreachable) before returning, so that it cannot race a new acquire.
+                let _ = self.ops.drop_hold(&self.name, owner, node.as_deref()).await;
+                return Err(self.lost_error(reason));
+            }
+        };
+        let mut reset = ResetReleasing {
+            lock: self,
+            key: &key,
+            armed: reentry == Reentry::Server,
+        };
+        let reply = self
+            .ops
+            .release(&ReleaseRequest {
+                name: &self.name,
+                owner,
+                lease,
+                held: count,
+                node: node.as_deref(),
+                retry,
+            })
+            .await;
+        reset.armed = false;
+        let mut map = self.core.holds.lock();
+        match reply {
+            Err(e) => {
+                if let Some(h) = map.get_mut(&key) {
+                    // Where the server counts, a later release is a first attempt again (its
+                    // count tells whether this one ran) and the watchdog must notice a loss;
+                    // where the client counts, this delete may have been applied.
+                    h.releasing = reentry == Reentry::Client;
+                }
+                Err(e)
+            }
+            Ok(UnlockReply::Freed) => {
+                if let Some(h) = map.remove(&key) {
+                    h.mark_released();
+                }
+                Ok(Released::Freed)
+            }
+            Ok(UnlockReply::Decremented) => match map.get_mut(&key) {
+                Some(h) => {
+                    h.count = h.count.saturating_sub(1).max(1);
+                    h.releasing = false;
+                    Ok(Released::StillHeld(h.count))
+                }
+                None => Err(Error::internal("hold vanished during release")),
+            },
+            Ok(UnlockReply::NotHeld) => {
+                let reason = match map.remove(&key) {
+                    Some(mut h) => {
+                        let reason = h.lost.unwrap_or(match h.lease {
+                            LeaseMode::Fixed(_) => LostReason::Expired,
+                            _ => LostReason::Deleted,
+                        });
+                        h.mark_lost(&key, reason);
+                        reason
+                    }
+                    None => LostReason::Deleted,
+                };
+                Err(self.lost_error(reason))
+            }
+        }
+    }
+
+    /// Release a hold of the whole client (a mutex): any owner may.
+    async fn release_client_hold(&self, key: HoldKey) -> Result<Released> {
+        // Forget the hold before removing it on the server: a waiter of this client may get the
+        // mutex the moment it is gone and register its own hold under the same key.
+        let Some(mut h) = self.core.holds.lock().remove(&key) else {
+            return Err(Error::new(
+                ErrorKind::NotOwner,
+                format!("mutex '{}' is not held by this client", self.name),
+            ));
+        };
+        let req = ReleaseRequest {
+            name: &self.name,
+            owner: key.2,
+            lease: self.core.options.watchdog_timeout,
+            held: h.count,
+            node: h.node.as_deref(),
+            retry: h.releasing,
+        };
+        if let Some(reason) = h.lost {
+            let _ = self.ops.drop_hold(&self.name, key.2, req.node).await;
+            return Err(self.lost_error(reason));
+        }
+        match self.ops.release(&req).await {
+            Ok(UnlockReply::NotHeld) => {
+                h.mark_lost(&key, LostReason::Deleted);
+                Err(self.lost_error(LostReason::Deleted))
+            }
+            Ok(_) => {
+                h.mark_released();
+                Ok(Released::Freed)
+            }
+            Err(e) => {
+                h.releasing = true; // the release may have been applied
+                self.core.holds.lock().insert(key, h);
+                Err(e)
+            }
+        }
+    }
+
+    /// Whether anybody holds the lock (asks the server). For a read or write half: whether the
+    /// read-write lock is held in that mode.
+    pub async fn is_locked(&self) -> Result<bool> {
+        self.core.check_usable()?;
+        self.ops.is_locked(&self.name).await
+    }
+
+    /// Whether `owner` holds the lock (asks the server; a lost hold is not held).
+    pub async fn is_held_by(&self, owner: OwnerId) -> Result<bool> {
+        Ok(self.hold_count(owner).await? > 0)
+    }
+
+    /// How many times `owner` holds the lock (0 if not at all, or if its hold was lost).
+    pub async fn hold_count(&self, owner: OwnerId) -> Result<u32> {
+        self.core.check_usable()?;
+        let owner = self.hold_owner(owner);
+        let local = self
+            .core
+            .holds
+            .lock()
+            .get(&self.key(owner))
+            .map(|h| (h.count, h.lost.is_some()));
+        match (local, self.ops.reentry()) {
+            (Some((_, true)), _) => Ok(0),
+            (_, Reentry::Server) => self.ops.hold_count(&self.name, owner).await,
+            // Re-entry is counted here: so is the count.
+            (local, _) => Ok(local.map_or(0, |(count, _)| count)),
+        }
+    }
+
+    /// Remaining lease of whoever holds the lock; `None` if it is free (or has no expiry).
+    pub async fn remaining_lease(&self) -> Result<Option<Duration>> {
+        self.core.check_usable()?;
+        self.ops.remaining_lease(&self.name).await
+    }
+
+    /// Delete the lock whoever holds it and wake its waiters; true if it was held. Holds of this
+    /// client on it are lost at once.
+    pub async fn force_unlock(&self) -> Result<bool> {
+        self.core.check_usable()?;
+        let was = self.ops.force_unlock(&self.name).await?;
+        let kind = self.kind();
+        let mut map = self.core.holds.lock();
+        for (key, hold) in map.iter_mut() {
+            if *key.0 == *self.name && key.1 == kind {
+                hold.mark_lost(key, LostReason::Deleted);
+            }
+        }
+        Ok(was)
+    }
+
+    /// Whether any owner of this client holds the lock (local, no round trip; Curator's
+    /// `isAcquiredInThisProcess`).
+    pub fn is_held_locally(&self) -> bool {
+        let kind = self.kind();
+        let map = self.core.holds.lock();
+        map.iter()
+            .any(|(k, h)| *k.0 == *self.name && k.1 == kind && h.lost.is_none())
+    }
+
+    /// The fencing token of `owner`'s current hold, if it holds the lock (local, no round trip).
+    pub fn fencing_token(&self, owner: OwnerId) -> Option<u64> {
+        let key = self.key(self.hold_owner(owner));
+        let map = self.core.holds.lock();
+        map.get(&key).filter(|h| h.lost.is_none()).map(|h| h.token)
+    }
+
+    /// The lost signal of `owner`'s current hold, if any (local).
+    pub fn lost_signal(&self, owner: OwnerId) -> Option<LostSignal> {
+        let key = self.key(self.hold_owner(owner));
+        let map = self.core.holds.lock();
+        map.get(&key).map(|h| h.signal())
+    }
+
+    /// The server's view of the lock: mode, holders with counts, the remaining lease, and the
+    /// contenders queued behind (ZooKeeper).
+    pub async fn status(&self) -> Result<LockStatus> {
+        self.core.check_usable()?;
+        let mut status = self.ops.status(&self.name).await?;
+        // Where the client counts re-entries, the server shows a node per holder: our own
+        // holders' counts are known here.
+        let map = self.core.holds.lock();
+        for holder in &mut status.holders {
+            if let Some(h) = map
+                .iter()
+                .find(|(k, h)| *k.0 == *self.name && h.node.as_deref() == Some(&holder.owner))
+            {
+                holder.count = h.1.count;
+            }
+        }
+        Ok(status)
+    }
+
+    #[doc(hidden)]
+    /// Run the release script once for `owner`, who counts `expected` holds, as a first attempt
+    /// or as the retry after a lost reply (tests of retried releases on Redis). Returns the raw
+    /// reply and leaves the client's own count alone.
+    pub async fn release_attempt(
+        &self,
+        owner: OwnerId,
+        expected: u32,
+        retry: bool,
+    ) -> Result<UnlockReply> {
+        self.core.check_usable()?;
+        self.ops
+            .release_once(&ReleaseRequest {
+                name: &self.name,
+                owner,
+                lease: self.core.options.watchdog_timeout,
+                held: expected,
+                node: None,
+                retry,
+            })
+            .await
+    }
+}
+
+fn acquired_from(hold: &Hold) -> Acquired {
+    Acquired {
+        fencing_token: hold.token,
+        hold_count: hold.count,
+        lost: hold.signal(),
+    }
+}
+
+fn closed_while_waiting() -> Error {
+    Error::state("the polylock client was closed while this acquire waited")
+}
+
+/// Clears `releasing` if a release future is dropped mid-flight, so the watchdog notices a loss.
+struct ResetReleasing<'a> {
+    lock: &'a Lock,
+    key: &'a HoldKey,
+    armed: bool,
+}
+
+impl Drop for ResetReleasing<'_> {
+    fn drop(&mut self) {
+        if self.armed {
+            let mut map = self.lock.core.holds.lock();
+            if let Some(h) = map.get_mut(self.key) {
+                h.releasing = false;
+            }
+        }
+    }
+}

@@ -1,0 +1,34 @@
+-- Acquire or re-enter the write half of a Redisson RReadWriteLock, and hand out a fencing token
+-- on every new ownership.
+-- KEYS[1] lock hash <name>; KEYS[2] fencing counter redisson_lock_token:{<name>}
+-- ARGV[1] lease ms; ARGV[2] writer field <clientId>:<ownerId>:write; ARGV[3] the write hold
+-- count the owner had before this acquire; ARGV[4] '1' on a retry after a lost reply
+-- Returns {1, fencing token, hold count} when held, {0, pttl} when others hold it (readers, or
+-- another writer; also the owner's own read hold: an upgrade never succeeds).
+local expected = tonumber(ARGV[3])
+if ARGV[4] == '1' then
+  local cur = tonumber(redis.call('hget', KEYS[1], ARGV[2]) or '0')
+  if cur == expected + 1 then
+    redis.call('pexpire', KEYS[1], ARGV[1])
+    return {1, tonumber(redis.call('get', KEYS[2]) or '0'), cur}
+  end
+end
+local mode = redis.call('hget', KEYS[1], 'mode')
+if mode == false then
+  redis.call('hset', KEYS[1], 'mode', 'write')
+  redis.call('hset', KEYS[1], ARGV[2], 1)
+  redis.call('pexpire', KEYS[1], ARGV[1])
+  return {1, redis.call('incr', KEYS[2]), 1}
+end
+if mode == 'write' and redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
+  if expected == 0 then
+    -- A leftover of an earlier hold of ours that the client already gave up as lost.
+    redis.call('hset', KEYS[1], ARGV[2], 1)
+    redis.call('pexpire', KEYS[1], ARGV[1])
+    return {1, redis.call('incr', KEYS[2]), 1}
+  end
+  local count = redis.call('hincrby', KEYS[1], ARGV[2], 1)
+  redis.call('pexpire', KEYS[1], ARGV[1])
+  return {1, tonumber(redis.call('get', KEYS[2]) or '0'), count}
+end
+return {0, redis.call('pttl', KEYS[1])}
