@@ -13,8 +13,9 @@ use std::time::Duration;
 use async_trait::async_trait;
 
 use crate::model::error::{Error, Result};
+use crate::model::kind::LockKind;
 use crate::model::options::Wait;
-use crate::model::outcome::{LockKind, LockStatus};
+use crate::model::outcome::LockStatus;
 use crate::model::owner::OwnerId;
 
 /// Who counts re-entries of one owner.

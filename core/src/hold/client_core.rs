@@ -9,8 +9,8 @@ use tokio_util::sync::CancellationToken;
 use super::Holds;
 use crate::backend::{Backend, LockOps, SessionSink};
 use crate::model::error::{Error, Result};
+use crate::model::kind::LockKind;
 use crate::model::options::ClientOptions;
-use crate::model::outcome::LockKind;
 use crate::model::owner::OwnerId;
 
 /// One client: its id, options, backend and holds, shared by its primitives.

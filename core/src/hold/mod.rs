@@ -17,8 +17,8 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::{broadcast, watch};
 
+use crate::model::kind::LockKind;
 use crate::model::lost::{HoldState, LostEvent, LostReason, LostSignal};
-use crate::model::outcome::LockKind;
 use crate::model::owner::OwnerId;
 
 pub(crate) use client_core::ClientCore;

@@ -6,8 +6,8 @@ use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
 use super::{ClientCore, HoldKey, LeaseMode};
+use crate::model::kind::LockKind;
 use crate::model::lost::LostReason;
-use crate::model::outcome::LockKind;
 
 /// Most holds renewed by one call to a backend (Redisson >= 3.44 batches 100 keys per script).
 pub(crate) const RENEW_BATCH: usize = 100;

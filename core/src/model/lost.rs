@@ -5,7 +5,7 @@ use std::sync::Arc;
 use tokio::sync::watch;
 
 use super::error::{Error, ErrorKind};
-use super::outcome::LockKind;
+use super::kind::LockKind;
 use super::owner::OwnerId;
 
 /// Why a hold was lost.

@@ -4,6 +4,7 @@
 //! Nothing here talks to a server.
 
 pub mod error;
+pub(crate) mod kind;
 pub(crate) mod lost;
 pub(crate) mod names;
 pub(crate) mod options;

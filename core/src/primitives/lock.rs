@@ -8,9 +8,10 @@ use std::time::{Duration, Instant};
 use crate::backend::{AcquireRequest, LeaseSupport, LockOps, Reentry, ReleaseRequest, UnlockReply};
 use crate::hold::{ClientCore, Hold, HoldKey, LeaseMode};
 use crate::model::error::{Error, ErrorKind, Result};
+use crate::model::kind::LockKind;
 use crate::model::lost::{LostReason, LostSignal};
 use crate::model::options::{check_duration, AcquireOptions, Wait, MAX_DURATION};
-use crate::model::outcome::{Acquired, LockKind, LockStatus, Released};
+use crate::model::outcome::{Acquired, LockStatus, Released};
 use crate::model::owner::OwnerId;
 
 /// The hold of a non-reentrant mutex belongs to the whole client (Curator's

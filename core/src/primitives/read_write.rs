@@ -5,7 +5,7 @@ use std::sync::Arc;
 use super::lock::Lock;
 use crate::hold::ClientCore;
 use crate::model::error::Result;
-use crate::model::outcome::LockKind;
+use crate::model::kind::LockKind;
 
 /// Many readers or one writer (Redisson's `RReadWriteLock`, Curator's
 /// `InterProcessReadWriteLock`, in their storage formats).

@@ -28,7 +28,8 @@ use crate::backend::{
     AcquireRequest, Granted, LeaseSupport, LockOps, Reentry, ReleaseRequest, UnlockReply,
 };
 use crate::model::error::{Error, ErrorKind, Result};
-use crate::model::outcome::{HoldMode, Holder, LockKind, LockStatus};
+use crate::model::kind::{HoldMode, LockKind};
+use crate::model::outcome::{Holder, LockStatus};
 use crate::model::owner::{self, OwnerId};
 
 const PUBLISH: &str = "publish";

@@ -18,8 +18,8 @@ use redis::{RedisError, RetryMethod};
 
 use crate::backend::{Backend, LockOps};
 use crate::model::error::{Error, ErrorKind, Result};
+use crate::model::kind::LockKind;
 use crate::model::options::ClientOptions;
-use crate::model::outcome::LockKind;
 use crate::runtime;
 
 use lock::{Flavor, RedisLock};

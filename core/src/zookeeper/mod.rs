@@ -25,8 +25,8 @@ use zookeeper_client as zk;
 
 use crate::backend::{Backend, LockOps, SessionSink};
 use crate::model::error::{Error, ErrorKind, Result};
+use crate::model::kind::LockKind;
 use crate::model::options::ClientOptions;
-use crate::model::outcome::LockKind;
 
 use lock::{Queue, ZkLock};
 use semaphore_mutex::ZkSemaphoreMutex;

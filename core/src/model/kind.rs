@@ -1,0 +1,61 @@
+//! The kinds of lock, and how a holder holds one.
+
+/// The kinds of lock a client hands out. Every kind is served by the one [`Lock`](crate::Lock)
+/// handle; a backend that lacks a kind refuses it with `Unsupported` when the handle is made.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[non_exhaustive]
+pub enum LockKind {
+    /// Reentrant exclusive lock (Redisson `RLock`, Curator `InterProcessMutex`).
+    Reentrant,
+    /// Non-reentrant mutex that any owner of the client may release (Curator
+    /// `InterProcessSemaphoreMutex`; ZooKeeper only).
+    Mutex,
+    /// The shared half of a read-write lock (Redisson `RReadWriteLock.readLock()`, Curator
+    /// `InterProcessReadWriteLock.readLock()`).
+    Read,
+    /// The exclusive half of a read-write lock.
+    Write,
+}
+
+impl LockKind {
+    /// Every kind.
+    pub const ALL: [LockKind; 4] = [
+        LockKind::Reentrant,
+        LockKind::Mutex,
+        LockKind::Read,
+        LockKind::Write,
+    ];
+
+    /// A lower-case word for messages and `status` output.
+    pub fn word(self) -> &'static str {
+        match self {
+            LockKind::Reentrant => "lock",
+            LockKind::Mutex => "mutex",
+            LockKind::Read => "read lock",
+            LockKind::Write => "write lock",
+        }
+    }
+}
+
+/// How a holder in a [`LockStatus`] holds the lock.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum HoldMode {
+    /// An exclusive lock or mutex.
+    Exclusive,
+    /// A reader of a read-write lock.
+    Read,
+    /// The writer of a read-write lock.
+    Write,
+}
+
+impl HoldMode {
+    /// `exclusive`, `read` or `write`.
+    pub fn word(self) -> &'static str {
+        match self {
+            HoldMode::Exclusive => "exclusive",
+            HoldMode::Read => "read",
+            HoldMode::Write => "write",
+        }
+    }
+}
