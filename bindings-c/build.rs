@@ -16,7 +16,7 @@ fn main() {
          #define POLYLOCK_VERSION_MINOR {minor}\n\
          #define POLYLOCK_VERSION_PATCH {patch}\n"
     ));
-    println!("cargo:rerun-if-changed=src/lib.rs");
+    println!("cargo:rerun-if-changed=src");
     println!("cargo:rerun-if-changed=cbindgen.toml");
     match cbindgen::Builder::new()
         .with_crate(&crate_dir)

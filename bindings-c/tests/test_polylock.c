@@ -2,6 +2,7 @@
  * Built with -fsanitize=address,undefined by bindings-c/run-tests.sh; ends with "N passed, N failed". */
 #define _POSIX_C_SOURCE 200809L
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -75,7 +76,7 @@ static void test_version_matches_header_and_cargo(void) {
 
 static void test_result_messages(void) {
     char buf[128];
-    for (polylock_result r = POLYLOCK_OK; r <= POLYLOCK_UNSUPPORTED; r++) {
+    for (polylock_result r = POLYLOCK_OK; r <= POLYLOCK_UPGRADE_NOT_SUPPORTED; r++) {
         size_t n = polylock_result_message(r, buf, sizeof buf);
         CHECK(n > 0 && strlen(buf) == n);
     }
@@ -370,6 +371,185 @@ static void test_zookeeper(void) {
     polylock_client_free(r);
 }
 
+/* ---- the read-write lock ---------------------------------------------------------------- */
+
+static polylock_lock *rw_half(polylock_client *c, const char *name, uint32_t mode) {
+    polylock_lock *l = NULL;
+    CHECK(polylock_client_read_write_lock(c, name, mode, &l) == POLYLOCK_OK && l != NULL);
+    return l;
+}
+
+struct rw_shared {
+    const char *name;
+    polylock_client *clients[2];
+    atomic_int readers_in, writers_in, most_readers, overlaps;
+    long counter; /* only writers touch it, non-atomically: exact only under exclusion */
+    polylock_result error;
+};
+
+struct rw_worker { struct rw_shared *s; int index; bool writer; };
+
+static void *rw_work(void *arg) {
+    struct rw_worker *w = arg;
+    struct rw_shared *s = w->s;
+    polylock_lock *l = NULL;
+    if (polylock_client_read_write_lock(s->clients[w->index % 2], s->name,
+                                        w->writer ? POLYLOCK_WRITE : POLYLOCK_READ, &l) != POLYLOCK_OK) {
+        s->error = POLYLOCK_INTERNAL;
+        return NULL;
+    }
+    uint64_t me = polylock_owner_current_thread();
+    for (int i = 0; i < 20; i++) {
+        polylock_result r = polylock_lock_acquire(l, me, 30000, POLYLOCK_WATCHDOG);
+        if (r != POLYLOCK_OK) {
+            s->error = r;
+            break;
+        }
+        if (w->writer) {
+            if (atomic_fetch_add(&s->writers_in, 1) != 0 || atomic_load(&s->readers_in) != 0)
+                atomic_fetch_add(&s->overlaps, 1);
+            long v = s->counter;
+            sleep_ms(2);
+            s->counter = v + 1;
+            atomic_fetch_sub(&s->writers_in, 1);
+        } else {
+            int n = atomic_fetch_add(&s->readers_in, 1) + 1;
+            int most = atomic_load(&s->most_readers);
+            while (n > most && !atomic_compare_exchange_weak(&s->most_readers, &most, n)) {
+            }
+            if (atomic_load(&s->writers_in) != 0) atomic_fetch_add(&s->overlaps, 1);
+            sleep_ms(3);
+            atomic_fetch_sub(&s->readers_in, 1);
+        }
+        r = polylock_lock_release(l, me);
+        if (r != POLYLOCK_OK) {
+            s->error = r;
+            break;
+        }
+    }
+    polylock_lock_free(l);
+    return NULL;
+}
+
+/* 4 reader threads and 2 writer threads over two clients: writers alone, the counter exact. */
+static void rw_counter_exact(const char *url, const char *name) {
+    struct rw_shared s = {.name = name};
+    CHECK(polylock_client_connect(url, &s.clients[0]) == POLYLOCK_OK);
+    CHECK(polylock_client_connect(url, &s.clients[1]) == POLYLOCK_OK);
+    pthread_t t[6];
+    struct rw_worker w[6];
+    for (int i = 0; i < 6; i++) {
+        w[i] = (struct rw_worker){&s, i, i < 2};
+        pthread_create(&t[i], NULL, rw_work, &w[i]);
+    }
+    for (int i = 0; i < 6; i++) pthread_join(t[i], NULL);
+    CHECK(s.error == POLYLOCK_OK);
+    CHECK(atomic_load(&s.overlaps) == 0);
+    CHECK(s.counter == 40);
+    CHECK(atomic_load(&s.most_readers) >= 2);
+    polylock_client_free(s.clients[0]);
+    polylock_client_free(s.clients[1]);
+}
+
+/* Readers share, a writer waits for them, downgrade, and the upgrade refused at once. */
+static void rw_semantics(const char *url, const char *name) {
+    polylock_client *c = NULL;
+    CHECK(polylock_client_connect(url, &c) == POLYLOCK_OK);
+    if (!c) return;
+    polylock_lock *bad = NULL;
+    CHECK(polylock_client_read_write_lock(c, name, 0, &bad) == POLYLOCK_INVALID_ARGUMENT && bad == NULL);
+    CHECK(polylock_client_read_write_lock(c, name, POLYLOCK_READ | POLYLOCK_WRITE, &bad) == POLYLOCK_INVALID_ARGUMENT);
+    CHECK(polylock_client_read_write_lock(NULL, name, POLYLOCK_READ, &bad) == POLYLOCK_NULL_PARAMETER);
+    polylock_lock *r = rw_half(c, name, POLYLOCK_READ), *w = rw_half(c, name, POLYLOCK_WRITE);
+    CHECK(polylock_lock_acquire(r, 1, POLYLOCK_NO_WAIT, POLYLOCK_WATCHDOG) == POLYLOCK_OK);
+    CHECK(polylock_lock_acquire(r, 2, POLYLOCK_NO_WAIT, POLYLOCK_WATCHDOG) == POLYLOCK_OK);
+    CHECK(polylock_lock_acquire(r, 2, POLYLOCK_NO_WAIT, POLYLOCK_WATCHDOG) == POLYLOCK_OK);
+    uint32_t n = 0;
+    CHECK(polylock_lock_hold_count(r, 2, &n) == POLYLOCK_OK && n == 2);
+    bool locked = false;
+    CHECK(polylock_lock_is_locked(r, &locked) == POLYLOCK_OK && locked);
+    CHECK(polylock_lock_is_locked(w, &locked) == POLYLOCK_OK && !locked);
+    CHECK(polylock_lock_acquire(w, 3, 150, POLYLOCK_WATCHDOG) == POLYLOCK_TIMEOUT);
+    /* An upgrade is refused at once, even with an endless wait. */
+    CHECK(polylock_lock_acquire(w, 1, POLYLOCK_WAIT_FOREVER, POLYLOCK_WATCHDOG) == POLYLOCK_UPGRADE_NOT_SUPPORTED);
+    char detail[256];
+    polylock_last_error_message(detail, sizeof detail);
+    CHECK(strstr(detail, "read lock") != NULL);
+    CHECK(polylock_lock_release(r, 1) == POLYLOCK_OK);
+    CHECK(polylock_lock_release(r, 2) == POLYLOCK_OK);
+    CHECK(polylock_lock_release(r, 2) == POLYLOCK_OK);
+    CHECK(polylock_lock_release(r, 2) == POLYLOCK_NOT_OWNER);
+    /* Downgrade: write, read, release the write; others may read now, not write. */
+    CHECK(polylock_lock_acquire(w, 3, POLYLOCK_NO_WAIT, POLYLOCK_WATCHDOG) == POLYLOCK_OK);
+    uint64_t wt = 0, rt = 0;
+    CHECK(polylock_lock_fencing_token(w, 3, &wt) == POLYLOCK_OK && wt > 0);
+    CHECK(polylock_lock_acquire(r, 4, POLYLOCK_NO_WAIT, POLYLOCK_WATCHDOG) == POLYLOCK_TIMEOUT);
+    CHECK(polylock_lock_acquire(r, 3, POLYLOCK_NO_WAIT, POLYLOCK_WATCHDOG) == POLYLOCK_OK);
+    CHECK(polylock_lock_fencing_token(r, 3, &rt) == POLYLOCK_OK && rt >= wt);
+    CHECK(polylock_lock_release(w, 3) == POLYLOCK_OK);
+    CHECK(polylock_lock_acquire(r, 4, 2000, POLYLOCK_WATCHDOG) == POLYLOCK_OK);
+    CHECK(polylock_lock_acquire(w, 5, POLYLOCK_NO_WAIT, POLYLOCK_WATCHDOG) == POLYLOCK_TIMEOUT);
+    CHECK(polylock_lock_release(r, 4) == POLYLOCK_OK);
+    CHECK(polylock_lock_release(r, 3) == POLYLOCK_OK);
+    CHECK(polylock_lock_acquire(w, 5, 2000, POLYLOCK_WATCHDOG) == POLYLOCK_OK);
+    CHECK(polylock_lock_release(w, 5) == POLYLOCK_OK);
+    CHECK(polylock_lock_is_locked(w, &locked) == POLYLOCK_OK && !locked);
+    polylock_lock_free(r);
+    polylock_lock_free(w);
+    polylock_client_free(c);
+}
+
+static void test_read_write_lock_on_redis(void) {
+    char name[64];
+    unique(name, sizeof name, "c-rw");
+    rw_semantics(redis_url(), name);
+    unique(name, sizeof name, "c-rw-counter");
+    rw_counter_exact(redis_url(), name);
+}
+
+static void test_read_write_lock_on_zookeeper(void) {
+    char name[64], path[96];
+    unique(name, sizeof name, "rw");
+    snprintf(path, sizeof path, "/polylock-c-test/%s", name);
+    rw_semantics(zk_url(), path);
+    unique(name, sizeof name, "rw-counter");
+    snprintf(path, sizeof path, "/polylock-c-test/%s", name);
+    rw_counter_exact(zk_url(), path);
+}
+
+/* A read hold outlives its 600 ms lease by the watchdog; force-unlocked elsewhere, it is lost and
+ * the lock handle's callback hears it. */
+static void test_read_hold_watchdog_and_lost_signal(void) {
+    polylock_options o = {.watchdog_timeout_ms = 600};
+    polylock_client *c = NULL, *c2 = connect_redis();
+    CHECK(polylock_client_connect_with(redis_url(), &o, &c) == POLYLOCK_OK);
+    char name[64];
+    unique(name, sizeof name, "c-rw-lost");
+    polylock_lock *r = rw_half(c, name, POLYLOCK_READ);
+    struct lost_seen seen = {.mu = PTHREAD_MUTEX_INITIALIZER, .lock = r};
+    CHECK(polylock_lock_on_lost(r, on_lost, &seen) == POLYLOCK_OK);
+    CHECK(polylock_lock_acquire(r, 9, POLYLOCK_NO_WAIT, POLYLOCK_WATCHDOG) == POLYLOCK_OK);
+    sleep_ms(1900);
+    polylock_lock *w2 = rw_half(c2, name, POLYLOCK_WRITE);
+    CHECK(polylock_lock_acquire(w2, 1, POLYLOCK_NO_WAIT, POLYLOCK_WATCHDOG) == POLYLOCK_TIMEOUT);
+    polylock_lock *r2 = rw_half(c2, name, POLYLOCK_READ);
+    CHECK(polylock_lock_force_unlock(r2) == POLYLOCK_OK);
+    int calls = 0;
+    for (int i = 0; i < 300 && calls == 0; i++) {
+        sleep_ms(10);
+        pthread_mutex_lock(&seen.mu);
+        calls = seen.calls;
+        pthread_mutex_unlock(&seen.mu);
+    }
+    CHECK(calls == 1);
+    CHECK(polylock_lock_release(r, 9) == POLYLOCK_LOCK_LOST);
+    polylock_lock_free(r2);
+    polylock_lock_free(w2);
+    polylock_lock_free(r);
+    polylock_client_free(c2);
+    polylock_client_free(c);
+}
+
 int main(void) {
     srand((unsigned)time(NULL));
     RUN(test_version_matches_header_and_cargo);
@@ -383,6 +563,9 @@ int main(void) {
     RUN(test_lost_callback_fires);
     RUN(test_a_thousand_lock_free_cycles);
     RUN(test_zookeeper);
+    RUN(test_read_write_lock_on_redis);
+    RUN(test_read_write_lock_on_zookeeper);
+    RUN(test_read_hold_watchdog_and_lost_signal);
     printf("\n%d passed, %d failed\n", passed, failed);
     return failed ? 1 : 0;
 }

@@ -1,0 +1,132 @@
+//! `polylock_client`: connecting, closing, freeing.
+
+use std::ffi::c_char;
+use std::time::Duration;
+
+use polylock::{Client, ClientOptions};
+
+use crate::result::{block, boundary, fail, null, polylock_result, text, POLYLOCK_OK};
+
+/// A connection to one lock server (opaque). Thread-safe: share it between threads.
+pub struct polylock_client {
+    pub(crate) client: Client,
+}
+
+/// Options for `polylock_client_connect_with`. Zero means "the default".
+#[repr(C)]
+pub struct polylock_options {
+    /// Watchdog lease in ms (default 30000).
+    pub watchdog_timeout_ms: u64,
+    /// Connection attempt limit in ms (default 5000).
+    pub connect_timeout_ms: u64,
+    /// Command answer limit in ms (default 5000).
+    pub command_timeout_ms: u64,
+    /// ZooKeeper session timeout in ms (default 10000).
+    pub session_timeout_ms: u64,
+}
+
+fn opt_ms(v: u64, default: Duration) -> Duration {
+    if v == 0 {
+        default
+    } else {
+        Duration::from_millis(v)
+    }
+}
+
+/// The client behind a handle, or `POLYLOCK_NULL_PARAMETER`.
+///
+/// # Safety
+/// `client` is NULL or a live handle from `polylock_client_connect`.
+pub(crate) unsafe fn client_ref<'a>(
+    client: *mut polylock_client,
+) -> Result<&'a Client, polylock_result> {
+    // SAFETY: the caller's contract.
+    unsafe { client.as_ref() }
+        .map(|c| &c.client)
+        .ok_or_else(|| null("client"))
+}
+
+/// Connect to `url` (`redis://...`, `rediss://...` or `zk://...`) with default options and store a
+/// new client in `*out`. Free it with `polylock_client_free`.
+///
+/// `url` must be a NUL-terminated string; it is not kept.
+#[no_mangle]
+pub unsafe extern "C" fn polylock_client_connect(
+    url: *const c_char,
+    out: *mut *mut polylock_client,
+) -> polylock_result {
+    // SAFETY: forwarded contract.
+    unsafe { polylock_client_connect_with(url, std::ptr::null(), out) }
+}
+
+/// Like `polylock_client_connect`, with options (`opts` may be NULL for the defaults).
+#[no_mangle]
+pub unsafe extern "C" fn polylock_client_connect_with(
+    url: *const c_char,
+    opts: *const polylock_options,
+    out: *mut *mut polylock_client,
+) -> polylock_result {
+    boundary(|| {
+        if out.is_null() {
+            return null("out");
+        }
+        // SAFETY: `out` is not NULL and points to writable storage (caller contract).
+        unsafe { *out = std::ptr::null_mut() };
+        // SAFETY: NUL-terminated string (caller contract).
+        let url = match unsafe { text(url, "url") } {
+            Ok(u) => u.to_string(),
+            Err(r) => return r,
+        };
+        let d = ClientOptions::default();
+        let options = if opts.is_null() {
+            d
+        } else {
+            // SAFETY: not NULL, points to a polylock_options (caller contract).
+            let o = unsafe { &*opts };
+            ClientOptions {
+                watchdog_timeout: opt_ms(o.watchdog_timeout_ms, d.watchdog_timeout),
+                connect_timeout: opt_ms(o.connect_timeout_ms, d.connect_timeout),
+                command_timeout: opt_ms(o.command_timeout_ms, d.command_timeout),
+                session_timeout: opt_ms(o.session_timeout_ms, d.session_timeout),
+            }
+        };
+        match block(async move { Client::connect_with(&url, options).await }) {
+            Ok(client) => {
+                // SAFETY: checked above.
+                unsafe { *out = Box::into_raw(Box::new(polylock_client { client })) };
+                POLYLOCK_OK
+            }
+            Err(e) => fail(&e),
+        }
+    })
+}
+
+/// Close the client: release every lock its owners still hold and refuse later calls with
+/// `POLYLOCK_INVALID_STATE`. Idempotent. The handle must still be freed.
+#[no_mangle]
+pub unsafe extern "C" fn polylock_client_close(client: *mut polylock_client) -> polylock_result {
+    boundary(|| {
+        // SAFETY: a pointer from polylock_client_connect, not yet freed (caller contract).
+        let c = match unsafe { client_ref(client) } {
+            Ok(c) => c.clone(),
+            Err(r) => return r,
+        };
+        match block(async move { c.close().await }) {
+            Ok(()) => POLYLOCK_OK,
+            Err(e) => fail(&e),
+        }
+    })
+}
+
+/// Free a client handle. NULL is allowed. Locks created from it keep the connection alive until
+/// they are freed too; locks still held are released when the last of them goes (or expire).
+#[no_mangle]
+pub unsafe extern "C" fn polylock_client_free(client: *mut polylock_client) {
+    let _ = boundary(|| {
+        if !client.is_null() {
+            // SAFETY: a pointer from polylock_client_connect, freed once (caller contract).
+            drop(unsafe { Box::from_raw(client) });
+        }
+        POLYLOCK_OK
+    });
+}

@@ -1,0 +1,438 @@
+//! `polylock_lock`: one handle for every lock-like primitive (a reentrant lock, a mutex, either
+//! half of a read-write lock), acquiring, releasing, queries and lost callbacks.
+
+use std::ffi::{c_char, c_void, CString};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use polylock::{runtime, AcquireOptions, Lock, LockKind, Wait};
+
+use crate::client::{client_ref, polylock_client};
+use crate::result::{
+    block, boundary, fail, null, polylock_result, set_last_error, text, POLYLOCK_INVALID_ARGUMENT,
+    POLYLOCK_NOT_OWNER, POLYLOCK_OK,
+};
+
+/// A handle on one named lock (opaque). Thread-safe. It keeps its client alive: freeing the client
+/// first is allowed, the lock keeps working until it is freed too.
+pub struct polylock_lock {
+    pub(crate) lock: Lock,
+    name: CString,
+    callbacks: Arc<Mutex<Vec<LostCallback>>>,
+}
+
+/// Called when a hold of the lock is lost: `userdata` as registered, the lock's `name` (valid only
+/// during the call), and the owner whose hold was lost.
+pub type polylock_lost_callback =
+    Option<unsafe extern "C" fn(userdata: *mut c_void, name: *const c_char, owner: u64)>;
+
+#[derive(Clone, Copy)]
+struct LostCallback {
+    cb: unsafe extern "C" fn(*mut c_void, *const c_char, u64),
+    userdata: *mut c_void,
+}
+
+// SAFETY: the caller of polylock_lock_on_lost promises that `userdata` may be used from the
+// runtime thread that runs the callback (documented on that function).
+unsafe impl Send for LostCallback {}
+
+/// `wait_ms` for `polylock_lock_acquire`: wait until acquired.
+pub const POLYLOCK_WAIT_FOREVER: i64 = -1;
+/// `wait_ms` for `polylock_lock_acquire`: one attempt.
+pub const POLYLOCK_NO_WAIT: i64 = 0;
+/// `lease_ms` for `polylock_lock_acquire`: the watchdog keeps the lock while the client lives.
+pub const POLYLOCK_WATCHDOG: i64 = -1;
+
+/// `mode` for `polylock_client_read_write_lock`: the read half (shared).
+pub const POLYLOCK_READ: u32 = 1;
+/// `mode` for `polylock_client_read_write_lock`: the write half (exclusive).
+pub const POLYLOCK_WRITE: u32 = 2;
+
+/// Make a lock handle of `kind` on `name` and store it in `*out`.
+///
+/// # Safety
+/// `client` is NULL or a live client handle; `name` is NULL or NUL-terminated; `out` is NULL or
+/// writable.
+unsafe fn new_lock(
+    client: *mut polylock_client,
+    name: *const c_char,
+    out: *mut *mut polylock_lock,
+    kind: Result<LockKind, polylock_result>,
+) -> polylock_result {
+    boundary(|| {
+        if out.is_null() {
+            return null("out");
+        }
+        // SAFETY: `out` is writable (caller contract).
+        unsafe { *out = std::ptr::null_mut() };
+        // SAFETY: a live client handle (caller contract).
+        let c = match unsafe { client_ref(client) } {
+            Ok(c) => c,
+            Err(r) => return r,
+        };
+        // SAFETY: NUL-terminated string (caller contract).
+        let n = match unsafe { text(name, "name") } {
+            Ok(n) => n,
+            Err(r) => return r,
+        };
+        let kind = match kind {
+            Ok(k) => k,
+            Err(r) => return r,
+        };
+        match c.lock_of_kind(n, kind) {
+            Ok(lock) => {
+                let handle = polylock_lock {
+                    name: CString::new(n).expect("validated: no NUL"),
+                    lock,
+                    callbacks: Arc::default(),
+                };
+                // SAFETY: checked above.
+                unsafe { *out = Box::into_raw(Box::new(handle)) };
+                POLYLOCK_OK
+            }
+            Err(e) => fail(&e),
+        }
+    })
+}
+
+/// A reentrant lock handle for `name` (a znode path on ZooKeeper). Free it with
+/// `polylock_lock_free`. `name` must be NUL-terminated UTF-8, 1 to 65536 bytes; it is copied.
+#[no_mangle]
+pub unsafe extern "C" fn polylock_lock_new(
+    client: *mut polylock_client,
+    name: *const c_char,
+    out: *mut *mut polylock_lock,
+) -> polylock_result {
+    // SAFETY: forwarded contract.
+    unsafe { new_lock(client, name, out, Ok(LockKind::Reentrant)) }
+}
+
+/// A non-reentrant mutex on ZooKeeper (Curator's InterProcessSemaphoreMutex): one holder; any
+/// owner of this client may release it. `POLYLOCK_UNSUPPORTED` on Redis.
+#[no_mangle]
+pub unsafe extern "C" fn polylock_mutex_new(
+    client: *mut polylock_client,
+    path: *const c_char,
+    out: *mut *mut polylock_lock,
+) -> polylock_result {
+    // SAFETY: forwarded contract.
+    unsafe { new_lock(client, path, out, Ok(LockKind::Mutex)) }
+}
+
+/// One half of the read-write lock `name` (Redisson's RReadWriteLock on Redis, Curator's
+/// InterProcessReadWriteLock on ZooKeeper): `mode` is `POLYLOCK_READ` (shared with other
+/// readers) or `POLYLOCK_WRITE` (exclusive). The handle in `*out` is a `polylock_lock` that every
+/// lock function accepts; free it with `polylock_lock_free`.
+///
+/// Both halves are reentrant per owner. An owner holding the write half may take the read half
+/// and keep it after releasing the write half (a downgrade). An owner holding the read half that
+/// acquires the write half gets `POLYLOCK_UPGRADE_NOT_SUPPORTED` at once.
+#[no_mangle]
+pub unsafe extern "C" fn polylock_client_read_write_lock(
+    client: *mut polylock_client,
+    name: *const c_char,
+    mode: u32,
+    out: *mut *mut polylock_lock,
+) -> polylock_result {
+    let kind = match mode {
+        POLYLOCK_READ => Ok(LockKind::Read),
+        POLYLOCK_WRITE => Ok(LockKind::Write),
+        m => {
+            set_last_error(&format!(
+                "mode must be POLYLOCK_READ (1) or POLYLOCK_WRITE (2), got {m}"
+            ));
+            Err(POLYLOCK_INVALID_ARGUMENT)
+        }
+    };
+    // SAFETY: forwarded contract.
+    unsafe { new_lock(client, name, out, kind) }
+}
+
+/// Free a lock handle. NULL is allowed. Holds still held through it stay held (release them
+/// first); its lost callbacks are not called any more.
+#[no_mangle]
+pub unsafe extern "C" fn polylock_lock_free(lock: *mut polylock_lock) {
+    let _ = boundary(|| {
+        if !lock.is_null() {
+            // SAFETY: a pointer from polylock_lock_new, freed once (caller contract).
+            let l = unsafe { Box::from_raw(lock) };
+            l.callbacks
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .clear();
+        }
+        POLYLOCK_OK
+    });
+}
+
+/// An owner id for the calling thread: stable for the thread's life, never reused by another
+/// thread of this process (unlike pthread ids). Any other `uint64_t` works as an owner too.
+#[no_mangle]
+pub extern "C" fn polylock_owner_current_thread() -> u64 {
+    polylock::owner::current_thread()
+}
+
+fn duration_arg(v: i64, what: &str) -> Result<Option<Duration>, polylock_result> {
+    match v {
+        -1 => Ok(None),
+        v if v > 0 => Ok(Some(Duration::from_millis(v as u64))),
+        v => {
+            set_last_error(&format!(
+                "{what} must be -1 or a positive number of ms, got {v}"
+            ));
+            Err(POLYLOCK_INVALID_ARGUMENT)
+        }
+    }
+}
+
+/// # Safety
+/// `lock` is NULL or a live lock handle.
+pub(crate) unsafe fn lock_ref<'a>(
+    lock: *mut polylock_lock,
+) -> Result<&'a polylock_lock, polylock_result> {
+    // SAFETY: a live lock handle or NULL (caller contract).
+    unsafe { lock.as_ref() }.ok_or_else(|| null("lock"))
+}
+
+/// Acquire (or re-enter) the lock for `owner`.
+///
+/// `wait_ms`: `POLYLOCK_WAIT_FOREVER` (-1), `POLYLOCK_NO_WAIT` (0, one attempt), or a positive
+/// number of ms. `lease_ms`: `POLYLOCK_WATCHDOG` (-1) or a positive lease in ms after which the
+/// lock expires (no watchdog). Returns `POLYLOCK_TIMEOUT` when the lock was not acquired in time.
+/// Blocks the calling thread.
+#[no_mangle]
+pub unsafe extern "C" fn polylock_lock_acquire(
+    lock: *mut polylock_lock,
+    owner: u64,
+    wait_ms: i64,
+    lease_ms: i64,
+) -> polylock_result {
+    boundary(|| {
+        // SAFETY: caller contract.
+        let l = match unsafe { lock_ref(lock) } {
+            Ok(l) => l,
+            Err(r) => return r,
+        };
+        let wait = match wait_ms {
+            0 => Wait::Never,
+            w => match duration_arg(w, "wait_ms") {
+                Ok(None) => Wait::Forever,
+                Ok(Some(d)) => Wait::For(d),
+                Err(r) => return r,
+            },
+        };
+        let lease = match duration_arg(lease_ms, "lease_ms") {
+            Ok(l) => l,
+            Err(r) => return r,
+        };
+        let lk = l.lock.clone();
+        let acquired =
+            block(async move { lk.acquire(owner, AcquireOptions { wait, lease }).await });
+        match acquired {
+            Ok(a) => {
+                // Only holds taken while callbacks are registered are watched: no task per hold
+                // for a program that never asked.
+                let watched = !l
+                    .callbacks
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .is_empty();
+                if a.hold_count == 1 && watched {
+                    watch_lost(l, owner, a.lost);
+                }
+                POLYLOCK_OK
+            }
+            Err(e) => fail(&e),
+        }
+    })
+}
+
+/// Calls the lock handle's lost callbacks if this hold is lost (the task ends with the hold).
+fn watch_lost(l: &polylock_lock, owner: u64, lost: polylock::LostSignal) {
+    let callbacks = l.callbacks.clone();
+    let name = l.name.clone();
+    runtime::handle().spawn(async move {
+        if lost.wait().await.is_some() {
+            let cbs: Vec<LostCallback> =
+                callbacks.lock().unwrap_or_else(|e| e.into_inner()).clone();
+            for c in cbs {
+                let call = AssertUnwindSafe(|| {
+                    // SAFETY: a function pointer and userdata registered by the caller, who
+                    // promised they stay valid while the lock handle lives.
+                    unsafe { (c.cb)(c.userdata, name.as_ptr(), owner) }
+                });
+                // A panic cannot cross the C frame; this only guards our own code around it.
+                let _ = catch_unwind(call);
+            }
+        }
+    });
+}
+
+/// Release one hold of `owner`. `POLYLOCK_NOT_OWNER` if it holds nothing, `POLYLOCK_LOCK_LOST` if
+/// its hold was lost meanwhile (the hold is then forgotten).
+#[no_mangle]
+pub unsafe extern "C" fn polylock_lock_release(
+    lock: *mut polylock_lock,
+    owner: u64,
+) -> polylock_result {
+    boundary(|| {
+        // SAFETY: caller contract.
+        let l = match unsafe { lock_ref(lock) } {
+            Ok(l) => l,
+            Err(r) => return r,
+        };
+        let lk = l.lock.clone();
+        match block(async move { lk.release(owner).await }) {
+            Ok(_) => POLYLOCK_OK,
+            Err(e) => fail(&e),
+        }
+    })
+}
+
+/// The shared shape of the query functions: check `out` and `lock`, run `query` on the runtime
+/// with the caller blocked, store its answer in `*out`.
+unsafe fn query_into<T, F>(
+    lock: *mut polylock_lock,
+    out: *mut T,
+    query: impl FnOnce(Lock) -> F,
+) -> polylock_result
+where
+    T: Send + 'static,
+    F: std::future::Future<Output = polylock::Result<T>> + Send + 'static,
+{
+    boundary(|| {
+        if out.is_null() {
+            return null("out");
+        }
+        // SAFETY: caller contract.
+        let l = match unsafe { lock_ref(lock) } {
+            Ok(l) => l,
+            Err(r) => return r,
+        };
+        match block(query(l.lock.clone())) {
+            Ok(v) => {
+                // SAFETY: checked above.
+                unsafe { *out = v };
+                POLYLOCK_OK
+            }
+            Err(e) => fail(&e),
+        }
+    })
+}
+
+/// How many times `owner` holds the lock (0 if not at all), in `*out`.
+#[no_mangle]
+pub unsafe extern "C" fn polylock_lock_hold_count(
+    lock: *mut polylock_lock,
+    owner: u64,
+    out: *mut u32,
+) -> polylock_result {
+    // SAFETY: forwarded contract.
+    unsafe { query_into(lock, out, move |l| async move { l.hold_count(owner).await }) }
+}
+
+/// Whether anybody holds the lock, in `*out` (asks the server).
+#[no_mangle]
+pub unsafe extern "C" fn polylock_lock_is_locked(
+    lock: *mut polylock_lock,
+    out: *mut bool,
+) -> polylock_result {
+    // SAFETY: forwarded contract.
+    unsafe { query_into(lock, out, |l| async move { l.is_locked().await }) }
+}
+
+/// The fencing token of `owner`'s current hold, in `*out`; `POLYLOCK_NOT_OWNER` if it holds
+/// nothing (or its hold was lost). No round trip.
+#[no_mangle]
+pub unsafe extern "C" fn polylock_lock_fencing_token(
+    lock: *mut polylock_lock,
+    owner: u64,
+    out: *mut u64,
+) -> polylock_result {
+    boundary(|| {
+        if out.is_null() {
+            return null("out");
+        }
+        // SAFETY: caller contract.
+        let l = match unsafe { lock_ref(lock) } {
+            Ok(l) => l,
+            Err(r) => return r,
+        };
+        match l.lock.fencing_token(owner) {
+            Some(t) => {
+                // SAFETY: checked above.
+                unsafe { *out = t };
+                POLYLOCK_OK
+            }
+            None => {
+                set_last_error("this owner holds no live hold of the lock");
+                POLYLOCK_NOT_OWNER
+            }
+        }
+    })
+}
+
+/// Remaining lease of whoever holds the lock in ms, in `*out`; -1 if it is free or has no lease
+/// (ZooKeeper).
+#[no_mangle]
+pub unsafe extern "C" fn polylock_lock_remaining_lease_ms(
+    lock: *mut polylock_lock,
+    out: *mut i64,
+) -> polylock_result {
+    // SAFETY: forwarded contract.
+    unsafe {
+        query_into(lock, out, |l| async move {
+            let d = l.remaining_lease().await?;
+            Ok(d.map_or(-1, |d| d.as_millis().min(i64::MAX as u128) as i64))
+        })
+    }
+}
+
+/// Delete the lock whoever holds it and wake its waiters (Redisson's forceUnlock).
+#[no_mangle]
+pub unsafe extern "C" fn polylock_lock_force_unlock(lock: *mut polylock_lock) -> polylock_result {
+    boundary(|| {
+        // SAFETY: caller contract.
+        let l = match unsafe { lock_ref(lock) } {
+            Ok(l) => l,
+            Err(r) => return r,
+        };
+        let lk = l.lock.clone();
+        match block(async move { lk.force_unlock().await }) {
+            Ok(_) => POLYLOCK_OK,
+            Err(e) => fail(&e),
+        }
+    })
+}
+
+/// Register `cb` to be called when a hold acquired through this handle is lost. Holds acquired
+/// before the first registration are not watched: register before acquiring.
+///
+/// Thread: `cb` runs on one of polylock's runtime threads (named `polylock-worker`), never on the
+/// thread that acquired. `name` is valid only during the call. `userdata` is passed back as is;
+/// it must stay valid, and be safe to use from that thread, until the handle is freed. The
+/// callback may call non-blocking functions (`polylock_lock_fencing_token`, ...); blocking ones
+/// (acquire, release, ...) return `POLYLOCK_INVALID_STATE` there instead of deadlocking.
+#[no_mangle]
+pub unsafe extern "C" fn polylock_lock_on_lost(
+    lock: *mut polylock_lock,
+    cb: polylock_lost_callback,
+    userdata: *mut c_void,
+) -> polylock_result {
+    boundary(|| {
+        // SAFETY: caller contract.
+        let l = match unsafe { lock_ref(lock) } {
+            Ok(l) => l,
+            Err(r) => return r,
+        };
+        let Some(cb) = cb else {
+            return null("cb");
+        };
+        l.callbacks
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(LostCallback { cb, userdata });
+        POLYLOCK_OK
+    })
+}

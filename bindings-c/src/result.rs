@@ -1,0 +1,195 @@
+//! Result codes, the per-thread last error, the panic boundary, and the helpers every entry
+//! point shares.
+
+use std::cell::RefCell;
+use std::ffi::{c_char, CStr};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+use polylock::{runtime, Error, ErrorKind};
+
+/// A result code: `POLYLOCK_OK` (0) or one of the `POLYLOCK_*` error codes. Values never change
+/// meaning; new codes get new numbers.
+pub type polylock_result = u32;
+
+/// Success.
+pub const POLYLOCK_OK: polylock_result = 0;
+/// A required pointer argument was NULL.
+pub const POLYLOCK_NULL_PARAMETER: polylock_result = 1;
+/// An argument was invalid: empty or oversized name, NUL/non-UTF-8 text, bad duration, bad URL.
+pub const POLYLOCK_INVALID_ARGUMENT: polylock_result = 2;
+/// The lock was not acquired within the allowed wait (not a failure of the call).
+pub const POLYLOCK_TIMEOUT: polylock_result = 3;
+/// The owner does not hold the lock.
+pub const POLYLOCK_NOT_OWNER: polylock_result = 4;
+/// The lock was lost (lease expired, deleted, session expired) before it was released.
+pub const POLYLOCK_LOCK_LOST: polylock_result = 5;
+/// The server could not be reached or stopped answering.
+pub const POLYLOCK_CONNECTION: polylock_result = 6;
+/// The server refused the credentials.
+pub const POLYLOCK_AUTH: polylock_result = 7;
+/// The server answered with an unexpected error.
+pub const POLYLOCK_BACKEND: polylock_result = 8;
+/// Not valid now: closed client, used after fork(), blocking call from a lost callback.
+pub const POLYLOCK_INVALID_STATE: polylock_result = 9;
+/// A bug in polylock.
+pub const POLYLOCK_INTERNAL: polylock_result = 10;
+/// A panic was caught at the C boundary.
+pub const POLYLOCK_PANIC: polylock_result = 11;
+/// The operation was cancelled.
+pub const POLYLOCK_CANCELLED: polylock_result = 12;
+/// The backend does not support this (a lease on ZooKeeper, a mutex on Redis).
+pub const POLYLOCK_UNSUPPORTED: polylock_result = 13;
+/// The owner holds the read half of a read-write lock and asked for its write half: an upgrade
+/// can never be granted (Redisson and Curator would wait forever). Release the read lock first,
+/// or take the write lock first and then the read lock (a downgrade).
+pub const POLYLOCK_UPGRADE_NOT_SUPPORTED: polylock_result = 14;
+
+thread_local! {
+    static LAST_ERROR: RefCell<String> = const { RefCell::new(String::new()) };
+}
+
+pub(crate) fn set_last_error(msg: &str) {
+    LAST_ERROR.with(|e| {
+        let mut e = e.borrow_mut();
+        e.clear();
+        e.push_str(msg);
+    });
+}
+
+pub(crate) fn fail(e: &Error) -> polylock_result {
+    set_last_error(e.message());
+    e.kind().code()
+}
+
+pub(crate) fn null(what: &str) -> polylock_result {
+    set_last_error(&format!("{what} must not be NULL"));
+    POLYLOCK_NULL_PARAMETER
+}
+
+/// Runs `f`, turning a panic into `POLYLOCK_PANIC` (never unwinding into C).
+pub(crate) fn boundary(f: impl FnOnce() -> polylock_result) -> polylock_result {
+    match catch_unwind(AssertUnwindSafe(f)) {
+        Ok(r) => {
+            if r == POLYLOCK_OK {
+                set_last_error("");
+            }
+            r
+        }
+        Err(p) => {
+            let msg = p
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| p.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "unknown panic".into());
+            set_last_error(&format!("panic in polylock: {msg}"));
+            POLYLOCK_PANIC
+        }
+    }
+}
+
+/// A NUL-terminated UTF-8 argument.
+///
+/// # Safety
+/// `p` is NULL or points to a NUL-terminated string that outlives `'a`.
+pub(crate) unsafe fn text<'a>(p: *const c_char, what: &str) -> Result<&'a str, polylock_result> {
+    if p.is_null() {
+        return Err(null(what));
+    }
+    // SAFETY: the caller passes a NUL-terminated string (documented on each function).
+    let s = unsafe { CStr::from_ptr(p) };
+    s.to_str().map_err(|_| {
+        set_last_error(&format!("{what} is not valid UTF-8"));
+        POLYLOCK_INVALID_ARGUMENT
+    })
+}
+
+/// Run `fut` on polylock's runtime with the calling thread blocked.
+pub(crate) fn block<T: Send + 'static>(
+    fut: impl std::future::Future<Output = polylock::Result<T>> + Send + 'static,
+) -> Result<T, Error> {
+    runtime::block_on(fut)?
+}
+
+fn copy_out(text: &str, buf: *mut c_char, len: usize) -> usize {
+    if !buf.is_null() && len > 0 {
+        let n = text.len().min(len - 1);
+        // SAFETY: `buf` has room for `len` bytes (caller contract); we write n + 1 <= len.
+        unsafe {
+            std::ptr::copy_nonoverlapping(text.as_ptr(), buf.cast::<u8>(), n);
+            *buf.add(n) = 0;
+        }
+    }
+    text.len()
+}
+
+/// Copy the static description of `r` into `buf` (at most `len` bytes, NUL-terminated when
+/// `len` > 0). Returns the full length of the text, as snprintf does; `buf` may be NULL.
+#[no_mangle]
+pub unsafe extern "C" fn polylock_result_message(
+    r: polylock_result,
+    buf: *mut c_char,
+    len: usize,
+) -> usize {
+    let text = match r {
+        POLYLOCK_OK => "OK",
+        r => ErrorKind::from_code(r).map_or("unknown polylock result code", |k| k.description()),
+    };
+    copy_out(text, buf, len)
+}
+
+/// Copy the detail of this thread's last failed call into `buf` (as `polylock_result_message`
+/// does). Empty after a successful call.
+#[no_mangle]
+pub unsafe extern "C" fn polylock_last_error_message(buf: *mut c_char, len: usize) -> usize {
+    LAST_ERROR.with(|e| copy_out(&e.borrow(), buf, len))
+}
+
+/// The library's version, a static NUL-terminated string equal to `POLYLOCK_VERSION`.
+#[no_mangle]
+pub extern "C" fn polylock_version() -> *const c_char {
+    static VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), "\0");
+    VERSION.as_ptr().cast()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn result_codes_are_cores_error_table() {
+        let c = [
+            (POLYLOCK_NULL_PARAMETER, ErrorKind::NullParameter),
+            (POLYLOCK_INVALID_ARGUMENT, ErrorKind::InvalidArgument),
+            (POLYLOCK_TIMEOUT, ErrorKind::Timeout),
+            (POLYLOCK_NOT_OWNER, ErrorKind::NotOwner),
+            (POLYLOCK_LOCK_LOST, ErrorKind::LockLost),
+            (POLYLOCK_CONNECTION, ErrorKind::Connection),
+            (POLYLOCK_AUTH, ErrorKind::Auth),
+            (POLYLOCK_BACKEND, ErrorKind::Backend),
+            (POLYLOCK_INVALID_STATE, ErrorKind::InvalidState),
+            (POLYLOCK_INTERNAL, ErrorKind::Internal),
+            (POLYLOCK_PANIC, ErrorKind::Panic),
+            (POLYLOCK_CANCELLED, ErrorKind::Cancelled),
+            (POLYLOCK_UNSUPPORTED, ErrorKind::Unsupported),
+            (
+                POLYLOCK_UPGRADE_NOT_SUPPORTED,
+                ErrorKind::UpgradeNotSupported,
+            ),
+        ];
+        assert_eq!(c.len(), ErrorKind::ALL.len(), "every kind has a C code");
+        for (code, kind) in c {
+            assert_eq!(code, kind.code(), "{kind:?}");
+        }
+    }
+
+    #[test]
+    fn a_panic_becomes_a_result_code() {
+        let r = boundary(|| panic!("boom"));
+        assert_eq!(r, POLYLOCK_PANIC);
+        let mut buf = [0 as c_char; 64];
+        // SAFETY: a valid buffer.
+        let n = unsafe { polylock_last_error_message(buf.as_mut_ptr(), buf.len()) };
+        let msg = unsafe { CStr::from_ptr(buf.as_ptr()) }.to_str().unwrap();
+        assert!(msg.contains("boom") && n == msg.len(), "{msg}");
+    }
+}
