@@ -426,3 +426,30 @@ async fn a_wrong_digest_password_is_an_auth_error() {
     lock.acquire(1, AcquireOptions::try_once()).await.unwrap();
     lock.release(1).await.unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_holder_whose_node_another_client_deletes_hears_it() {
+    // Curator's mutex never notices; polylock watches the holder's own node.
+    let c = zk_client().await;
+    let path = zk_path("deleted-elsewhere");
+    let lock = c.lock(&path).unwrap();
+    let held = lock.acquire(1, AcquireOptions::forever()).await.unwrap();
+    let mut events = c.lost_events();
+    let other = zk_client().await;
+    assert!(other.lock(&path).unwrap().force_unlock().await.unwrap());
+    let reason = tokio::time::timeout(Duration::from_secs(5), held.lost.wait())
+        .await
+        .expect("the holder heard it");
+    assert_eq!(reason, Some(LostReason::Deleted));
+    assert_eq!(events.recv().await.unwrap().reason, LostReason::Deleted);
+    assert_eq!(
+        lock.release(1).await.unwrap_err().kind(),
+        ErrorKind::LockLost
+    );
+    // A normal release is not a loss.
+    let held = lock.acquire(2, AcquireOptions::forever()).await.unwrap();
+    lock.release(2).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert_eq!(held.lost.state(), polylock::HoldState::Released);
+    assert!(events.try_recv().is_err(), "no loss for a release");
+}

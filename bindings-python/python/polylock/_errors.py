@@ -67,6 +67,14 @@ class UnsupportedError(PolylockError, NotImplementedError):
     code, number = "UNSUPPORTED", 13
 
 
+class UpgradeNotSupportedError(PolylockError, RuntimeError):
+    """The caller holds the read lock of a read-write lock and asked for its write lock. Redisson
+    and Curator would wait forever there; polylock raises at once. Release the read lock first,
+    or take the write lock first and then the read lock (a downgrade)."""
+
+    code, number = "UPGRADE_NOT_SUPPORTED", 14
+
+
 __all__ = [
     "PolylockError",
     "LockTimeoutError",
@@ -80,4 +88,5 @@ __all__ = [
     "InternalError",
     "OperationCancelledError",
     "UnsupportedError",
+    "UpgradeNotSupportedError",
 ]

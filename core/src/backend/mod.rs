@@ -42,8 +42,12 @@ pub(crate) enum LeaseSupport {
     Session,
 }
 
+/// Resolves when a hold is gone from the server behind its holder's back (a watch on its node,
+/// a dropped connection). The hold layer then declares the hold lost unless its owner is
+/// releasing it.
+pub(crate) type Gone = std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>;
+
 /// What a granted acquire returns.
-#[derive(Debug, Clone)]
 pub(crate) struct Granted {
     /// The fencing token of this ownership.
     pub(crate) token: u64,
@@ -51,6 +55,9 @@ pub(crate) struct Granted {
     pub(crate) count: u32,
     /// The node (or other server-side handle) that represents the hold, if any.
     pub(crate) node: Option<String>,
+    /// Where the backend can watch the hold itself (ZooKeeper: its node), what tells when it is
+    /// gone. Backends whose leases are renewed learn it at the next renewal instead.
+    pub(crate) gone: Option<Gone>,
 }
 
 /// One acquire, as a backend sees it.

@@ -192,7 +192,7 @@ impl Lock {
                 write_node: write_node.as_deref(),
             })
             .await?;
-        let Some(granted) = granted else {
+        let Some(mut granted) = granted else {
             return Err(self.timeout_error(wait));
         };
         let deadline = match mode {
@@ -224,7 +224,29 @@ impl Lock {
         if let LeaseMode::Fixed(_) = mode {
             self.core.wake.notify_one();
         }
+        if let Some(gone) = granted.gone.take() {
+            self.watch_gone(owner, acquired.fencing_token, gone);
+        }
         Ok(acquired)
+    }
+
+    /// Declare the hold lost when the backend says it is gone from the server, unless its owner
+    /// released it (or is releasing it) meanwhile.
+    fn watch_gone(&self, owner: OwnerId, token: u64, gone: crate::backend::Gone) {
+        let core = Arc::downgrade(&self.core);
+        let key = self.key(owner);
+        crate::runtime::handle().spawn(async move {
+            gone.await;
+            let Some(core) = core.upgrade() else {
+                return;
+            };
+            let mut map = core.holds.lock();
+            if let Some(h) = map.get_mut(&key) {
+                if h.token == token && h.lost.is_none() && !h.releasing {
+                    h.mark_lost(&key, LostReason::Deleted);
+                }
+            }
+        });
     }
 
     /// For the write half of a read-write lock: refuse an upgrade (the owner holds the read half

@@ -177,6 +177,7 @@ fn parse_acquire(
             token: (*token).max(0) as u64,
             count: (*count).clamp(0, u32::MAX as i64) as u32,
             node: None,
+            gone: None,
         })),
         [0, pttl] => Ok(Err((*pttl > 0).then(|| Duration::from_millis(*pttl as u64)))),
         _ => Err(Error::new(

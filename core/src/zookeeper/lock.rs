@@ -170,6 +170,7 @@ impl ZkLock {
                     return Ok(Granted {
                         token: stat.czxid as u64,
                         count: 1,
+                        gone: Some(self.session.watch_gone(path, &node)),
                         node: Some(node),
                     })
                 }
@@ -180,6 +181,7 @@ impl ZkLock {
                         return Ok(Granted {
                             token,
                             count: 1,
+                            gone: Some(self.session.watch_gone(path, &found)),
                             node: Some(found),
                         });
                     }
@@ -288,6 +290,7 @@ impl LockOps for ZkLock {
                     return Ok(Some(Granted {
                         token,
                         count: 1,
+                        gone: Some(self.session.watch_gone(path, &node)),
                         node: Some(node),
                     }));
                 }

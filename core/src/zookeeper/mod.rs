@@ -376,6 +376,31 @@ impl ZkSession {
         }
     }
 
+    /// What resolves when `node` (a child of `path`) is deleted, by anybody: an exists watch on
+    /// it, sent when the future is first polled (the hold layer polls it on the runtime, after the
+    /// acquire has returned, so it costs the acquire nothing).
+    pub(crate) fn watch_gone(&self, path: &str, node: &str) -> crate::backend::Gone {
+        let client = self.client();
+        let full = format!("{path}/{node}");
+        Box::pin(async move {
+            loop {
+                let watcher = match client.check_and_watch_stat(&full).await {
+                    Ok((Some(_), watcher)) => watcher,
+                    Ok((None, _)) => return, // already gone
+                    // Connection trouble: the session watch reports what follows.
+                    Err(_) => return std::future::pending().await,
+                };
+                match watcher.changed().await.event_type {
+                    zk::EventType::NodeDeleted => return,
+                    // Its data changed (nobody's business here): watch again.
+                    zk::EventType::NodeDataChanged => continue,
+                    // A session event: the session watch decides whether the hold is lost.
+                    _ => return std::future::pending().await,
+                }
+            }
+        })
+    }
+
     /// Delete every node of `nodes` under `path`; true if there was any.
     pub(crate) async fn delete_all(&self, path: &str, nodes: &[String]) -> Result<bool> {
         let client = self.client();

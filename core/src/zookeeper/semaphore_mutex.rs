@@ -121,6 +121,7 @@ impl LockOps for ZkSemaphoreMutex {
                 return Ok(Some(Granted {
                     token,
                     count: 1,
+                    gone: Some(self.session.watch_gone(&leases, &node)),
                     node: Some(format!("leases/{node}")),
                 }));
             }

@@ -1,0 +1,142 @@
+"""The client: connecting, handing out locks, the ``locked`` decorator, closing."""
+
+from __future__ import annotations
+
+import functools
+import inspect
+from types import TracebackType
+from typing import Any, Callable, Optional, TypeVar, cast
+
+from . import _native
+from ._errors import InvalidArgumentError, LockTimeoutError
+from ._lock import Lock, ReadWriteLock, _check_name
+from ._lost import LostWatch
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def connect(
+    url: str,
+    *,
+    watchdog_timeout: float = 30.0,
+    connect_timeout: float = 5.0,
+    command_timeout: float = 5.0,
+    session_timeout: float = 10.0,
+) -> "Client":
+    """Connect to ``redis://[user:password@]host:port[/db]``, ``rediss://...`` or
+    ``zk://[user:password@]host:port[,host:port...][/chroot]``. Durations are in seconds."""
+    if not isinstance(url, str):
+        raise InvalidArgumentError(f"url must be a str, got {type(url).__name__}")
+    for name, value in (
+        ("watchdog_timeout", watchdog_timeout),
+        ("connect_timeout", connect_timeout),
+        ("command_timeout", command_timeout),
+        ("session_timeout", session_timeout),
+    ):
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise InvalidArgumentError(f"{name} must be a number of seconds, got {value!r}")
+    native = _native.connect(
+        url, float(watchdog_timeout), float(connect_timeout), float(command_timeout), float(session_timeout)
+    )
+    return Client(native)
+
+
+class Client:
+    """A connection to one lock server. Thread-safe; also a context manager that closes it."""
+
+    def __init__(self, native: _native.NativeClient) -> None:
+        self._native = native
+        # Lock handles with lost callbacks; the client's one lost-event stream feeds them.
+        self._lost = LostWatch(native)
+
+    def _handle(self, name: str, kind: str) -> Lock:
+        _check_name(name)
+        return Lock(self._native.lock(name, kind), self._lost.add)
+
+    @property
+    def id(self) -> str:
+        """This client's random id (the ``<clientId>`` part of stored owners)."""
+        return self._native.id
+
+    @property
+    def closed(self) -> bool:
+        return self._native.closed
+
+    @property
+    def suspended(self) -> bool:
+        """ZooKeeper: the connection is down but the session may live; locks stay held."""
+        return self._native.suspended
+
+    def lock(self, name: str) -> "Lock":
+        """A reentrant lock: per thread for sync calls, per task for asyncio calls. On ZooKeeper
+        ``name`` is a znode path (Curator's InterProcessMutex)."""
+        return self._handle(name, "reentrant")
+
+    def mutex(self, path: str) -> "Lock":
+        """A non-reentrant ZooKeeper mutex (Curator's InterProcessSemaphoreMutex): one holder; any
+        thread of this client may release it. ``UnsupportedError`` on Redis."""
+        return self._handle(path, "mutex")
+
+    def read_write_lock(self, name: str) -> ReadWriteLock:
+        """A read-write lock: ``read_lock()`` and ``write_lock()`` are :class:`Lock` objects
+        (Redisson's ``RReadWriteLock`` on Redis, Curator's ``InterProcessReadWriteLock`` on
+        ZooKeeper, where ``name`` is a znode path)."""
+        return ReadWriteLock(self._handle(name, "read"), self._handle(name, "write"))
+
+    def locked(self, name: str, *, timeout: float = -1, lease: Optional[float] = None) -> Callable[[F], F]:
+        """Decorator: run the function under ``self.lock(name.format(**arguments))``, where the
+        arguments are the call's, bound by name (``@client.locked("order:{order_id}")``). Works
+        on plain and ``async`` functions; raises ``LockTimeoutError`` if ``timeout`` runs out."""
+
+        def decorate(fn: F) -> F:
+            signature = inspect.signature(fn)
+
+            def lock_for(args: Any, kwargs: Any) -> Lock:
+                bound = signature.bind(*args, **kwargs)
+                bound.apply_defaults()
+                try:
+                    key = name.format(**bound.arguments)
+                except (KeyError, IndexError) as e:
+                    raise InvalidArgumentError(f"lock name template {name!r} needs argument {e}") from None
+                return self.lock(key)
+
+            if inspect.iscoroutinefunction(fn):
+
+                @functools.wraps(fn)
+                async def async_wrapper(*args: Any, **kwargs: Any) -> Any:
+                    lk = lock_for(args, kwargs)
+                    if not await lk.acquire_async(timeout=None if timeout < 0 else timeout, lease=lease):
+                        raise LockTimeoutError(f"lock {lk.name!r} not acquired within {timeout} s")
+                    try:
+                        return await fn(*args, **kwargs)
+                    finally:
+                        await lk.release_async()
+
+                return cast(F, async_wrapper)
+
+            @functools.wraps(fn)
+            def wrapper(*args: Any, **kwargs: Any) -> Any:
+                lk = lock_for(args, kwargs)
+                if not lk.acquire(timeout=timeout, lease=lease):
+                    raise LockTimeoutError(f"lock {lk.name!r} not acquired within {timeout} s")
+                try:
+                    return fn(*args, **kwargs)
+                finally:
+                    lk.release()
+
+            return cast(F, wrapper)
+
+        return decorate
+
+    def close(self) -> None:
+        """Release every lock this client still holds and close it. Idempotent; later calls on
+        it or its locks raise ``InvalidStateError``."""
+        self._native.close()
+
+    def __enter__(self) -> "Client":
+        return self
+
+    def __exit__(
+        self, exc_type: Optional[type[BaseException]], exc: Optional[BaseException], tb: Optional[TracebackType]
+    ) -> None:
+        self.close()

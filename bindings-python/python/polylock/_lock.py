@@ -1,0 +1,202 @@
+"""Lock handles: one class for every lock kind, and the read-write lock that pairs two."""
+
+from __future__ import annotations
+
+import asyncio
+from types import TracebackType
+from typing import Any, Callable, Optional, cast
+
+from . import _native, _owner
+from ._errors import InvalidArgumentError
+
+def _check_name(name: object) -> None:
+    if not isinstance(name, str):
+        raise InvalidArgumentError(f"lock name must be a str, got {type(name).__name__}")
+
+
+def _seconds(value: object, what: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise InvalidArgumentError(f"{what} must be a number of seconds, got {value!r}")
+    return float(value)
+
+
+class Lock:
+    """A distributed lock handle, shaped like ``threading.Lock`` (reentrant like ``RLock``)."""
+
+    def __init__(self, native: _native.NativeLock, watch: Callable[["Lock"], None]) -> None:
+        self._native = native
+        self._watch = watch
+        self._callbacks: list[Callable[["Lock"], Any]] = []
+
+    @property
+    def name(self) -> str:
+        return self._native.name
+
+    @property
+    def kind(self) -> str:
+        """``"reentrant"``, ``"mutex"``, ``"read"`` or ``"write"``."""
+        return self._native.kind
+
+    def acquire(self, blocking: bool = True, timeout: float = -1, lease: Optional[float] = None) -> bool:
+        """Acquire for the calling thread; True when held, False when not acquired in time.
+
+        ``blocking=False``: one attempt. ``timeout=-1``: wait forever; ``timeout>=0``: wait up to
+        that many seconds. ``lease``: seconds after which the lock expires on its own (no
+        watchdog); ``None`` lets the watchdog keep it while this client lives. Ctrl-C interrupts
+        the wait within 100 ms and leaves nothing acquired."""
+        timeout = _seconds(timeout, "timeout")
+        if not blocking and timeout != -1:
+            raise InvalidArgumentError("can't specify a timeout for a non-blocking call")
+        if timeout < 0 and timeout != -1:
+            raise InvalidArgumentError("timeout value must be -1 or non-negative")
+        wait: Optional[float] = 0.0 if not blocking else (None if timeout == -1 else timeout)
+        if lease is not None:
+            lease = _seconds(lease, "lease")
+        return self._native.acquire(_owner.of_thread(), wait, lease)
+
+    def release(self) -> None:
+        """Release one hold of the calling thread. ``NotOwnerError`` if it holds none,
+        ``LockLostError`` if its hold was lost meanwhile."""
+        self._native.release(_owner.of_thread())
+
+    def __enter__(self) -> "Lock":
+        self.acquire()
+        return self
+
+    def __exit__(
+        self, exc_type: Optional[type[BaseException]], exc: Optional[BaseException], tb: Optional[TracebackType]
+    ) -> None:
+        self.release()
+
+    async def acquire_async(self, timeout: Optional[float] = None, lease: Optional[float] = None) -> bool:
+        """Acquire for the current asyncio task without blocking the event loop; True when held,
+        False when ``timeout`` (seconds; ``None`` = forever, 0 = one try) ran out. Cancelling the
+        task cancels the wait and leaves nothing acquired."""
+        wait = None if timeout is None else _seconds(timeout, "timeout")
+        if wait is not None and wait < 0:
+            raise InvalidArgumentError("timeout must be None or non-negative")
+        if lease is not None:
+            lease = _seconds(lease, "lease")
+        owner = cast(int, _owner.of_task())
+        loop = asyncio.get_running_loop()
+        fut: asyncio.Future[bool] = loop.create_future()
+        native = self._native
+
+        def settle(ok: bool, value: Any) -> None:
+            if fut.done():  # cancelled meanwhile: give back a hold that arrived anyway
+                if ok and value is True:
+                    native.release_async(owner, lambda ok, v: None)
+                return
+            if ok:
+                fut.set_result(bool(value))
+            else:
+                fut.set_exception(value)
+
+        call = native.acquire_async(owner, wait, lease, lambda ok, value: loop.call_soon_threadsafe(settle, ok, value))
+        try:
+            return await fut
+        except asyncio.CancelledError:
+            call.cancel()
+            raise
+
+    async def release_async(self) -> None:
+        """Release one hold of the current task without blocking the event loop."""
+        owner = cast(int, _owner.of_task())
+        loop = asyncio.get_running_loop()
+        fut: asyncio.Future[bool] = loop.create_future()
+
+        def settle(ok: bool, value: Any) -> None:
+            if fut.done():
+                return
+            if ok:
+                fut.set_result(True)
+            else:
+                fut.set_exception(value)
+
+        self._native.release_async(owner, lambda ok, value: loop.call_soon_threadsafe(settle, ok, value))
+        await fut
+
+    async def __aenter__(self) -> "Lock":
+        await self.acquire_async()
+        return self
+
+    async def __aexit__(
+        self, exc_type: Optional[type[BaseException]], exc: Optional[BaseException], tb: Optional[TracebackType]
+    ) -> None:
+        await self.release_async()
+
+    def locked(self) -> bool:
+        """Whether anybody holds the lock (asks the server)."""
+        return self._native.is_locked()
+
+    @property
+    def hold_count(self) -> int:
+        """How many times the current thread (or task) holds the lock."""
+        return self._native.hold_count(_owner.current())
+
+    def held_by_me(self) -> bool:
+        """Whether the current thread (or task) holds the lock."""
+        return self.hold_count > 0
+
+    @property
+    def fencing_token(self) -> Optional[int]:
+        """The fencing token of the current thread's (or task's) hold, if any: larger for every
+        new holder, so a resource can refuse a holder whose lease ended."""
+        return self._native.fencing_token(_owner.current())
+
+    @property
+    def remaining_lease(self) -> Optional[float]:
+        """Seconds left of the holder's lease; None if free or without a lease (ZooKeeper)."""
+        return self._native.remaining_lease()
+
+    @property
+    def lost(self) -> bool:
+        """True if the current thread's (or task's) hold was lost and not yet released."""
+        return self._native.is_lost(_owner.current())
+
+    def force_unlock(self) -> bool:
+        """Free the lock whoever holds it (Redisson's forceUnlock); True if it was held."""
+        return self._native.force_unlock()
+
+    def on_lost(self, callback: Callable[["Lock"], Any]) -> None:
+        """Call ``callback(lock)`` when a hold of this lock's name taken through this client is
+        lost (also holds taken before the callback was added). It runs on a polylock thread of
+        Python's own (not the thread that acquired), so it may block."""
+        if not callable(callback):
+            raise InvalidArgumentError("callback must be callable")
+        self._callbacks.append(callback)
+        self._watch(self)
+
+    def __repr__(self) -> str:
+        if self.kind == "reentrant":
+            return f"<polylock.Lock {self.name!r}>"
+        return f"<polylock.Lock {self.name!r} {self.kind}>"
+
+
+class ReadWriteLock:
+    """Many readers or one writer: Redisson's ``RReadWriteLock`` on Redis, Curator's
+    ``InterProcessReadWriteLock`` on ZooKeeper. Both halves are :class:`Lock` objects, reentrant
+    per thread (sync) or per task (asyncio), with ``with`` and ``async with``.
+
+    A holder of the write lock may also take the read lock and keep it after releasing the write
+    lock (a downgrade). A holder of the read lock that asks for the write lock gets
+    ``UpgradeNotSupportedError`` at once (Redisson and Curator would wait forever)."""
+
+    def __init__(self, read: Lock, write: Lock) -> None:
+        self._read = read
+        self._write = write
+
+    @property
+    def name(self) -> str:
+        return self._read.name
+
+    def read_lock(self) -> Lock:
+        """The read half: shared by any number of holders while nobody writes."""
+        return self._read
+
+    def write_lock(self) -> Lock:
+        """The write half: exclusive of readers and other writers."""
+        return self._write
+
+    def __repr__(self) -> str:
+        return f"<polylock.ReadWriteLock {self.name!r}>"

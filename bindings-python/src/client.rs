@@ -1,0 +1,87 @@
+//! `NativeClient`: connecting, handing out lock handles, closing, and the lost-event hook.
+
+use polylock::{runtime, Client, ClientOptions};
+use pyo3::prelude::*;
+
+use crate::convert::{blocking, kind_arg, kind_name, seconds};
+use crate::errors::err;
+use crate::lock::NativeLock;
+
+/// Connect to a lock server; durations in seconds.
+#[pyfunction]
+#[pyo3(signature = (url, watchdog_timeout, connect_timeout, command_timeout, session_timeout))]
+pub(crate) fn connect(
+    py: Python<'_>,
+    url: String,
+    watchdog_timeout: f64,
+    connect_timeout: f64,
+    command_timeout: f64,
+    session_timeout: f64,
+) -> PyResult<NativeClient> {
+    let options = ClientOptions {
+        watchdog_timeout: seconds(watchdog_timeout, "watchdog_timeout")?,
+        connect_timeout: seconds(connect_timeout, "connect_timeout")?,
+        command_timeout: seconds(command_timeout, "command_timeout")?,
+        session_timeout: seconds(session_timeout, "session_timeout")?,
+    };
+    let client = blocking(py, async move { Client::connect_with(&url, options).await })?;
+    Ok(NativeClient { inner: client })
+}
+
+/// A client (see `polylock.Client`).
+#[pyclass(frozen, module = "polylock._native")]
+pub(crate) struct NativeClient {
+    inner: Client,
+}
+
+#[pymethods]
+impl NativeClient {
+    /// A handle of any lock kind: "reentrant", "mutex", "read" or "write".
+    fn lock(&self, name: &str, kind: &str) -> PyResult<NativeLock> {
+        self.inner
+            .lock_of_kind(name, kind_arg(kind)?)
+            .map(NativeLock::new)
+            .map_err(err)
+    }
+
+    fn close(&self, py: Python<'_>) -> PyResult<()> {
+        let c = self.inner.clone();
+        blocking(py, async move { c.close().await })
+    }
+
+    #[getter]
+    fn id(&self) -> String {
+        self.inner.id().to_string()
+    }
+
+    #[getter]
+    fn closed(&self) -> bool {
+        self.inner.is_closed()
+    }
+
+    #[getter]
+    fn suspended(&self) -> bool {
+        self.inner.is_suspended()
+    }
+
+    /// Call `hook(name, kind, owner)` (from a runtime thread, with the GIL) for every hold of this
+    /// client that is lost from now on. One task for the whole client; it ends with the client.
+    fn watch_lost(&self, hook: Py<PyAny>) {
+        let mut events = self.inner.lost_events();
+        runtime::handle().spawn(async move {
+            use tokio::sync::broadcast::error::RecvError;
+            loop {
+                match events.recv().await {
+                    Ok(ev) => Python::attach(|py| {
+                        let args = (ev.name.to_string(), kind_name(ev.kind), ev.owner);
+                        if let Err(e) = hook.call1(py, args) {
+                            e.print(py);
+                        }
+                    }),
+                    Err(RecvError::Lagged(_)) => continue,
+                    Err(RecvError::Closed) => return,
+                }
+            }
+        });
+    }
+}
