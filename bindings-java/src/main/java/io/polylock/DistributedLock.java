@@ -17,11 +17,26 @@ import java.util.concurrent.locks.Lock;
  * by polling. {@link #lockInterruptibly()} and the waiting {@code tryLock}/{@code acquire} forms
  * answer {@link Thread#interrupt()} within milliseconds, leaving nothing acquired.
  *
+ * <p>The same class is each half of a {@link DistributedReadWriteLock} ({@link
+ * PolylockClient#getReadWriteLock}): its {@link DistributedReadWriteLock#readLock() readLock()}
+ * is shared by any number of threads while nobody holds the write lock, its {@link
+ * DistributedReadWriteLock#writeLock() writeLock()} excludes readers and writers, and every method
+ * below works on either half. Both halves are reentrant per thread, and one thread's read and
+ * write holds are the same owner's: a thread holding the write lock may take the read lock and
+ * keep it after releasing the write lock (a downgrade). The opposite, an upgrade, is refused:
+ * the acquiring methods of the write lock ({@code lock}, {@code tryLock}, {@code
+ * lockInterruptibly}, {@code acquire}, {@code hold}) throw {@link UpgradeNotSupportedException}
+ * at once, without waiting, while the calling thread holds the read lock, which it keeps
+ * (Redisson and Curator wait forever there).
+ *
  * <p>This object holds no native memory: creating one per request is cheap, and {@link #close()}
  * only stops this handle (and its listeners).
  */
 public final class DistributedLock implements Lock, AutoCloseable {
-    /** Hears that a hold of this lock (by any thread of the client) was lost. */
+    /**
+     * Hears that a hold of this lock (by any thread of the client) was lost; for a half of a
+     * read-write lock, a hold of that half only.
+     */
     public interface Listener {
         /**
          * The lock was lost: expired, deleted or force-unlocked elsewhere, unrenewable, its
@@ -33,14 +48,15 @@ public final class DistributedLock implements Lock, AutoCloseable {
 
     private final PolylockClient client;
     private final String name;
-    private final boolean mutex;
+    /** One of {@code Native.KIND_*}. */
+    private final int kind;
     private final CopyOnWriteArrayList<Listener> listeners = new CopyOnWriteArrayList<>();
     private volatile boolean closed;
 
-    DistributedLock(PolylockClient client, String name, boolean mutex) {
+    DistributedLock(PolylockClient client, String name, int kind) {
         this.client = client;
         this.name = name;
-        this.mutex = mutex;
+        this.kind = kind;
     }
 
     /** The lock's name (a ZooKeeper path on ZooKeeper). */
@@ -50,7 +66,12 @@ public final class DistributedLock implements Lock, AutoCloseable {
 
     // ---- acquiring --------------------------------------------------------------------------
 
-    /** Wait until acquired; kept by the watchdog. Not interruptible (the interrupt is kept). */
+    /**
+     * Wait until acquired; kept by the watchdog. Not interruptible (the interrupt is kept).
+     *
+     * @throws UpgradeNotSupportedException at once, for the write lock of a read-write lock whose
+     *     read lock the current thread holds
+     */
     @Override
     public void lock() {
         acquireUninterruptibly(-1);
@@ -71,7 +92,12 @@ public final class DistributedLock implements Lock, AutoCloseable {
         acquireToken(-1, leaseMs(leaseTime, unit), true);
     }
 
-    /** One attempt, no waiting; kept by the watchdog if acquired. */
+    /**
+     * One attempt, no waiting; kept by the watchdog if acquired.
+     *
+     * @throws UpgradeNotSupportedException for the write lock of a read-write lock whose read
+     *     lock the current thread holds (every acquiring method throws it, at once)
+     */
     @Override
     public boolean tryLock() {
         return once(-1) >= 0;
@@ -132,11 +158,16 @@ public final class DistributedLock implements Lock, AutoCloseable {
         unlock();
     }
 
-    /** Delete the lock whoever holds it and wake its waiters; true if it was held. */
+    /**
+     * Delete the lock whoever holds it and wake its waiters; true if it was held. For a half of a
+     * read-write lock: only while the lock is held in that half's mode (all its readers, or its
+     * writer). The holds it deletes are lost, and their holders hear of it (their listeners, their
+     * next {@code unlock}): on ZooKeeper at once, on Redis at the next watchdog renewal.
+     */
     public boolean forceUnlock() {
         long h = enter();
         try {
-            return Native.forceUnlock(h, name, mutex);
+            return Native.forceUnlock(h, name, kind);
         } finally {
             client.exit();
         }
@@ -144,11 +175,11 @@ public final class DistributedLock implements Lock, AutoCloseable {
 
     // ---- state ------------------------------------------------------------------------------
 
-    /** Whether anybody holds the lock (asks the server). */
+    /** Whether anybody holds the lock (asks the server); for a half, in that half's mode. */
     public boolean isLocked() {
         long h = enter();
         try {
-            return Native.isLocked(h, name, mutex);
+            return Native.isLocked(h, name, kind);
         } finally {
             client.exit();
         }
@@ -163,7 +194,7 @@ public final class DistributedLock implements Lock, AutoCloseable {
     public int getHoldCount() {
         long h = enter();
         try {
-            return Native.holdCount(h, name, mutex, PolylockClient.currentOwner());
+            return Native.holdCount(h, name, kind, PolylockClient.currentOwner());
         } finally {
             client.exit();
         }
@@ -173,7 +204,7 @@ public final class DistributedLock implements Lock, AutoCloseable {
     public boolean isAcquiredInThisProcess() {
         long h = enter();
         try {
-            return Native.isHeldLocally(h, name, mutex);
+            return Native.isHeldLocally(h, name, kind);
         } finally {
             client.exit();
         }
@@ -186,7 +217,7 @@ public final class DistributedLock implements Lock, AutoCloseable {
     public long remainTimeToLive() {
         long h = enter();
         try {
-            return Native.remainTimeToLive(h, name, mutex);
+            return Native.remainTimeToLive(h, name, kind);
         } finally {
             client.exit();
         }
@@ -201,7 +232,7 @@ public final class DistributedLock implements Lock, AutoCloseable {
     public long getFencingToken() {
         long h = enter();
         try {
-            long t = Native.fencingToken(h, name, mutex, PolylockClient.currentOwner());
+            long t = Native.fencingToken(h, name, kind, PolylockClient.currentOwner());
             if (t < 0) {
                 throw new IllegalMonitorStateException("lock '" + name + "' is not held by the current thread");
             }
@@ -215,7 +246,7 @@ public final class DistributedLock implements Lock, AutoCloseable {
     public boolean isLost() {
         long h = enter();
         try {
-            return Native.isLost(h, name, mutex, PolylockClient.currentOwner());
+            return Native.isLost(h, name, kind, PolylockClient.currentOwner());
         } finally {
             client.exit();
         }
@@ -259,7 +290,16 @@ public final class DistributedLock implements Lock, AutoCloseable {
 
     @Override
     public String toString() {
-        return (mutex ? "DistributedMutex[" : "DistributedLock[") + name + "]";
+        switch (kind) {
+            case Native.KIND_MUTEX:
+                return "DistributedMutex[" + name + "]";
+            case Native.KIND_READ:
+                return "DistributedReadWriteLock[" + name + "].readLock()";
+            case Native.KIND_WRITE:
+                return "DistributedReadWriteLock[" + name + "].writeLock()";
+            default:
+                return "DistributedLock[" + name + "]";
+        }
     }
 
     // ---- the hold as a resource -------------------------------------------------------------
@@ -297,6 +337,11 @@ public final class DistributedLock implements Lock, AutoCloseable {
 
     // ---- internals --------------------------------------------------------------------------
 
+    /** One of {@code Native.KIND_*}: which lost holds this handle's listeners hear of. */
+    int kind() {
+        return kind;
+    }
+
     void fireLost(long owner, LockLostException e) {
         for (Listener l : listeners) {
             try {
@@ -322,7 +367,7 @@ public final class DistributedLock implements Lock, AutoCloseable {
     private void releaseFor(long owner) {
         long h = enter();
         try {
-            Native.release(h, name, mutex, owner);
+            Native.release(h, name, kind, owner);
         } finally {
             client.exit();
         }
@@ -331,7 +376,7 @@ public final class DistributedLock implements Lock, AutoCloseable {
     private long once(long leaseMs) {
         long h = enter();
         try {
-            return Native.tryAcquire(h, name, mutex, PolylockClient.currentOwner(), leaseMs);
+            return Native.tryAcquire(h, name, kind, PolylockClient.currentOwner(), leaseMs);
         } finally {
             client.exit();
         }
@@ -362,7 +407,7 @@ public final class DistributedLock implements Lock, AutoCloseable {
             // The uncontended case costs one round trip on this thread. Not on ZooKeeper, where a
             // try and then a wait would queue twice and lose this waiter's FIFO place.
             if (waitMs == 0 || !client.queuesWaiters()) {
-                long token = Native.tryAcquire(h, name, mutex, owner, leaseMs);
+                long token = Native.tryAcquire(h, name, kind, owner, leaseMs);
                 if (token >= 0 || waitMs == 0) {
                     return token;
                 }
@@ -375,7 +420,7 @@ public final class DistributedLock implements Lock, AutoCloseable {
                 }
             }
             NativeFuture future = new NativeFuture();
-            long cancel = Native.acquireAsync(h, name, mutex, owner, remaining, leaseMs, future);
+            long cancel = Native.acquireAsync(h, name, kind, owner, remaining, leaseMs, future);
             try {
                 return await(future, cancel, h, owner, interruptible);
             } finally {
@@ -410,7 +455,7 @@ public final class DistributedLock implements Lock, AutoCloseable {
                         // Acquired just before the cancel reached it: give it back. The caller
                         // still counts as in flight on the client, so the handle is valid.
                         try {
-                            Native.release(h, name, mutex, owner);
+                            Native.release(h, name, kind, owner);
                         } catch (RuntimeException releaseFailed) {
                             e.addSuppressed(releaseFailed);
                         }

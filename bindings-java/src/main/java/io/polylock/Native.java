@@ -18,6 +18,20 @@ import java.util.Properties;
  */
 final class Native {
     static final String LIBRARY = "polylock_java";
+
+    // The kinds of lock, passed as {@code int kind} to every lock native: one set of natives
+    // serves every kind. This is the one table on the Java side; the native side's twin is
+    // {@code KINDS} in bindings-java/src/convert.rs (NativeTest compares them through kindName).
+    // A number never changes meaning; a new kind gets the next number on both sides.
+    /** A reentrant lock (Redisson {@code RLock}, Curator {@code InterProcessMutex}). */
+    static final int KIND_LOCK = 0;
+    /** A non-reentrant ZooKeeper mutex (Curator {@code InterProcessSemaphoreMutex}). */
+    static final int KIND_MUTEX = 1;
+    /** The read half of a read-write lock (shared). */
+    static final int KIND_READ = 2;
+    /** The write half of a read-write lock (exclusive). */
+    static final int KIND_WRITE = 3;
+
     /** The version of this JAR (from Maven), which the native library must match. */
     static final String JAR_VERSION;
     /** Where the library was loaded from (for error messages and tests). */
@@ -104,6 +118,9 @@ final class Native {
 
     static native String errorName(int code);
 
+    /** Core's word for a kind number ("lock", "read lock", ...), or null for an unknown one. */
+    static native String kindName(int kind);
+
     static native long freshOwner();
 
     static native long connect(String url, long watchdogMs, long connectMs, long commandMs, long sessionMs);
@@ -118,32 +135,33 @@ final class Native {
 
     static native boolean queuesWaiters(long client);
 
-    static native void validate(long client, String name, boolean mutex);
+    static native void validate(long client, String name, int kind);
 
-    static native long tryAcquire(long client, String name, boolean mutex, long owner, long leaseMs);
+    static native long tryAcquire(long client, String name, int kind, long owner, long leaseMs);
 
-    static native long acquireAsync(long client, String name, boolean mutex, long owner, long waitMs,
+    static native long acquireAsync(long client, String name, int kind, long owner, long waitMs,
             long leaseMs, NativeFuture future);
 
     static native void cancel(long cancel);
 
     static native void freeCancel(long cancel);
 
-    static native int release(long client, String name, boolean mutex, long owner);
+    static native int release(long client, String name, int kind, long owner);
 
-    static native int holdCount(long client, String name, boolean mutex, long owner);
+    static native int holdCount(long client, String name, int kind, long owner);
 
-    static native boolean isLocked(long client, String name, boolean mutex);
+    static native boolean isLocked(long client, String name, int kind);
 
-    static native boolean isHeldLocally(long client, String name, boolean mutex);
+    static native boolean isHeldLocally(long client, String name, int kind);
 
-    static native long remainTimeToLive(long client, String name, boolean mutex);
+    static native long remainTimeToLive(long client, String name, int kind);
 
-    static native boolean forceUnlock(long client, String name, boolean mutex);
+    static native boolean forceUnlock(long client, String name, int kind);
 
-    static native long fencingToken(long client, String name, boolean mutex, long owner);
+    static native long fencingToken(long client, String name, int kind, long owner);
 
-    static native boolean isLost(long client, String name, boolean mutex, long owner);
+    static native boolean isLost(long client, String name, int kind, long owner);
 
+    /** Calls {@code target.onLost(name, kind, owner, message)} for every lost hold. */
     static native void watchLost(long client, PolylockClient target);
 }

@@ -8,8 +8,9 @@ import java.util.Objects;
  *
  * <p>URLs: {@code redis://[user:password@]host:port[/db]}, {@code rediss://...} (TLS), and
  * {@code zk://[user:password@]host:port[,host:port...][/chroot][?session_timeout_ms=N]}.
- * On Redis, locks are stored in Redisson's RLock format; on ZooKeeper, in Curator's
- * InterProcessMutex format: polylock and Redisson/Curator services exclude each other.
+ * On Redis, locks are stored in Redisson's RLock (and RReadWriteLock) format; on ZooKeeper, in
+ * Curator's InterProcessMutex (and InterProcessReadWriteLock) format: polylock and
+ * Redisson/Curator services exclude each other.
  */
 public final class Polylock {
     private Polylock() {}

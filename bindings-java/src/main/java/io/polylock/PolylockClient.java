@@ -71,7 +71,7 @@ public final class PolylockClient implements AutoCloseable {
      *     ZooKeeper path
      */
     public DistributedLock getLock(String name) {
-        return newLock(name, false);
+        return newLock(name, Native.KIND_LOCK);
     }
 
     /**
@@ -81,18 +81,33 @@ public final class PolylockClient implements AutoCloseable {
      * @throws UnsupportedOperationException on Redis
      */
     public DistributedLock getMutex(String path) {
-        return newLock(path, true);
+        return newLock(path, Native.KIND_MUTEX);
     }
 
-    private DistributedLock newLock(String name, boolean mutex) {
+    /**
+     * A read-write lock on {@code name}: Redisson's {@code getReadWriteLock} ({@code
+     * RReadWriteLock}) on Redis, Curator's {@code InterProcessReadWriteLock} on a ZooKeeper path,
+     * in their storage formats, so polylock and those libraries share readers and exclude writers
+     * on the same name. Its {@link DistributedReadWriteLock#readLock() readLock()} and {@link
+     * DistributedReadWriteLock#writeLock() writeLock()} are {@link DistributedLock}s, reentrant
+     * per thread. Cheap, like {@link #getLock}.
+     *
+     * @throws IllegalArgumentException for an empty, oversized or NUL-containing name, or a bad
+     *     ZooKeeper path
+     */
+    public DistributedReadWriteLock getReadWriteLock(String name) {
+        return new DistributedReadWriteLock(newLock(name, Native.KIND_READ), newLock(name, Native.KIND_WRITE));
+    }
+
+    private DistributedLock newLock(String name, int kind) {
         Objects.requireNonNull(name, "name");
         long h = enter();
         try {
-            Native.validate(h, name, mutex);
+            Native.validate(h, name, kind);
         } finally {
             exit();
         }
-        return new DistributedLock(this, name, mutex);
+        return new DistributedLock(this, name, kind);
     }
 
     /** This client's random id (the {@code <uuid>} part of {@code <uuid>:<thread>} on Redis). */
@@ -163,15 +178,24 @@ public final class PolylockClient implements AutoCloseable {
     }
 
     /**
-     * Called by the native library, on one of its runtime threads, for every lost hold, with the
-     * message of core's LOCK_LOST error.
+     * Called by the native library, on one of its runtime threads, for every lost hold, with its
+     * kind ({@code Native.KIND_*}; a read and a write hold of one name are two holds) and the
+     * message of core's LOCK_LOST error. Only handles of that kind hear of it.
      */
-    void onLost(String name, long owner, String message) {
+    void onLost(String name, int kind, long owner, String message) {
         List<DistributedLock> locks = listened.get(name);
         if (locks == null || locks.isEmpty()) {
             return;
         }
-        List<DistributedLock> targets = new ArrayList<>(locks);
+        List<DistributedLock> targets = new ArrayList<>();
+        for (DistributedLock l : locks) {
+            if (l.kind() == kind) {
+                targets.add(l);
+            }
+        }
+        if (targets.isEmpty()) {
+            return;
+        }
         events.execute(() -> {
             for (DistributedLock l : targets) {
                 l.fireLost(owner, new LockLostException(message));

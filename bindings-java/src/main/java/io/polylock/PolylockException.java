@@ -40,7 +40,12 @@ public class PolylockException extends RuntimeException {
         /** The operation was cancelled. */
         CANCELLED(12),
         /** The backend does not support this operation. */
-        UNSUPPORTED(13);
+        UNSUPPORTED(13),
+        /**
+         * A thread holding the read lock of a read-write lock asked for its write lock
+         * ({@link UpgradeNotSupportedException}).
+         */
+        UPGRADE_NOT_SUPPORTED(14);
 
         private final int number;
 
@@ -97,6 +102,8 @@ public class PolylockException extends RuntimeException {
                 return new PolylockConnectionException(code, message);
             case AUTH:
                 return new PolylockAuthException(message);
+            case UPGRADE_NOT_SUPPORTED:
+                return new UpgradeNotSupportedException(message);
             default:
                 return new PolylockException(code, message);
         }

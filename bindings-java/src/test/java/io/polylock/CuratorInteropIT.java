@@ -14,6 +14,7 @@ import java.util.concurrent.atomic.AtomicLong;
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.CuratorFrameworkFactory;
 import org.apache.curator.framework.recipes.locks.InterProcessMutex;
+import org.apache.curator.framework.recipes.locks.InterProcessReadWriteLock;
 import org.apache.curator.framework.recipes.locks.InterProcessSemaphoreMutex;
 import org.apache.curator.retry.ExponentialBackoffRetry;
 import org.junit.jupiter.api.AfterAll;
@@ -162,5 +163,108 @@ class CuratorInteropIT {
         c.release();
         assertTrue(p.tryLock(5, TimeUnit.SECONDS));
         p.unlock();
+    }
+
+    @Test
+    void readWriteLocksShareReadersAndExcludeWriters() throws Exception {
+        String path = zkPath("curator-rw");
+        InterProcessReadWriteLock c = new InterProcessReadWriteLock(curator, path);
+        DistributedReadWriteLock p = polylock.getReadWriteLock(path);
+        // A polylock reader and a Curator reader hold at once.
+        p.readLock().lock();
+        Holder curatorReader = Holder.start("curator-reader", () -> c.readLock().acquire(), () -> c.readLock().release());
+        assertTrue(curatorReader.awaitHeld(5_000), "Curator's reader joins polylock's");
+        assertTrue(p.readLock().isLocked());
+        assertFalse(p.writeLock().isLocked());
+        assertEquals(2, contenders(path));
+        // Their writers are excluded, by both readers and by each one alone.
+        assertFalse(Servers.<Boolean>onOtherThread(() -> c.writeLock().acquire(100, TimeUnit.MILLISECONDS)), "Curator writer");
+        assertFalse(Servers.<Boolean>onOtherThread(() -> p.writeLock().tryLock(100, TimeUnit.MILLISECONDS)), "polylock writer");
+        p.readLock().unlock();
+        assertFalse(Servers.<Boolean>onOtherThread(() -> p.writeLock().tryLock(100, TimeUnit.MILLISECONDS)),
+                "Curator's reader alone excludes polylock's writer");
+        curatorReader.release();
+        assertFalse(p.readLock().isLocked());
+        assertEquals(0, contenders(path), "the timed-out writers of both left no node");
+        Holder polylockReader = Holder.start("polylock-reader", p.readLock()::lock, p.readLock()::unlock);
+        assertTrue(polylockReader.awaitHeld(5_000));
+        assertFalse(Servers.<Boolean>onOtherThread(() -> c.writeLock().acquire(100, TimeUnit.MILLISECONDS)),
+                "polylock's reader alone excludes Curator's writer");
+        polylockReader.release();
+
+        // polylock's writer excludes Curator's readers and writers.
+        p.writeLock().lock();
+        assertFalse(Servers.<Boolean>onOtherThread(() -> c.readLock().acquire(100, TimeUnit.MILLISECONDS)), "Curator reader");
+        assertFalse(Servers.<Boolean>onOtherThread(() -> c.writeLock().acquire(100, TimeUnit.MILLISECONDS)), "Curator writer");
+        assertEquals(-1, p.writeLock().remainTimeToLive(), "held, no lease on ZooKeeper");
+        p.writeLock().unlock();
+        assertEquals(0, contenders(path));
+
+        // Curator's writer excludes polylock's readers and writers.
+        Holder curatorWriter = Holder.start("curator-writer", () -> c.writeLock().acquire(), () -> c.writeLock().release());
+        assertTrue(curatorWriter.awaitHeld(5_000));
+        assertTrue(p.writeLock().isLocked(), "polylock sees Curator's write node");
+        assertFalse(p.readLock().isLocked());
+        assertFalse(p.readLock().tryLock(100, TimeUnit.MILLISECONDS), "polylock reader");
+        assertFalse(p.writeLock().tryLock(), "polylock writer");
+        curatorWriter.release();
+        assertFalse(p.writeLock().isLocked());
+        assertEquals(0, contenders(path), "no node left behind by either");
+    }
+
+    /**
+     * One side holds on this thread, the other side's waiter starts on a thread of its own and
+     * queues (its node appears); the holder releases. Returns how long the waiter took to get it.
+     */
+    private long wakeMs(String path, String what, Holder.Step hold, Holder.Step release, Holder.Step wait, Holder.Step done)
+            throws Exception {
+        hold.run();
+        Holder waiter = Holder.start(what, wait, done);
+        awaitContenders(path, 2);
+        Thread.sleep(50); // queued: let it set its watch
+        assertFalse(waiter.isHeld(), what + ": waits while the other holds");
+        long released = System.nanoTime();
+        release.run();
+        assertTrue(waiter.awaitHeld(10_000), what + ": got the lock");
+        long ms = TimeUnit.NANOSECONDS.toMillis(waiter.heldAt() - released);
+        waiter.release();
+        return ms;
+    }
+
+    @Test
+    void aReadWriteReleaseByEitherWakesTheOthersWaiter() throws Exception {
+        String path = zkPath("curator-rw-wake");
+        InterProcessReadWriteLock c = new InterProcessReadWriteLock(curator, path);
+        DistributedReadWriteLock p = polylock.getReadWriteLock(path);
+        Holder.Step pw = p.writeLock()::lock;
+        Holder.Step pwu = p.writeLock()::unlock;
+        Holder.Step pr = p.readLock()::lock;
+        Holder.Step pru = p.readLock()::unlock;
+        Holder.Step cw = () -> c.writeLock().acquire();
+        Holder.Step cwu = () -> c.writeLock().release();
+        Holder.Step cr = () -> c.readLock().acquire();
+        Holder.Step cru = () -> c.readLock().release();
+        List<Long> all = new ArrayList<>();
+        for (int round = 0; round < 2; round++) {
+            long[] ms = {
+                wakeMs(path, "Curator reader after a polylock writer", pw, pwu, cr, cru),
+                wakeMs(path, "Curator writer after a polylock writer", pw, pwu, cw, cwu),
+                wakeMs(path, "Curator writer after a polylock reader", pr, pru, cw, cwu),
+                wakeMs(path, "polylock reader after a Curator writer", cw, cwu, pr, pru),
+                wakeMs(path, "polylock writer after a Curator writer", cw, cwu, pw, pwu),
+                wakeMs(path, "polylock writer after a Curator reader", cr, cru, pw, pwu),
+            };
+            System.out.printf("interop read-write wake-up (ms): Curator reader/writer after polylock writer %d/%d, "
+                    + "Curator writer after polylock reader %d, polylock reader/writer after Curator writer %d/%d, "
+                    + "polylock writer after Curator reader %d%n", ms[0], ms[1], ms[2], ms[3], ms[4], ms[5]);
+            for (long m : ms) {
+                all.add(m);
+            }
+        }
+        // A wake by a watch takes milliseconds; a missed one would never come.
+        for (long m : all) {
+            assertTrue(m < 200, "woken in " + all + " ms");
+        }
+        assertEquals(0, contenders(path), "no node left behind");
     }
 }

@@ -1,6 +1,7 @@
 package io.polylock;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -33,6 +34,28 @@ class NativeTest {
         }
         assertNull(Native.errorName(PolylockException.Code.values().length + 1), "no codes beyond the enum");
         assertNull(Native.errorName(0));
+    }
+
+    @Test
+    void everyCodeBecomesItsJavaException() {
+        RuntimeException up = PolylockException.fromNative(PolylockException.Code.UPGRADE_NOT_SUPPORTED.number(), "m");
+        assertInstanceOf(UpgradeNotSupportedException.class, up);
+        assertEquals(PolylockException.Code.UPGRADE_NOT_SUPPORTED, ((PolylockException) up).getCode());
+        assertEquals(14, PolylockException.Code.UPGRADE_NOT_SUPPORTED.number());
+        assertInstanceOf(LockLostException.class, PolylockException.fromNative(5, "m"));
+        assertInstanceOf(IllegalMonitorStateException.class, PolylockException.fromNative(4, "m"));
+        assertEquals(PolylockException.Code.INTERNAL, PolylockException.Code.of(99));
+    }
+
+    @Test
+    void kindNumbersAreCoreKinds() {
+        // Native.KIND_* and the KINDS table of bindings-java/src/convert.rs are one numbering.
+        assertEquals("lock", Native.kindName(Native.KIND_LOCK));
+        assertEquals("mutex", Native.kindName(Native.KIND_MUTEX));
+        assertEquals("read lock", Native.kindName(Native.KIND_READ));
+        assertEquals("write lock", Native.kindName(Native.KIND_WRITE));
+        assertNull(Native.kindName(Native.KIND_WRITE + 1), "no kinds beyond the constants");
+        assertNull(Native.kindName(-1));
     }
 
     @Test

@@ -18,6 +18,7 @@ import org.junit.jupiter.api.Test;
 import org.redisson.Redisson;
 import org.redisson.api.RFencedLock;
 import org.redisson.api.RLock;
+import org.redisson.api.RReadWriteLock;
 import org.redisson.api.RedissonClient;
 import org.redisson.config.Config;
 
@@ -180,5 +181,110 @@ class RedissonInteropIT {
             last = t;
         }
         assertEquals(last, (long) fenced.getToken(), "both read the same counter");
+    }
+
+    @Test
+    void readWriteLocksShareReadersAndExcludeWriters() throws Exception {
+        String name = unique("redisson-rw");
+        RReadWriteLock r = redisson.getReadWriteLock(name);
+        DistributedReadWriteLock p = polylock.getReadWriteLock(name);
+        // A polylock reader and a Redisson reader hold at once.
+        p.readLock().lock();
+        Holder redissonReader = Holder.start("redisson-reader", () -> r.readLock().lock(), () -> r.readLock().unlock());
+        assertTrue(redissonReader.awaitHeld(5_000), "Redisson's reader joins polylock's");
+        assertTrue(r.readLock().isLocked(), "Redisson sees a read lock");
+        assertTrue(p.readLock().isLocked());
+        assertFalse(p.writeLock().isLocked());
+        // Their writers are excluded, by both readers and by each one alone.
+        assertFalse(Servers.<Boolean>onOtherThread(() -> r.writeLock().tryLock(100, TimeUnit.MILLISECONDS)), "Redisson writer");
+        assertFalse(Servers.<Boolean>onOtherThread(() -> p.writeLock().tryLock(100, TimeUnit.MILLISECONDS)), "polylock writer");
+        p.readLock().unlock();
+        assertFalse(Servers.<Boolean>onOtherThread(() -> p.writeLock().tryLock(100, TimeUnit.MILLISECONDS)),
+                "Redisson's reader alone excludes polylock's writer");
+        redissonReader.release();
+        assertFalse(p.readLock().isLocked());
+        Holder polylockReader = Holder.start("polylock-reader", p.readLock()::lock, p.readLock()::unlock);
+        assertTrue(polylockReader.awaitHeld(5_000));
+        assertFalse(Servers.<Boolean>onOtherThread(() -> r.writeLock().tryLock(100, TimeUnit.MILLISECONDS)),
+                "polylock's reader alone excludes Redisson's writer");
+        polylockReader.release();
+
+        // polylock's writer excludes Redisson's readers and writers.
+        p.writeLock().lock();
+        assertTrue(r.writeLock().isLocked(), "Redisson sees polylock's write lock");
+        assertFalse(r.readLock().isLocked());
+        assertFalse(Servers.<Boolean>onOtherThread(() -> r.readLock().tryLock(100, TimeUnit.MILLISECONDS)), "Redisson reader");
+        assertFalse(Servers.<Boolean>onOtherThread(() -> r.writeLock().tryLock(100, TimeUnit.MILLISECONDS)), "Redisson writer");
+        p.writeLock().unlock();
+        assertFalse(r.writeLock().isLocked());
+
+        // Redisson's writer excludes polylock's readers and writers.
+        Holder redissonWriter = Holder.start("redisson-writer", () -> r.writeLock().lock(), () -> r.writeLock().unlock());
+        assertTrue(redissonWriter.awaitHeld(5_000));
+        assertTrue(p.writeLock().isLocked(), "polylock sees Redisson's write lock");
+        assertFalse(p.readLock().isLocked());
+        long ttl = p.writeLock().remainTimeToLive();
+        assertTrue(ttl > 20_000 && ttl <= 30_000, "Redisson's 30 s watchdog lease, read by polylock: " + ttl);
+        assertFalse(p.readLock().tryLock(100, TimeUnit.MILLISECONDS), "polylock reader");
+        assertFalse(p.writeLock().tryLock(), "polylock writer");
+        redissonWriter.release();
+        assertFalse(p.writeLock().isLocked());
+        assertFalse(p.readLock().isLocked());
+    }
+
+    /**
+     * One side holds on this thread, the other side's waiter starts on a thread of its own; after
+     * 200 ms (it must still wait) the holder releases. Returns how long the waiter took to get it.
+     */
+    private static long wakeMs(String what, Holder.Step hold, Holder.Step release, Holder.Step wait, Holder.Step done)
+            throws Exception {
+        hold.run();
+        Holder waiter = Holder.start(what, wait, done);
+        Thread.sleep(200);
+        assertFalse(waiter.isHeld(), what + ": waits while the other holds");
+        long released = System.nanoTime();
+        release.run();
+        assertTrue(waiter.awaitHeld(10_000), what + ": got the lock");
+        long ms = TimeUnit.NANOSECONDS.toMillis(waiter.heldAt() - released);
+        waiter.release();
+        return ms;
+    }
+
+    @Test
+    void aReadWriteReleaseByEitherWakesTheOthersWaiter() throws Exception {
+        String name = unique("redisson-rw-wake");
+        RReadWriteLock r = redisson.getReadWriteLock(name);
+        DistributedReadWriteLock p = polylock.getReadWriteLock(name);
+        Holder.Step pw = p.writeLock()::lock;
+        Holder.Step pwu = p.writeLock()::unlock;
+        Holder.Step pr = p.readLock()::lock;
+        Holder.Step pru = p.readLock()::unlock;
+        Holder.Step rw = () -> r.writeLock().lock();
+        Holder.Step rwu = () -> r.writeLock().unlock();
+        Holder.Step rr = () -> r.readLock().lock();
+        Holder.Step rru = () -> r.readLock().unlock();
+        List<String> all = new ArrayList<>();
+        long worst = 0;
+        for (int round = 0; round < 2; round++) {
+            long[] ms = {
+                wakeMs("Redisson reader after a polylock writer", pw, pwu, rr, rru),
+                wakeMs("Redisson writer after a polylock writer", pw, pwu, rw, rwu),
+                wakeMs("Redisson writer after a polylock reader", pr, pru, rw, rwu),
+                wakeMs("polylock reader after a Redisson writer", rw, rwu, pr, pru),
+                wakeMs("polylock writer after a Redisson writer", rw, rwu, pw, pwu),
+                wakeMs("polylock writer after a Redisson reader", rr, rru, pw, pwu),
+            };
+            System.out.printf("interop read-write wake-up (ms): Redisson reader/writer after polylock writer %d/%d, "
+                    + "Redisson writer after polylock reader %d, polylock reader/writer after Redisson writer %d/%d, "
+                    + "polylock writer after Redisson reader %d%n", ms[0], ms[1], ms[2], ms[3], ms[4], ms[5]);
+            for (long m : ms) {
+                all.add(Long.toString(m));
+                worst = Math.max(worst, m);
+            }
+        }
+        // A wake by notification takes milliseconds; a missed one would take the 30 s lease.
+        assertTrue(worst < 200, "woken in " + all + " ms");
+        assertFalse(p.readLock().isLocked());
+        assertFalse(p.writeLock().isLocked());
     }
 }

@@ -1,0 +1,181 @@
+//! The process-wide calls (version, owners) and the client handle: connect, close, free, its
+//! queries, and the stream of lost holds handed to `PolylockClient.onLost`.
+
+use jni::objects::{JClass, JObject, JString, JValue};
+use jni::sys::{jboolean, jlong, jstring, JNI_FALSE};
+use jni::JNIEnv;
+use polylock::{runtime, Client, ClientOptions, Error, ErrorKind};
+
+use crate::convert::{block, jbool, kind_number, millis, string};
+use crate::error::{entry, jni_error, Result};
+use crate::jvm::{call_java, remember_vm};
+
+/// The client behind a handle. The Java side keeps the handle alive during the call.
+pub(crate) fn client<'a>(handle: jlong) -> Result<&'a Client> {
+    if handle == 0 {
+        return Err(Error::new(
+            ErrorKind::InvalidState,
+            "the polylock client is closed",
+        ));
+    }
+    // SAFETY: a non-zero handle is a `Box<Client>` from `connect`, not freed while Java counts
+    // this call as in flight (PolylockClient.enter/exit).
+    Ok(unsafe { &*(handle as *const Client) })
+}
+
+/// The crate version (the JAR checks it against its own).
+#[no_mangle]
+pub extern "system" fn Java_io_polylock_Native_version<'l>(
+    mut env: JNIEnv<'l>,
+    _: JClass<'l>,
+) -> jstring {
+    entry(&mut env, std::ptr::null_mut(), |env| {
+        env.new_string(polylock::VERSION)
+            .map(|s| s.into_raw())
+            .map_err(jni_error)
+    })
+}
+
+/// A process-wide fresh owner id (one per Java thread, chosen by the Java side).
+#[no_mangle]
+pub extern "system" fn Java_io_polylock_Native_freshOwner<'l>(
+    _env: JNIEnv<'l>,
+    _: JClass<'l>,
+) -> jlong {
+    polylock::owner::fresh() as jlong
+}
+
+/// Connect; returns the client handle. Durations in milliseconds.
+#[no_mangle]
+pub extern "system" fn Java_io_polylock_Native_connect<'l>(
+    mut env: JNIEnv<'l>,
+    _: JClass<'l>,
+    url: JString<'l>,
+    watchdog_ms: jlong,
+    connect_ms: jlong,
+    command_ms: jlong,
+    session_ms: jlong,
+) -> jlong {
+    entry(&mut env, 0, |env| {
+        remember_vm(env)?;
+        let url = string(env, &url, "url")?;
+        let options = ClientOptions {
+            watchdog_timeout: millis(watchdog_ms, "watchdog timeout")?,
+            connect_timeout: millis(connect_ms, "connect timeout")?,
+            command_timeout: millis(command_ms, "command timeout")?,
+            session_timeout: millis(session_ms, "session timeout")?,
+        };
+        let c = block(async move { Client::connect_with(&url, options).await })?;
+        Ok(Box::into_raw(Box::new(c)) as jlong)
+    })
+}
+
+/// Close the client (releases what its owners hold, ends their waits). Idempotent.
+#[no_mangle]
+pub extern "system" fn Java_io_polylock_Native_close<'l>(
+    mut env: JNIEnv<'l>,
+    _: JClass<'l>,
+    handle: jlong,
+) {
+    entry(&mut env, (), |_| {
+        let c = client(handle)?.clone();
+        block(async move { c.close().await })
+    })
+}
+
+/// Free the handle. The Java side calls this once, when no call is in flight.
+#[no_mangle]
+pub extern "system" fn Java_io_polylock_Native_free<'l>(
+    mut env: JNIEnv<'l>,
+    _: JClass<'l>,
+    handle: jlong,
+) {
+    entry(&mut env, (), |_| {
+        if handle != 0 {
+            // SAFETY: `handle` came from `connect` and the Java side frees it exactly once.
+            drop(unsafe { Box::from_raw(handle as *mut Client) });
+        }
+        Ok(())
+    })
+}
+
+/// The client's random id (the `<uuid>` of `<uuid>:<owner>` on Redis).
+#[no_mangle]
+pub extern "system" fn Java_io_polylock_Native_clientId<'l>(
+    mut env: JNIEnv<'l>,
+    _: JClass<'l>,
+    handle: jlong,
+) -> jstring {
+    entry(&mut env, std::ptr::null_mut(), |env| {
+        let id = client(handle)?.id().to_string();
+        env.new_string(id).map(|s| s.into_raw()).map_err(jni_error)
+    })
+}
+
+/// True while a ZooKeeper connection is down but its session may still be alive.
+#[no_mangle]
+pub extern "system" fn Java_io_polylock_Native_isSuspended<'l>(
+    mut env: JNIEnv<'l>,
+    _: JClass<'l>,
+    handle: jlong,
+) -> jboolean {
+    entry(&mut env, JNI_FALSE, |_| {
+        Ok(jbool(client(handle)?.is_suspended()))
+    })
+}
+
+/// True when waiting takes a queue place (ZooKeeper): no one-try fast path before a wait then.
+#[no_mangle]
+pub extern "system" fn Java_io_polylock_Native_queuesWaiters<'l>(
+    mut env: JNIEnv<'l>,
+    _: JClass<'l>,
+    handle: jlong,
+) -> jboolean {
+    entry(&mut env, JNI_FALSE, |_| {
+        Ok(jbool(client(handle)?.queues_waiters()))
+    })
+}
+
+/// Call `target.onLost(name, kind, owner, message)` from a runtime thread for every hold of this
+/// client that is lost from now on (`kind` numbered as in `convert`). The task ends when the
+/// client is freed.
+#[no_mangle]
+pub extern "system" fn Java_io_polylock_Native_watchLost<'l>(
+    mut env: JNIEnv<'l>,
+    _: JClass<'l>,
+    handle: jlong,
+    target: JObject<'l>,
+) {
+    entry(&mut env, (), |env| {
+        remember_vm(env)?;
+        let mut events = client(handle)?.lost_events();
+        let target = env.new_global_ref(target).map_err(jni_error)?;
+        runtime::handle().spawn(async move {
+            use tokio::sync::broadcast::error::RecvError;
+            loop {
+                let ev = match events.recv().await {
+                    Ok(ev) => ev,
+                    Err(RecvError::Lagged(_)) => continue,
+                    Err(RecvError::Closed) => return,
+                };
+                call_java(|env| {
+                    let name = env.new_string(&*ev.name)?;
+                    let message = env.new_string(ev.reason.error(&ev.name).message())?;
+                    env.call_method(
+                        target.as_obj(),
+                        "onLost",
+                        "(Ljava/lang/String;IJLjava/lang/String;)V",
+                        &[
+                            JValue::Object(&name),
+                            JValue::Int(kind_number(ev.kind)),
+                            JValue::Long(ev.owner as i64),
+                            JValue::Object(&message),
+                        ],
+                    )?;
+                    Ok(())
+                });
+            }
+        });
+        Ok(())
+    })
+}

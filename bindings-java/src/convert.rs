@@ -1,0 +1,106 @@
+//! Java arguments to core values, and back: strings, durations in milliseconds, owners, lock
+//! kinds, booleans; and running a core future with the calling Java thread blocked.
+
+use std::time::Duration;
+
+use jni::objects::JString;
+use jni::sys::{jboolean, jint, jlong, JNI_FALSE, JNI_TRUE};
+use jni::JNIEnv;
+use polylock::{runtime, Error, ErrorKind, LockKind, Wait};
+
+use crate::error::Result;
+
+/// The numbers of the lock kinds, shared with the `KIND_*` constants of `Native.java`: the one
+/// table on this side. A number never changes meaning; a kind added to core gets the next number
+/// here and a constant there, and every lock native serves it with no new entry point.
+const KINDS: [(jint, LockKind); 4] = [
+    (0, LockKind::Reentrant),
+    (1, LockKind::Mutex),
+    (2, LockKind::Read),
+    (3, LockKind::Write),
+];
+
+/// The lock kind of a `kind` argument.
+pub(crate) fn lock_kind(number: jint) -> Result<LockKind> {
+    KINDS
+        .iter()
+        .find(|(n, _)| *n == number)
+        .map(|(_, k)| *k)
+        .ok_or_else(|| {
+            Error::new(
+                ErrorKind::InvalidArgument,
+                format!("unknown lock kind {number}"),
+            )
+        })
+}
+
+/// The number of `kind` for Java, or -1 for a kind the table does not have yet.
+pub(crate) fn kind_number(kind: LockKind) -> jint {
+    KINDS
+        .iter()
+        .find(|(_, k)| *k == kind)
+        .map_or(-1, |(n, _)| *n)
+}
+
+/// A Java string argument; null is an `InvalidArgument` naming `what`.
+pub(crate) fn string(env: &mut JNIEnv, s: &JString, what: &str) -> Result<String> {
+    if s.is_null() {
+        return Err(Error::new(
+            ErrorKind::InvalidArgument,
+            format!("{what} must not be null"),
+        ));
+    }
+    // Java strings arrive as modified UTF-8; the conversion decodes it (U+0000 included, which
+    // core then refuses in names).
+    env.get_string(s)
+        .map(String::from)
+        .map_err(|e| Error::new(ErrorKind::InvalidArgument, format!("{what}: {e}")))
+}
+
+/// A positive number of milliseconds.
+pub(crate) fn millis(v: jlong, what: &str) -> Result<Duration> {
+    if v <= 0 {
+        return Err(Error::new(
+            ErrorKind::InvalidArgument,
+            format!("{what} must be positive, got {v} ms"),
+        ));
+    }
+    Ok(Duration::from_millis(v as u64))
+}
+
+/// `-1` waits forever, `0` tries once, a positive value waits that many milliseconds.
+pub(crate) fn wait_arg(wait_ms: jlong) -> Result<Wait> {
+    match wait_ms {
+        -1 => Ok(Wait::Forever),
+        0 => Ok(Wait::Never),
+        w => millis(w, "wait time").map(Wait::For),
+    }
+}
+
+/// `-1` is the watchdog lease, a positive value a fixed lease in milliseconds.
+pub(crate) fn lease_arg(lease_ms: jlong) -> Result<Option<Duration>> {
+    match lease_ms {
+        -1 => Ok(None),
+        l => millis(l, "lease time").map(Some),
+    }
+}
+
+/// An owner id chosen by the Java side (one per thread).
+pub(crate) fn owner(v: jlong) -> Result<u64> {
+    u64::try_from(v).map_err(|_| Error::new(ErrorKind::InvalidArgument, "negative owner id"))
+}
+
+/// Run `fut` on core's runtime with the calling Java thread blocked.
+pub(crate) fn block<T: Send + 'static>(
+    fut: impl std::future::Future<Output = Result<T>> + Send + 'static,
+) -> Result<T> {
+    runtime::block_on(fut).and_then(|r| r)
+}
+
+pub(crate) fn jbool(b: bool) -> jboolean {
+    if b {
+        JNI_TRUE
+    } else {
+        JNI_FALSE
+    }
+}
