@@ -23,6 +23,8 @@ export interface AcquireOptions {
 
 export interface LostEvent {
   name: string;
+  /** `reentrant`, `mutex`, `read` or `write`. */
+  kind: string;
   /** `Expired`, `Deleted`, `RenewalFailed`, `SessionExpired` or `ClientClosed`. */
   reason: string;
 }
@@ -33,7 +35,7 @@ export interface Hold extends AsyncDisposable {
 }
 
 /** `code` is `ERR_POLYLOCK_<NAME>`: TIMEOUT, NOT_OWNER, LOCK_LOST, CONNECTION, AUTH, BACKEND,
- * INVALID_STATE, INTERNAL, CANCELLED, UNSUPPORTED, ... Bad arguments are TypeError/RangeError
+ * INVALID_STATE, INTERNAL, CANCELLED, UNSUPPORTED, UPGRADE_NOT_SUPPORTED, ... Bad arguments are TypeError/RangeError
  * with code ERR_POLYLOCK_INVALID_ARGUMENT. */
 export class PolylockError extends Error {
   readonly code: string;
@@ -41,6 +43,8 @@ export class PolylockError extends Error {
 
 export class Lock extends EventEmitter {
   readonly name: string;
+  /** `reentrant`, `mutex`, `read` or `write`. */
+  readonly kind: 'reentrant' | 'mutex' | 'read' | 'write';
   /** How many times this handle holds the lock (the handle is the owner). */
   readonly holdCount: number;
   readonly fencingToken: number | null;
@@ -58,11 +62,20 @@ export class Lock extends EventEmitter {
   once(event: string | symbol, listener: (...args: any[]) => void): this;
 }
 
+/** Many readers or one writer; this handle is the owner of both halves. A read holder asking for
+ * the write half rejects at once with ERR_POLYLOCK_UPGRADE_NOT_SUPPORTED. */
+export class ReadWriteLock {
+  readonly name: string;
+  readLock(): Lock;
+  writeLock(): Lock;
+}
+
 export class Client {
   readonly id: string;
   readonly closed: boolean;
   lock(name: string): Lock;
   mutex(path: string): Lock;
+  readWriteLock(name: string): ReadWriteLock;
   close(): Promise<void>;
 }
 

@@ -111,13 +111,23 @@ class Client {
   /** A reentrant lock handle. The handle is the owner: acquiring twice through it re-enters. */
   lock(lockName) {
     name(lockName, 'name');
-    return new Lock(this, call(() => this._native.lock(lockName)));
+    return new Lock(this, call(() => this._native.lock(lockName, 'reentrant')));
   }
 
   /** A non-reentrant ZooKeeper mutex (Curator's InterProcessSemaphoreMutex). */
   mutex(lockPath) {
     name(lockPath, 'path');
-    return new Lock(this, call(() => this._native.mutex(lockPath)));
+    return new Lock(this, call(() => this._native.lock(lockPath, 'mutex')));
+  }
+
+  /**
+   * A read-write lock (Redisson's RReadWriteLock on Redis, Curator's InterProcessReadWriteLock on
+   * ZooKeeper): `readLock()` and `writeLock()` are Locks. The read-write lock handle is the owner
+   * of both halves, so its write half may take its read half (a downgrade).
+   */
+  readWriteLock(lockName) {
+    name(lockName, 'name');
+    return new ReadWriteLock(this, lockName);
   }
 
   /** Release every lock this client still holds and close it. Idempotent. */
@@ -127,12 +137,12 @@ class Client {
   }
 
   _watch(lock) {
-    this._watched.set(lock._owner, new WeakRef(lock));
+    this._watched.set(`${lock._owner}:${lock.kind}`, new WeakRef(lock));
     if (this._watching) return;
     this._watching = true;
     // One weak callback for the whole client: it never keeps the process alive by itself.
     this._native.watchLost((event) => {
-      const lock = this._watched.get(event.owner)?.deref();
+      const lock = this._watched.get(`${event.owner}:${event.kind}`)?.deref();
       if (!lock) return;
       lock._holds = 0;
       lock.emit('lost', { name: event.name, reason: event.reason });
@@ -141,11 +151,11 @@ class Client {
 }
 
 class Lock extends EventEmitter {
-  constructor(client, nativeLock) {
+  constructor(client, nativeLock, owner = native.freshOwner()) {
     super();
     this._client = client;
     this._native = nativeLock;
-    this._owner = native.freshOwner();
+    this._owner = owner;
     this._holds = 0;
     this.on('newListener', (event) => {
       if (event === 'lost') client._watch(this);
@@ -154,6 +164,11 @@ class Lock extends EventEmitter {
 
   get name() {
     return this._native.name;
+  }
+
+  /** `reentrant`, `mutex`, `read` or `write`. */
+  get kind() {
+    return this._native.kind;
   }
 
   /** How many times this handle holds the lock. */
@@ -263,4 +278,32 @@ class Lock extends EventEmitter {
   }
 }
 
-module.exports = { connect, Client, Lock, PolylockError, version: native.version() };
+/**
+ * Many readers or one writer. Both halves are Locks with one owner, this handle: its write half
+ * may take its read half and keep it after releasing the write half (a downgrade); its read half
+ * asking for the write half rejects at once with ERR_POLYLOCK_UPGRADE_NOT_SUPPORTED (Redisson and
+ * Curator would wait forever). Another owner is another `client.readWriteLock(name)`.
+ */
+class ReadWriteLock {
+  constructor(client, lockName) {
+    const owner = native.freshOwner();
+    this._read = new Lock(client, call(() => client._native.lock(lockName, 'read')), owner);
+    this._write = new Lock(client, call(() => client._native.lock(lockName, 'write')), owner);
+  }
+
+  get name() {
+    return this._read.name;
+  }
+
+  /** The read half: shared by any number of owners while nobody writes. */
+  readLock() {
+    return this._read;
+  }
+
+  /** The write half: exclusive of readers and other writers. */
+  writeLock() {
+    return this._write;
+  }
+}
+
+module.exports = { connect, Client, Lock, ReadWriteLock, PolylockError, version: native.version() };

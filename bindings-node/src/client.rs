@@ -1,0 +1,184 @@
+//! `NativeClient`: connecting (through a slot, since a Promise cannot carry a native class from
+//! another thread), handing out lock handles, closing, and the lost-event stream.
+
+use std::sync::{Arc, Mutex};
+
+use napi::bindgen_prelude::*;
+use napi::threadsafe_function::{ThreadsafeFunction, ThreadsafeFunctionCallMode};
+use napi_derive::napi;
+use polylock::{runtime, Client, ClientOptions, ErrorKind, LockKind};
+
+use crate::lock::NativeLock;
+use crate::outcome::{failed, ms, outcome, promise, sync_err};
+
+/// The JS wrapper's names of the lock kinds.
+fn kind_arg(kind: &str) -> std::result::Result<LockKind, polylock::Error> {
+    match kind {
+        "reentrant" => Ok(LockKind::Reentrant),
+        "mutex" => Ok(LockKind::Mutex),
+        "read" => Ok(LockKind::Read),
+        "write" => Ok(LockKind::Write),
+        other => Err(polylock::Error::new(
+            ErrorKind::InvalidArgument,
+            format!("unknown lock kind '{other}'"),
+        )),
+    }
+}
+
+pub(crate) fn kind_name(kind: LockKind) -> &'static str {
+    match kind {
+        LockKind::Reentrant => "reentrant",
+        LockKind::Mutex => "mutex",
+        LockKind::Read => "read",
+        LockKind::Write => "write",
+        _ => "other",
+    }
+}
+
+/// Connect; durations in ms. Resolves `{ ok }` and then `take_client()` returns the client.
+#[napi]
+pub fn connect<'e>(
+    env: &'e Env,
+    url: String,
+    watchdog_ms: f64,
+    connect_ms: f64,
+    command_ms: f64,
+    session_ms: f64,
+    slot: &ClientSlot,
+) -> Result<Object<'e>> {
+    let options = (|| {
+        Ok::<_, polylock::Error>(ClientOptions {
+            watchdog_timeout: ms(watchdog_ms, "watchdogTimeoutMs")?,
+            connect_timeout: ms(connect_ms, "connectTimeoutMs")?,
+            command_timeout: ms(command_ms, "commandTimeoutMs")?,
+            session_timeout: ms(session_ms, "sessionTimeoutMs")?,
+        })
+    })()
+    .map_err(sync_err)?;
+    let slot = slot.inner.clone();
+    promise(env, async move {
+        match Client::connect_with(&url, options).await {
+            Ok(c) => {
+                *slot.lock().unwrap_or_else(|e| e.into_inner()) = Some(c);
+                outcome(true, None)
+            }
+            Err(e) => failed(&e),
+        }
+    })
+}
+
+/// Receives the client of a `connect` call (a Promise cannot carry a native class from another
+/// thread).
+#[napi]
+pub struct ClientSlot {
+    inner: Arc<Mutex<Option<Client>>>,
+}
+
+#[napi]
+impl ClientSlot {
+    /// An empty slot.
+    #[napi(constructor)]
+    pub fn new() -> Self {
+        ClientSlot {
+            inner: Arc::default(),
+        }
+    }
+
+    /// The connected client (once).
+    #[napi]
+    pub fn take(&self) -> Result<NativeClient> {
+        self.inner
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take()
+            .map(|inner| NativeClient { inner })
+            .ok_or_else(|| Error::from_reason("INTERNAL\u{1}no client in the slot"))
+    }
+}
+
+impl Default for ClientSlot {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// A lost hold, as delivered to `watchLost` callbacks.
+#[napi(object)]
+pub struct LostEventJs {
+    /// The lock's name.
+    pub name: String,
+    /// The kind of lock: `reentrant`, `mutex`, `read` or `write`.
+    pub kind: String,
+    /// The owner (lock handle) whose hold was lost.
+    pub owner: f64,
+    /// Why (`Expired`, `Deleted`, `RenewalFailed`, `SessionExpired`, `ClientClosed`).
+    pub reason: String,
+}
+
+/// A client (see `index.js`).
+#[napi]
+pub struct NativeClient {
+    inner: Client,
+}
+
+#[napi]
+impl NativeClient {
+    /// A lock handle of any kind: `reentrant`, `mutex`, `read` or `write`.
+    #[napi]
+    pub fn lock(&self, name: String, kind: String) -> Result<NativeLock> {
+        let kind = kind_arg(&kind).map_err(sync_err)?;
+        self.inner
+            .lock_of_kind(&name, kind)
+            .map(NativeLock::new)
+            .map_err(sync_err)
+    }
+
+    /// Close: release held locks; later calls fail.
+    #[napi]
+    pub fn close<'e>(&self, env: &'e Env) -> Result<Object<'e>> {
+        let c = self.inner.clone();
+        promise(env, async move {
+            match c.close().await {
+                Ok(()) => outcome(true, None),
+                Err(e) => failed(&e),
+            }
+        })
+    }
+
+    /// This client's random id.
+    #[napi(getter)]
+    pub fn id(&self) -> String {
+        self.inner.id().to_string()
+    }
+
+    /// Call `callback(event)` for every hold of this client that is lost from now on. The
+    /// callback is weak: it never keeps the process alive by itself.
+    #[napi]
+    pub fn watch_lost(&self, callback: Function<LostEventJs, ()>) -> Result<()> {
+        let tsfn: ThreadsafeFunction<LostEventJs, (), LostEventJs, Status, false, true> = callback
+            .build_threadsafe_function()
+            .callee_handled::<false>()
+            .weak::<true>()
+            .build()?;
+        let mut events = self.inner.lost_events();
+        runtime::handle().spawn(async move {
+            use tokio::sync::broadcast::error::RecvError;
+            loop {
+                match events.recv().await {
+                    Ok(ev) => {
+                        let js = LostEventJs {
+                            name: ev.name.to_string(),
+                            kind: kind_name(ev.kind).to_string(),
+                            owner: ev.owner as f64,
+                            reason: format!("{:?}", ev.reason),
+                        };
+                        tsfn.call(js, ThreadsafeFunctionCallMode::NonBlocking);
+                    }
+                    Err(RecvError::Lagged(_)) => continue,
+                    Err(RecvError::Closed) => return,
+                }
+            }
+        });
+        Ok(())
+    }
+}

@@ -1,0 +1,153 @@
+'use strict';
+// The read-write lock from Node, the same cases on Redis and on ZooKeeper.
+const { test } = require('node:test');
+const assert = require('node:assert/strict');
+const { randomUUID } = require('node:crypto');
+const polylock = require('..');
+
+const REDIS = process.env.POLYLOCK_REDIS_URL || 'redis://127.0.0.1:6379';
+const ZK = process.env.POLYLOCK_ZK_URL || 'zk://127.0.0.1:2181';
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+const nameFor = (url, p) => (url.startsWith('zk') ? `/polylock-node/${p}-${randomUUID()}` : `polylock-node:${p}:${randomUUID()}`);
+const isCode = (code) => (e) => e instanceof polylock.PolylockError && e.code === code;
+
+for (const [server, url] of [
+  ['redis', REDIS],
+  ['zookeeper', ZK],
+]) {
+  test(`${server}: readers share, a writer excludes and is woken by the last reader`, async () => {
+    const c = await polylock.connect(url);
+    const name = nameFor(url, 'share');
+    const [a, b, w] = [c.readWriteLock(name), c.readWriteLock(name), c.readWriteLock(name)];
+    assert.ok(a instanceof polylock.ReadWriteLock);
+    assert.equal(a.readLock().kind, 'read');
+    assert.equal(a.writeLock().kind, 'write');
+    assert.equal(await a.readLock().acquire({ waitMs: 0 }), true);
+    assert.equal(await b.readLock().acquire({ waitMs: 0 }), true);
+    assert.equal(await a.readLock().isLocked(), true);
+    assert.equal(await w.writeLock().acquire({ waitMs: 0 }), false);
+    const waiting = w.writeLock().acquire({ waitMs: 10000 });
+    await a.readLock().release();
+    await sleep(100);
+    const released = Date.now();
+    await b.readLock().release();
+    assert.equal(await waiting, true);
+    assert.ok(Date.now() - released < 1000, 'woken by the release');
+    assert.equal(await a.readLock().acquire({ waitMs: 0 }), false);
+    assert.equal(await b.writeLock().acquire({ waitMs: 0 }), false);
+    await w.writeLock().release();
+    await c.close();
+  });
+
+  test(`${server}: reentrant halves, downgrade, and the upgrade refused at once`, async () => {
+    const c = await polylock.connect(url);
+    const other = await polylock.connect(url);
+    const name = nameFor(url, 'down');
+    const rw = c.readWriteLock(name);
+    const r = rw.readLock();
+    const w = rw.writeLock();
+    assert.equal(await r.acquire(), true);
+    assert.equal(await r.acquire(), true);
+    assert.equal(r.holdCount, 2);
+    const started = Date.now();
+    await assert.rejects(w.acquire(), isCode('ERR_POLYLOCK_UPGRADE_NOT_SUPPORTED'));
+    assert.ok(Date.now() - started < 500);
+    assert.equal(r.holdCount, 2);
+    await r.release();
+    await r.release();
+    await assert.rejects(r.release(), isCode('ERR_POLYLOCK_NOT_OWNER'));
+    assert.equal(await w.acquire(), true);
+    const token = w.fencingToken;
+    assert.ok(token > 0);
+    assert.equal(await r.acquire({ waitMs: 0 }), true, 'the writer may read');
+    const stranger = other.readWriteLock(name);
+    assert.equal(await stranger.readLock().acquire({ waitMs: 0 }), false);
+    await w.release();
+    assert.equal(await stranger.readLock().acquire({ waitMs: 2000 }), true, 'readers share after the downgrade');
+    const writer = other.readWriteLock(name);
+    assert.equal(await writer.writeLock().acquire({ waitMs: 0 }), false);
+    await stranger.readLock().release();
+    await r.release();
+    assert.equal(await writer.writeLock().acquire({ waitMs: 2000 }), true);
+    await writer.writeLock().release();
+    await other.close();
+    await c.close();
+  });
+
+  test(`${server}: readers and writers on two clients keep a counter exact`, async () => {
+    const [a, b] = [await polylock.connect(url), await polylock.connect(url)];
+    const name = nameFor(url, 'counter');
+    let counter = 0;
+    let readers = 0;
+    let writers = 0;
+    let mostReaders = 0;
+    let overlaps = 0;
+    const work = async (client, writer) => {
+      const rw = client.readWriteLock(name);
+      const lock = writer ? rw.writeLock() : rw.readLock();
+      for (let i = 0; i < 15; i++) {
+        await lock.acquire({ waitMs: 30000 });
+        if (writer) {
+          writers++;
+          if (writers > 1 || readers > 0) overlaps++;
+          const v = counter;
+          await sleep(2);
+          counter = v + 1;
+          writers--;
+        } else {
+          readers++;
+          mostReaders = Math.max(mostReaders, readers);
+          if (writers > 0) overlaps++;
+          await sleep(3);
+          readers--;
+        }
+        await lock.release();
+      }
+    };
+    await Promise.all([0, 1, 2, 3, 4, 5].map((i) => work(i % 2 ? a : b, i < 2)));
+    assert.equal(overlaps, 0);
+    assert.equal(counter, 30);
+    assert.ok(mostReaders >= 2, `readers never shared (${mostReaders})`);
+    await a.close();
+    await b.close();
+  });
+
+  test(`${server}: AbortSignal cancels a waiting writer and leaves nothing`, async () => {
+    const c = await polylock.connect(url);
+    const name = nameFor(url, 'abort');
+    const reader = c.readWriteLock(name);
+    await reader.readLock().acquire();
+    const writer = c.readWriteLock(name);
+    await assert.rejects(
+      writer.writeLock().acquire({ signal: AbortSignal.timeout(150) }),
+      (e) => e.name === 'TimeoutError',
+    );
+    await reader.readLock().release();
+    const next = c.readWriteLock(name);
+    assert.equal(await next.writeLock().acquire({ waitMs: 2000 }), true, 'nothing left behind');
+    await next.writeLock().release();
+    await c.close();
+  });
+
+  test(`${server}: a read hold lost elsewhere emits 'lost' on the read half only`, async () => {
+    const c = await polylock.connect(url, { watchdogTimeoutMs: 600 });
+    const other = await polylock.connect(url);
+    const name = nameFor(url, 'lost');
+    const rw = c.readWriteLock(name);
+    const seen = [];
+    rw.readLock().on('lost', (e) => seen.push(['read', e.reason]));
+    rw.writeLock().on('lost', (e) => seen.push(['write', e.reason]));
+    await rw.readLock().acquire();
+    if (server === 'redis') {
+      await sleep(1900); // the watchdog keeps the read hold past three leases
+      assert.equal(rw.readLock().isLost, false);
+      assert.equal(await other.readWriteLock(name).writeLock().acquire({ waitMs: 0 }), false);
+    }
+    assert.equal(await other.readWriteLock(name).readLock().forceUnlock(), true);
+    for (let i = 0; i < 100 && seen.length === 0; i++) await sleep(20);
+    assert.deepEqual(seen, [['read', 'Deleted']]);
+    await assert.rejects(rw.readLock().release(), isCode('ERR_POLYLOCK_LOCK_LOST'));
+    await other.close();
+    await c.close();
+  });
+}
