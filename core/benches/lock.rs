@@ -6,8 +6,10 @@
 //! Prints: Redis PING round trip p50 (same connection type as the lock, and through a bare
 //! redis-rs connection), uncontended lock+unlock pair p50/p99 and pairs/s from a blocked thread
 //! and as a runtime task, the same two scripts through bare redis-rs, 64 tasks on distinct keys
-//! (pairs/s, beside 64 tasks of PING/s), and a contended run of 4 processes on one lock: handoff p50, the fraction of
-//! sections handed to another process, and the longest wait.
+//! (pairs/s, beside 64 tasks of PING/s), the read half of a read-write lock beside the plain lock
+//! (pairs measured in alternating rounds) and 64 readers on one name, and a contended run of 4
+//! processes on one lock: handoff p50, the fraction of sections handed to another process, and
+//! the longest wait.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -110,9 +112,23 @@ async fn run(o: Opts) {
     // sleeps in recv for each reply): what the server costs for a pair, without polylock.
     let (bare_ping, floor) = bare_redis_rs(&o.url, n);
 
+    // The read half beside the plain lock, in alternating rounds so that both see the same
+    // server and machine.
+    let rw = client
+        .read_write_lock(&format!("polylock-bench:rw:{}", std::process::id()))
+        .unwrap();
+    let read = rw.read_lock();
+    let (mut plain_v, mut read_v) = (Vec::new(), Vec::new());
+    for _ in 0..10 {
+        plain_v.extend(samples(&lock, n / 10).await.0);
+        read_v.extend(samples(&read, n / 10).await.0);
+    }
+    let (plain_ab, read_ab) = (pct(&mut plain_v, 0.5), pct(&mut read_v, 0.5));
+
     let secs = Duration::from_secs_f64(o.seconds);
     let ping64 = parallel(&client, 64, secs, true).await;
     let lock64 = parallel(&client, 64, secs, false).await;
+    let readers64 = readers(&rw, 64, secs).await;
 
     let contended = contended(
         &o.url,
@@ -158,6 +174,16 @@ async fn run(o: Opts) {
         us(p50) / us(ping_p50)
     );
     println!("  64 tasks, distinct keys          {:>8.0} pairs/s   beside {:>8.0} PING/s   (target >= 35000 pairs/s)", lock64, ping64);
+    println!(
+        "  read-lock pair, alternating      p50 {:>8.1} us   beside the plain pair {:>8.1} us: {:.2} x   (target <= 1.2)",
+        us(read_ab),
+        us(plain_ab),
+        us(read_ab) / us(plain_ab)
+    );
+    println!(
+        "  64 readers, one read-write lock  {:>8.0} pairs/s   (every reader holds it while the others come and go)",
+        readers64
+    );
     println!("{contended}");
 }
 
@@ -210,6 +236,13 @@ async fn ping_p50(client: &Client, n: usize) -> Duration {
 
 /// p50, p99 and pairs/s of `n` uncontended acquire+release pairs.
 async fn uncontended(lock: &polylock::Lock, n: usize) -> (Duration, Duration, f64) {
+    let (mut pairs, took) = samples(lock, n).await;
+    let rate = n as f64 / took.as_secs_f64();
+    (pct(&mut pairs, 0.5), pct(&mut pairs, 0.99), rate)
+}
+
+/// The times of `n` uncontended acquire+release pairs, and how long they took in all.
+async fn samples(lock: &polylock::Lock, n: usize) -> (Vec<Duration>, Duration) {
     let me = owner::fresh();
     let mut pairs = Vec::with_capacity(n);
     let started = Instant::now();
@@ -219,8 +252,32 @@ async fn uncontended(lock: &polylock::Lock, n: usize) -> (Duration, Duration, f6
         lock.release(me).await.unwrap();
         pairs.push(t.elapsed());
     }
-    let rate = n as f64 / started.elapsed().as_secs_f64();
-    (pct(&mut pairs, 0.5), pct(&mut pairs, 0.99), rate)
+    (pairs, started.elapsed())
+}
+
+/// Read pairs per second of `tasks` readers (an owner each) on one read-write lock.
+async fn readers(rw: &polylock::ReadWriteLock, tasks: usize, secs: Duration) -> f64 {
+    let stop = Arc::new(AtomicBool::new(false));
+    let count = Arc::new(AtomicU64::new(0));
+    let mut handles = Vec::new();
+    for _ in 0..tasks {
+        let (read, stop, count) = (rw.read_lock(), stop.clone(), count.clone());
+        handles.push(tokio::spawn(async move {
+            let me = owner::fresh();
+            while !stop.load(Ordering::Relaxed) {
+                read.acquire(me, AcquireOptions::forever()).await.unwrap();
+                read.release(me).await.unwrap();
+                count.fetch_add(1, Ordering::Relaxed);
+            }
+        }));
+    }
+    let started = Instant::now();
+    tokio::time::sleep(secs).await;
+    stop.store(true, Ordering::Relaxed);
+    for h in handles {
+        h.await.unwrap();
+    }
+    count.load(Ordering::Relaxed) as f64 / started.elapsed().as_secs_f64()
 }
 
 /// PING p50 and the p50 of polylock's two scripts (a fresh acquire, the release that frees it)
