@@ -12,6 +12,9 @@ zk=${POLYLOCK_ZK_URL:-zk://127.0.0.1:2181}
 mvn=(mvn -B -q -Dstyle.color=never)
 
 status=0
+# The Curator interop suite runs the polylock command beside Curator (debug build, shared target).
+cargo build -p polylock --bin polylock --quiet || status=1
+export POLYLOCK_CLI="${CARGO_TARGET_DIR:-$root/target}/debug/polylock"
 rm -rf bindings-java/target/surefire-reports bindings-java/target/failsafe-reports
 "${mvn[@]}" -Pdev -f bindings-java/pom.xml verify || status=1
 # Virtual threads need Java 21+: run VirtualThreadIT (and the unit tests again) on the newest JDK

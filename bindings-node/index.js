@@ -91,10 +91,31 @@ async function connect(url, options = {}) {
   return new Client(slot.take());
 }
 
+// Clients not closed yet. When the process (or a worker thread) exits they are closed, so that the
+// server forgets their holds and waits now (a ZooKeeper session would keep its nodes until it timed
+// out, and the next waiter would queue behind them). 'exit' runs no asynchronous work: the native
+// close blocks this thread for the few round trips it takes.
+// Weakly held: a client the program dropped is freed (and its connections closed) by the GC.
+const openClients = new Map(); // client id -> WeakRef<Client>
+let exitHooked = false;
+function closeAtExit(client) {
+  openClients.set(client.id, new WeakRef(client));
+  if (exitHooked) return;
+  exitHooked = true;
+  process.once('exit', () => {
+    for (const ref of openClients.values()) {
+      const c = ref.deref();
+      if (c && !c._closed) c._native.closeSync();
+    }
+    openClients.clear();
+  });
+}
+
 class Client {
   constructor(nativeClient) {
     this._native = nativeClient;
     this._closed = false;
+    closeAtExit(this);
     this._watched = new Map(); // owner -> WeakRef<Lock>
     this._watching = false;
   }
@@ -133,6 +154,7 @@ class Client {
   /** Release every lock this client still holds and close it. Idempotent. */
   async close() {
     this._closed = true;
+    openClients.delete(this.id);
     check(await this._native.close());
   }
 

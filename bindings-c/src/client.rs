@@ -101,8 +101,13 @@ pub unsafe extern "C" fn polylock_client_connect_with(
     })
 }
 
-/// Close the client: release every lock its owners still hold and refuse later calls with
-/// `POLYLOCK_INVALID_STATE`. Idempotent. The handle must still be freed.
+/// Close the client: release every lock its owners still hold, end its waits, close its
+/// connections (a ZooKeeper session ends before this returns, so its nodes are gone), and refuse
+/// later calls with `POLYLOCK_INVALID_STATE`. Idempotent. The handle must still be freed.
+///
+/// Call it before the process exits (from `atexit` if you like): C has no hook of its own that
+/// polylock could use. A ZooKeeper client that is not closed leaves its nodes on the server until
+/// its session times out (10 s by default), and other waiters queue behind them until then.
 #[no_mangle]
 pub unsafe extern "C" fn polylock_client_close(client: *mut polylock_client) -> polylock_result {
     boundary(|| {
@@ -120,6 +125,8 @@ pub unsafe extern "C" fn polylock_client_close(client: *mut polylock_client) -> 
 
 /// Free a client handle. NULL is allowed. Locks created from it keep the connection alive until
 /// they are freed too; locks still held are released when the last of them goes (or expire).
+/// Freeing does not wait for the server: close the client first (`polylock_client_close`) in a
+/// process that is about to exit.
 #[no_mangle]
 pub unsafe extern "C" fn polylock_client_free(client: *mut polylock_client) {
     let _ = boundary(|| {

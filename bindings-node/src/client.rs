@@ -145,6 +145,14 @@ impl NativeClient {
         })
     }
 
+    /// Close now, blocking the calling thread (for the process's `exit` event, where nothing
+    /// asynchronous runs any more). Errors are ignored: the process is ending.
+    #[napi]
+    pub fn close_sync(&self) {
+        let c = self.inner.clone();
+        let _ = runtime::block_on(async move { c.close().await });
+    }
+
     /// This client's random id.
     #[napi(getter)]
     pub fn id(&self) -> String {

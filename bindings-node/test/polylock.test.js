@@ -176,3 +176,24 @@ test('a process holding a lock exits once the client is closed (nothing keeps th
   assert.equal(r.status, 0, String(r.stderr));
   assert.ok(Date.now() - started < 10000, 'exited promptly');
 });
+
+test('a process that exits without close() leaves no ZooKeeper node (the exit hook closes it)', async () => {
+  const p = `/polylock-node/exit-${randomUUID()}`;
+  const script = `
+    const polylock = require(${JSON.stringify(path.join(__dirname, '..'))});
+    (async () => {
+      const c = await polylock.connect(${JSON.stringify(ZK)});
+      if (!(await c.lock(${JSON.stringify(p)}).acquire())) process.exit(3);
+      console.log('held');
+    })();`;
+  const r = spawnSync(process.execPath, ['-e', script], { timeout: 30000, encoding: 'utf8' });
+  assert.equal(r.status, 0, r.stderr);
+  assert.match(r.stdout, /held/);
+  const z = await polylock.connect(ZK);
+  const started = Date.now();
+  const lock = z.lock(p);
+  assert.equal(await lock.acquire({ waitMs: 2000 }), true, "the exited process's node was still there");
+  assert.ok(Date.now() - started < 1000);
+  await lock.release();
+  await z.close();
+});

@@ -167,6 +167,16 @@ def test_gil_is_released_while_waiting(client):
 
 @pytest.mark.skipif(not hasattr(signal, "pthread_kill"), reason="POSIX only")
 def test_ctrl_c_interrupts_a_blocking_acquire_and_leaves_nothing(client):
+    # A process started in the background by a shell inherits SIGINT ignored, and Python then keeps
+    # it ignored: install Python's own handler, as an interactive program has it.
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        _ctrl_c_interrupts(client)
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def _ctrl_c_interrupts(client):
     lock = client.lock(unique("sigint"))
     other = polylock.connect(REDIS)
     olock = other.lock(lock.name)
@@ -414,3 +424,23 @@ def test_error_classes_match_the_core_table():
     assert issubclass(polylock.LockTimeoutError, TimeoutError)
     assert issubclass(polylock.InvalidArgumentError, ValueError)
     assert issubclass(polylock.PolylockConnectionError, ConnectionError)
+
+
+def test_a_process_that_exits_without_close_leaves_no_zookeeper_node():
+    """The atexit hook closes open clients: the session ends with the process, so its node does
+    not stay on the server for the 10 s session timeout."""
+    path = f"/polylock-py/exit-{uuid.uuid4().hex}"
+    script = (
+        "import polylock\n"
+        f"c = polylock.connect({ZK!r})\n"
+        f"assert c.lock({path!r}).acquire()\n"
+        "print('held', flush=True)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0 and "held" in done.stdout, done.stderr
+    with polylock.connect(ZK) as z:
+        started = time.monotonic()
+        lock = z.lock(path)
+        assert lock.acquire(timeout=2.0), "the exited process's node was still there"
+        assert time.monotonic() - started < 1.0
+        lock.release()

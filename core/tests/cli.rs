@@ -454,3 +454,58 @@ fn read_write_usage_errors_exit_64() {
         assert_eq!(out.status.code(), Some(64), "{args:?}");
     }
 }
+
+/// A `--wait` that runs out on ZooKeeper removes its node before the process exits (and the
+/// process closes its session), so the next waiter gets the lock as soon as the holder lets go,
+/// instead of queueing behind a dead node until the session times out. 20 rounds.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_timed_out_zookeeper_wait_leaves_no_node_behind() {
+    let u = zk_url();
+    let holders = zk_client().await;
+    let waiters = zk_client().await;
+    let path = zk_path("cli-timeout");
+    let mut slowest = Duration::ZERO;
+    for round in 0..20 {
+        let holder = holders.lock(&path).unwrap();
+        holder
+            .acquire(1, polylock::AcquireOptions::forever())
+            .await
+            .unwrap();
+        let (u2, p2) = (u.clone(), path.clone());
+        let out = tokio::task::spawn_blocking(move || {
+            run(&[
+                "run", "--url", &u2, "--name", &p2, "--wait", "300ms", "--", "true",
+            ])
+        })
+        .await
+        .unwrap();
+        assert_eq!(out.status.code(), Some(75), "round {round}");
+        let left = zk_children(&path).await;
+        assert_eq!(
+            left.len(),
+            1,
+            "round {round}: only the holder's node: {left:?}"
+        );
+        let waiter = waiters.lock(&path).unwrap();
+        let queued = tokio::spawn(async move {
+            waiter
+                .acquire(2, polylock::AcquireOptions::forever())
+                .await
+                .unwrap();
+            (Instant::now(), waiter)
+        });
+        zk_children_until(&path, |c| c.len() == 2).await;
+        let released = Instant::now();
+        holder.release(1).await.unwrap();
+        let (got, waiter) = queued.await.unwrap();
+        let took = got.duration_since(released);
+        slowest = slowest.max(took);
+        assert!(
+            took < Duration::from_millis(100),
+            "round {round}: the third waiter got the lock {took:?} after the release"
+        );
+        waiter.release(2).await.unwrap();
+        zk_children_until(&path, |c| c.is_empty()).await;
+    }
+    println!("20 rounds: the third waiter got the lock at most {slowest:?} after the release");
+}

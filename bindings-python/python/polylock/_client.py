@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import atexit
 import functools
 import inspect
+import weakref
 from types import TracebackType
 from typing import Any, Callable, Optional, TypeVar, cast
 
@@ -13,6 +15,19 @@ from ._lock import Lock, ReadWriteLock, _check_name
 from ._lost import LostWatch
 
 F = TypeVar("F", bound=Callable[..., Any])
+
+# Clients not closed yet. At exit they are closed, so that the server forgets their holds and
+# waits now (a ZooKeeper session would keep its nodes until it timed out).
+_open_clients: "weakref.WeakSet[Client]" = weakref.WeakSet()
+
+
+@atexit.register
+def _close_at_exit() -> None:
+    for client in list(_open_clients):
+        try:
+            client.close()
+        except Exception:  # a client made before fork(), or a server gone: nothing more to do
+            pass
 
 
 def connect(
@@ -48,6 +63,7 @@ class Client:
         self._native = native
         # Lock handles with lost callbacks; the client's one lost-event stream feeds them.
         self._lost = LostWatch(native)
+        _open_clients.add(self)
 
     def _handle(self, name: str, kind: str) -> Lock:
         _check_name(name)
@@ -130,7 +146,9 @@ class Client:
 
     def close(self) -> None:
         """Release every lock this client still holds and close it. Idempotent; later calls on
-        it or its locks raise ``InvalidStateError``."""
+        it or its locks raise ``InvalidStateError``. Clients still open when the interpreter exits
+        are closed then."""
+        _open_clients.discard(self)
         self._native.close()
 
     def __enter__(self) -> "Client":

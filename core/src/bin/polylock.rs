@@ -174,10 +174,45 @@ async fn connect(url: &str, watchdog: Duration) -> Result<Client, Error> {
 }
 
 async fn run(cli: Cli) -> Result<ExitCode, Error> {
-    match cli.command {
+    let (url, watchdog) = match &cli.command {
+        Command::Status { target } | Command::Unlock { target, .. } => {
+            (target.url.clone(), Duration::from_secs(30))
+        }
+        Command::Run {
+            target, watchdog, ..
+        } => (target.url.clone(), *watchdog),
+    };
+    if let Command::Unlock {
+        target,
+        force: false,
+    } = &cli.command
+    {
+        eprintln!(
+            "polylock: refusing to unlock '{}' without --force: it frees the lock whoever holds it",
+            target.name()
+        );
+        return Ok(ExitCode::from(EX_USAGE));
+    }
+    let client = connect(&url, watchdog).await?;
+    let result = run_with(&client, cli.command).await;
+    // Every way out closes the client: its holds and waiting nodes are removed now, and a
+    // ZooKeeper session ends before the process does (its nodes would stay for the session
+    // timeout otherwise, and the next waiter would queue behind them).
+    let closed = client.close().await;
+    match (result, closed) {
+        (Ok(code), Ok(())) => Ok(code),
+        (Ok(code), Err(e)) => {
+            eprintln!("polylock: closing the client: {e}");
+            Ok(code)
+        }
+        (Err(e), _) => Err(e),
+    }
+}
+
+async fn run_with(client: &Client, command: Command) -> Result<ExitCode, Error> {
+    match command {
         Command::Status { target } => {
-            let client = connect(&target.url, Duration::from_secs(30)).await?;
-            let st = target.handle(&client)?.status().await?;
+            let st = target.handle(client)?.status().await?;
             let holders: Vec<_> = st
                 .holders
                 .iter()
@@ -192,35 +227,25 @@ async fn run(cli: Cli) -> Result<ExitCode, Error> {
                 "waiters": st.waiters,
             });
             println!("{line}");
-            client.close().await?;
             Ok(ExitCode::SUCCESS)
         }
-        Command::Unlock { target, force } => {
-            if !force {
-                eprintln!(
-                    "polylock: refusing to unlock '{}' without --force: it frees the lock whoever holds it",
-                    target.name()
-                );
-                return Ok(ExitCode::from(EX_USAGE));
-            }
-            let client = connect(&target.url, Duration::from_secs(30)).await?;
-            let was = target.handle(&client)?.force_unlock().await?;
+        Command::Unlock { target, .. } => {
+            let was = target.handle(client)?.force_unlock().await?;
             println!(
                 "{}",
                 serde_json::json!({"name": target.name(), "unlocked": was})
             );
-            client.close().await?;
             Ok(ExitCode::SUCCESS)
         }
         Command::Run {
             target,
             wait,
             lease,
-            watchdog,
             on_lost,
             grace,
             cmd,
-        } => run_command(target, wait, lease, watchdog, on_lost, grace, cmd).await,
+            ..
+        } => run_command(client, target, wait, lease, on_lost, grace, cmd).await,
     }
 }
 
@@ -255,17 +280,16 @@ impl Signals {
 }
 
 async fn run_command(
+    client: &Client,
     target: Target,
     wait: Option<Duration>,
     lease: Option<Duration>,
-    watchdog: Duration,
     on_lost: OnLost,
     grace: Duration,
     cmd: Vec<std::ffi::OsString>,
 ) -> Result<ExitCode, Error> {
     let mut signals = Signals::new()?;
-    let client = connect(&target.url, watchdog).await?;
-    let lock = target.handle(&client)?;
+    let lock = target.handle(client)?;
     let owner = polylock::owner::fresh();
     let options = AcquireOptions {
         wait: wait.map_or(Wait::Forever, Wait::For),
@@ -274,10 +298,7 @@ async fn run_command(
     // A signal while waiting for the lock: stop waiting (dropping the wait leaves no hold).
     let held = tokio::select! {
         r = lock.acquire(owner, options) => r?,
-        sig = signals.next() => {
-            client.close().await?;
-            return Ok(ExitCode::from(128 + sig as u8));
-        }
+        sig = signals.next() => return Ok(ExitCode::from(128 + sig as u8)),
     };
     let mut child = match tokio::process::Command::new(&cmd[0])
         .args(&cmd[1..])
@@ -289,7 +310,6 @@ async fn run_command(
         Err(e) => {
             eprintln!("polylock: cannot run {:?}: {e}", cmd[0]);
             let _ = lock.release(owner).await;
-            client.close().await?;
             let code = if e.kind() == std::io::ErrorKind::NotFound {
                 127
             } else {
@@ -358,7 +378,6 @@ async fn run_command(
         }
         Err(e) => eprintln!("polylock: release failed: {e}"),
     }
-    client.close().await?;
     if (was_lost || held.lost.is_lost()) && on_lost == OnLost::Kill {
         return Ok(ExitCode::from(EX_LOST));
     }

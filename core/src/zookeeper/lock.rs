@@ -158,7 +158,7 @@ impl ZkLock {
         let uuid = uuid::Uuid::new_v4().to_string();
         let node = format!("{PROTECTED_PREFIX}{uuid}-{READ_MARKER}{seq}");
         let options = zk::CreateMode::Ephemeral.with_acls(self.session.acls());
-        let client = self.session.client();
+        let client = self.session.client()?;
         let mut attempts = 0;
         loop {
             attempts += 1;
@@ -222,7 +222,7 @@ impl LockOps for ZkLock {
             return self.downgrade(path, w).await.map(Some);
         }
         let deadline = req.wait.deadline();
-        let client = self.session.client();
+        let client = self.session.client()?;
         let uuid = uuid::Uuid::new_v4().to_string();
         let marker = self.create_marker();
         let mut cleanup = Cleanup {
@@ -297,7 +297,8 @@ impl LockOps for ZkLock {
                 Err(watch) => watch,
             };
             if deadline.is_some_and(|d| Instant::now() >= d) {
-                return Ok(None); // the guard deletes our node
+                cleanup.delete_now().await;
+                return Ok(None);
             }
             let pred = format!("{path}/{}", list[watch].name);
             let watcher = match client.get_and_watch_data(&pred).await {
@@ -306,6 +307,7 @@ impl LockOps for ZkLock {
                 Err(e) => return Err(map_err(e, "watch the previous contender")),
             };
             if !wait_until(watcher, deadline).await {
+                cleanup.delete_now().await;
                 return Ok(None);
             }
             self.session.woken();

@@ -182,7 +182,9 @@ pub(crate) fn maybe_applied(e: &zk::Error) -> bool {
 
 /// The session of one client, shared by its ZooKeeper primitives.
 pub(crate) struct ZkSession {
-    client: RwLock<zk::Client>,
+    /// The session's client; `None` once the backend is closed (the last clone going away is
+    /// what makes zookeeper-client end the session).
+    client: RwLock<Option<zk::Client>>,
     connector: ZkUrl,
     options: ClientOptions,
     /// How often a waiter was woken by its watch (tests check one wake per release).
@@ -214,19 +216,58 @@ impl ZkSession {
         }
     }
 
-    /// The current session's client (a new one after an expiry).
-    pub(crate) fn client(&self) -> zk::Client {
+    /// The current session's client (a new one after an expiry); `InvalidState` once closed.
+    pub(crate) fn client(&self) -> Result<zk::Client> {
         self.client
             .read()
             .unwrap_or_else(|e| e.into_inner())
             .clone()
+            .ok_or_else(|| Error::state("the ZooKeeper session of this client is closed"))
     }
 
-    /// Open a new session after the old one expired.
+    /// Open a new session after the old one expired (not after a close).
     async fn renew_session(&self) -> Result<()> {
         let fresh = Self::open(&self.connector, &self.options).await?;
-        *self.client.write().unwrap_or_else(|e| e.into_inner()) = fresh;
+        let mut slot = self.client.write().unwrap_or_else(|e| e.into_inner());
+        if slot.is_some() {
+            *slot = Some(fresh);
+        }
         Ok(())
+    }
+
+    /// End the session now and wait (up to the command timeout) until the server has ended it:
+    /// its ephemeral nodes are gone when this returns, so a process that exits next leaves none
+    /// behind for the session timeout. zookeeper-client ends a session when the last handle on it
+    /// goes; handles lent to tasks (a guaranteed delete under way) hold it open a moment longer.
+    async fn close(&self) {
+        self.stop.cancel();
+        let Some(client) = self
+            .client
+            .write()
+            .unwrap_or_else(|e| e.into_inner())
+            .take()
+        else {
+            return;
+        };
+        let mut states = client.state_watcher();
+        drop(client);
+        let ended = async {
+            loop {
+                if states.state().is_terminated() {
+                    return;
+                }
+                states.changed().await;
+            }
+        };
+        if tokio::time::timeout(self.options.command_timeout, ended)
+            .await
+            .is_err()
+        {
+            tracing::warn!(
+                "polylock: the ZooKeeper session did not end within {:?}; its nodes go when it times out",
+                self.options.command_timeout
+            );
+        }
     }
 
     pub(crate) fn woken(&self) {
@@ -237,7 +278,7 @@ impl ZkSession {
     /// Close this client's session from a second handle on the same session: what a session
     /// expiry looks like to the first handle (tests of the lost signal).
     pub(crate) async fn close_session_elsewhere(&self) -> Result<()> {
-        let client = self.client();
+        let client = self.client()?;
         let info = client.session().clone();
         let mut states = client.state_watcher();
         drop(client);
@@ -363,7 +404,7 @@ impl ZkSession {
         let deadline = Instant::now() + self.options.command_timeout;
         let mut delay = Duration::from_millis(50);
         loop {
-            match self.client().delete(&full, None).await {
+            match self.client()?.delete(&full, None).await {
                 Ok(()) => return Ok(true),
                 Err(zk::Error::NoNode) => return Ok(tried),
                 Err(e) if Instant::now() < deadline && maybe_applied(&e) => {
@@ -378,13 +419,19 @@ impl ZkSession {
 
     /// What resolves when `node` (a child of `path`) is deleted, by anybody: an exists watch on
     /// it, sent when the future is first polled (the hold layer polls it on the runtime, after the
-    /// acquire has returned, so it costs the acquire nothing).
-    pub(crate) fn watch_gone(&self, path: &str, node: &str) -> crate::backend::Gone {
-        let client = self.client();
+    /// acquire has returned, so it costs the acquire nothing). It holds the session only while it
+    /// sends the request, never while it waits, so that it never keeps a closing session open.
+    pub(crate) fn watch_gone(self: &Arc<Self>, path: &str, node: &str) -> crate::backend::Gone {
+        let session = Arc::downgrade(self);
         let full = format!("{path}/{node}");
         Box::pin(async move {
             loop {
-                let watcher = match client.check_and_watch_stat(&full).await {
+                let Some(client) = session.upgrade().and_then(|s| s.client().ok()) else {
+                    return std::future::pending().await; // closed: nothing to tell
+                };
+                let watched = client.check_and_watch_stat(&full).await;
+                drop(client);
+                let watcher = match watched {
                     Ok((Some(_), watcher)) => watcher,
                     Ok((None, _)) => return, // already gone
                     // Connection trouble: the session watch reports what follows.
@@ -403,7 +450,7 @@ impl ZkSession {
 
     /// Delete every node of `nodes` under `path`; true if there was any.
     pub(crate) async fn delete_all(&self, path: &str, nodes: &[String]) -> Result<bool> {
-        let client = self.client();
+        let client = self.client()?;
         for n in nodes {
             match client.delete(&format!("{path}/{n}"), None).await {
                 Ok(()) | Err(zk::Error::NoNode) => {}
@@ -415,7 +462,7 @@ impl ZkSession {
 
     /// Children of `path` (none if it does not exist).
     pub(crate) async fn children(&self, path: &str, doing: &str) -> Result<Vec<String>> {
-        match self.client().get_children(path).await {
+        match self.client()?.get_children(path).await {
             Ok((children, _)) => Ok(children),
             Err(zk::Error::NoNode) => Ok(Vec::new()),
             Err(e) => Err(map_err(e, doing)),
@@ -437,7 +484,7 @@ pub(crate) async fn connect(url: &str, options: &ClientOptions) -> Result<Box<dy
     let parsed = ZkUrl::parse(url)?;
     let client = ZkSession::open(&parsed, options).await?;
     let session = Arc::new(ZkSession {
-        client: RwLock::new(client),
+        client: RwLock::new(Some(client)),
         connector: parsed,
         options: options.clone(),
         wakeups: 0.into(),
@@ -477,7 +524,7 @@ impl Backend for ZkBackend {
 
     async fn ping(&self) -> Result<()> {
         self.session
-            .client()
+            .client()?
             .check_stat("/")
             .await
             .map(|_| ())
@@ -485,7 +532,7 @@ impl Backend for ZkBackend {
     }
 
     async fn close(&self) {
-        self.session.stop.cancel();
+        self.session.close().await;
     }
 
     fn wakeups(&self) -> u64 {
@@ -515,7 +562,11 @@ async fn watch_session(session: Weak<ZkSession>, sink: Weak<dyn SessionSink>) {
         None => false,
     };
     loop {
-        let Some(mut states) = session.upgrade().map(|s| s.client().state_watcher()) else {
+        let Some(mut states) = session
+            .upgrade()
+            .and_then(|s| s.client().ok())
+            .map(|c| c.state_watcher())
+        else {
             return;
         };
         let expired = loop {
@@ -584,6 +635,27 @@ pub(crate) struct Cleanup {
     pub(crate) uuid: String,
     pub(crate) node: Option<String>,
     pub(crate) armed: bool,
+}
+
+impl Cleanup {
+    /// Delete our node now and disarm (a timed-out wait returns only once its node is gone, so
+    /// the next waiter does not queue behind it). If the delete fails, the guard stays armed and
+    /// retries in the background when dropped.
+    pub(crate) async fn delete_now(&mut self) {
+        let Some(node) = self.node.clone() else {
+            return;
+        };
+        match self
+            .client
+            .delete(&format!("{}/{node}", self.path), None)
+            .await
+        {
+            Ok(()) | Err(zk::Error::NoNode) => self.armed = false,
+            Err(e) => tracing::warn!(
+                "polylock: deleting our ZooKeeper node failed ({e}); retrying in the background"
+            ),
+        }
+    }
 }
 
 impl Drop for Cleanup {

@@ -82,16 +82,17 @@ impl LockOps for ZkSemaphoreMutex {
         let Some(internal) = self.internal.acquire(&internal_req).await? else {
             return Ok(None);
         };
-        // Let the internal mutex go however this ends (also when cancelled).
-        let _internal = Cleanup {
-            client: self.session.client(),
+        // Let the internal mutex go however this ends (also when cancelled): in the background
+        // once the lease is ours, before returning when the wait ran out.
+        let mut internal = Cleanup {
+            client: self.session.client()?,
             path: lock_path,
             uuid: String::new(),
             node: internal.node,
             armed: true,
         };
         let leases = format!("{path}/leases");
-        let client = self.session.client();
+        let client = self.session.client()?;
         let uuid = uuid::Uuid::new_v4().to_string();
         let mut cleanup = Cleanup {
             client: client.clone(),
@@ -127,6 +128,8 @@ impl LockOps for ZkSemaphoreMutex {
             }
             if deadline.is_some_and(|d| Instant::now() >= d) || !wait_until(watcher, deadline).await
             {
+                cleanup.delete_now().await;
+                internal.delete_now().await;
                 return Ok(None);
             }
         }

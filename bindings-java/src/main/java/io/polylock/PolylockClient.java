@@ -33,6 +33,32 @@ public final class PolylockClient implements AutoCloseable {
         }
     };
 
+    /**
+     * Clients not closed yet. A JVM shutdown hook closes them, so that the server forgets their
+     * holds and waits when the process ends (a ZooKeeper session would keep its nodes until it
+     * timed out, and the next waiter would queue behind them).
+     */
+    private static final Map<PolylockClient, Boolean> OPEN =
+            java.util.Collections.synchronizedMap(new java.util.WeakHashMap<PolylockClient, Boolean>());
+
+    static {
+        Runtime.getRuntime().addShutdownHook(new Thread(PolylockClient::closeAll, "polylock-shutdown"));
+    }
+
+    private static void closeAll() {
+        List<PolylockClient> open;
+        synchronized (OPEN) {
+            open = new ArrayList<>(OPEN.keySet());
+        }
+        for (PolylockClient c : open) {
+            try {
+                c.close();
+            } catch (RuntimeException e) {
+                // The server is gone or the client was closed meanwhile: nothing more to do.
+            }
+        }
+    }
+
     private final long handle;
     private final AtomicInteger users = new AtomicInteger();
     private final AtomicBoolean closing = new AtomicBoolean();
@@ -52,6 +78,7 @@ public final class PolylockClient implements AutoCloseable {
             return t;
         });
         Native.watchLost(handle, this);
+        OPEN.put(this, Boolean.TRUE);
     }
 
     /** ZooKeeper: a wait takes a queue place, so acquires that may wait skip the one-try fast path. */
@@ -140,6 +167,7 @@ public final class PolylockClient implements AutoCloseable {
         if (!closing.compareAndSet(false, true)) {
             return;
         }
+        OPEN.remove(this);
         users.incrementAndGet();
         try {
             Native.close(handle);

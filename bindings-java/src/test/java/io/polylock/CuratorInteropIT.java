@@ -55,6 +55,56 @@ class CuratorInteropIT {
         }
     }
 
+    /** The polylock command (built by the test scripts): $POLYLOCK_CLI, else target/debug. */
+    private static String cli() {
+        String explicit = System.getenv("POLYLOCK_CLI");
+        if (explicit != null && !explicit.isEmpty()) {
+            return explicit;
+        }
+        java.io.File f = new java.io.File("../target/debug/polylock");
+        assertTrue(f.canExecute(), "build the polylock command first: cargo build -p polylock");
+        return f.getAbsolutePath();
+    }
+
+    /**
+     * While Curator holds a lock, a `polylock run --wait 300ms` times out: its node is gone when the
+     * process has exited, so a third waiter gets the lock as soon as Curator releases it (it used
+     * to queue behind the dead node until the session timed out). 20 rounds.
+     */
+    @Test
+    void aTimedOutCliWaitLeavesNothingBehindACuratorHolder() throws Exception {
+        String path = zkPath("curator-cli-timeout");
+        InterProcessMutex holder = new InterProcessMutex(curator, path);
+        long slowest = 0;
+        for (int round = 0; round < 20; round++) {
+            holder.acquire();
+            Process p = new ProcessBuilder(cli(), "run", "--url", Servers.zkUrl(), "--name", path,
+                    "--wait", "300ms", "--", "true").redirectErrorStream(true).start();
+            String out = new String(p.getInputStream().readAllBytes(), java.nio.charset.StandardCharsets.UTF_8);
+            assertTrue(p.waitFor(30, TimeUnit.SECONDS));
+            assertEquals(75, p.exitValue(), "round " + round + ": " + out);
+            assertEquals(1, contenders(path), "round " + round + ": only Curator's node is left");
+            DistributedLock waiter = polylock.getLock(path);
+            Holder third = Holder.start("third-waiter", waiter::lock, waiter::unlock);
+            awaitContenders(path, 2);
+            long released = System.nanoTime();
+            holder.release();
+            assertTrue(third.awaitHeld(10_000), "round " + round + ": the third waiter got the lock");
+            long took = third.heldAt() - released;
+            slowest = Math.max(slowest, took);
+            assertTrue(took < TimeUnit.MILLISECONDS.toNanos(100),
+                    "round " + round + ": the third waiter got it " + took / 1000 + " us after the release");
+            third.release();
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+            while (contenders(path) > 0) {
+                assertTrue(System.nanoTime() < deadline, "nodes left on " + path);
+                Thread.sleep(5);
+            }
+        }
+        System.out.println("CLI timeouts beside Curator: the third waiter got the lock at most "
+                + slowest / 1000 + " us after the release");
+    }
+
     @Test
     void eachExcludesTheOther() throws Exception {
         String path = zkPath("curator-excl");

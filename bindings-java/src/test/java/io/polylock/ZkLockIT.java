@@ -27,6 +27,34 @@ class ZkLockIT {
     }
 
     @Test
+    void aJvmThatExitsWithoutCloseLeavesNoNode() throws Exception {
+        // The shutdown hook closes open clients: the session ends with the JVM, so its node does
+        // not stay on the server for the 10 s session timeout.
+        String path = zkPath("exit");
+        java.util.List<String> cmd = new java.util.ArrayList<>();
+        cmd.add(System.getProperty("java.home") + "/bin/java");
+        cmd.add("-cp");
+        cmd.add(System.getProperty("java.class.path"));
+        String lib = System.getProperty("polylock.native.library");
+        if (lib != null) {
+            cmd.add("-Dpolylock.native.library=" + lib);
+        }
+        cmd.add(ExitWithoutClose.class.getName());
+        cmd.add(Servers.zkUrl());
+        cmd.add(path);
+        Process p = new ProcessBuilder(cmd).redirectErrorStream(true).start();
+        String out = new String(p.getInputStream().readAllBytes(), java.nio.charset.StandardCharsets.UTF_8);
+        assertTrue(p.waitFor(60, TimeUnit.SECONDS));
+        assertEquals(0, p.exitValue(), out);
+        assertTrue(out.contains("held"), out);
+        DistributedLock lock = client.getLock(path);
+        long started = System.nanoTime();
+        assertTrue(lock.tryLock(2, TimeUnit.SECONDS), "the exited JVM's node was still there");
+        assertTrue(System.nanoTime() - started < TimeUnit.SECONDS.toNanos(1));
+        lock.unlock();
+    }
+
+    @Test
     void reentrantPerThreadWithFencingTokens() throws Exception {
         DistributedLock lock = client.getLock(zkPath("reentrant"));
         assertEquals(-2, lock.remainTimeToLive());
