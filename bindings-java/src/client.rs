@@ -167,7 +167,10 @@ pub extern "system" fn Java_io_polylock_Native_watchLost<'l>(
                         "(Ljava/lang/String;IJLjava/lang/String;)V",
                         &[
                             JValue::Object(&name),
-                            JValue::Int(kind_number(ev.kind)),
+                            JValue::Int(match ev.kind {
+                                polylock::HoldKind::Lock(k) => kind_number(k),
+                                _ => -1,
+                            }),
                             JValue::Long(ev.owner as i64),
                             JValue::Object(&message),
                         ],

@@ -25,6 +25,14 @@ fn kind_arg(kind: &str) -> std::result::Result<LockKind, polylock::Error> {
     }
 }
 
+/// The JS wrapper's name of what a lost hold held: a lock kind, or `permit`.
+fn hold_kind_name(kind: polylock::HoldKind) -> &'static str {
+    match kind {
+        polylock::HoldKind::Lock(k) => kind_name(k),
+        _ => "permit",
+    }
+}
+
 pub(crate) fn kind_name(kind: LockKind) -> &'static str {
     match kind {
         LockKind::Reentrant => "reentrant",
@@ -176,7 +184,7 @@ impl NativeClient {
                     Ok(ev) => {
                         let js = LostEventJs {
                             name: ev.name.to_string(),
-                            kind: kind_name(ev.kind).to_string(),
+                            kind: hold_kind_name(ev.kind).to_string(),
                             owner: ev.owner as f64,
                             reason: format!("{:?}", ev.reason),
                         };

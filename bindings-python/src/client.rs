@@ -3,7 +3,7 @@
 use polylock::{runtime, Client, ClientOptions};
 use pyo3::prelude::*;
 
-use crate::convert::{blocking, kind_arg, kind_name, seconds};
+use crate::convert::{blocking, hold_kind_name, kind_arg, seconds};
 use crate::errors::err;
 use crate::lock::NativeLock;
 
@@ -73,7 +73,7 @@ impl NativeClient {
             loop {
                 match events.recv().await {
                     Ok(ev) => Python::attach(|py| {
-                        let args = (ev.name.to_string(), kind_name(ev.kind), ev.owner);
+                        let args = (ev.name.to_string(), hold_kind_name(ev.kind), ev.owner);
                         if let Err(e) = hook.call1(py, args) {
                             e.print(py);
                         }

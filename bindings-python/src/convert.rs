@@ -50,6 +50,14 @@ pub(crate) fn kind_arg(kind: &str) -> PyResult<LockKind> {
     }
 }
 
+/// The Python side's name of what a lost hold held: a lock kind, or `permit`.
+pub(crate) fn hold_kind_name(kind: polylock::HoldKind) -> &'static str {
+    match kind {
+        polylock::HoldKind::Lock(k) => kind_name(k),
+        _ => "permit",
+    }
+}
+
 pub(crate) fn kind_name(kind: LockKind) -> &'static str {
     match kind {
         LockKind::Reentrant => "reentrant",

@@ -10,8 +10,11 @@ use crate::model::kind::LockKind;
 use crate::model::lost::{LostEvent, LostReason};
 use crate::model::names::validate_name;
 use crate::model::options::ClientOptions;
+use crate::primitives::latch::CountDownLatch;
 use crate::primitives::lock::Lock;
+use crate::primitives::permit_semaphore::PermitExpirableSemaphore;
 use crate::primitives::read_write::ReadWriteLock;
+use crate::primitives::semaphore::Semaphore;
 use crate::runtime;
 
 /// A connection to one lock server. Cheap to clone; clones share the connection, the watchdog
@@ -110,6 +113,28 @@ impl Client {
     pub fn read_write_lock(&self, name: &str) -> Result<ReadWriteLock> {
         self.checked_name(name)?;
         ReadWriteLock::new(self.core.clone(), name)
+    }
+
+    /// A semaphore (Redisson's `RSemaphore` on Redis, Curator's `InterProcessSemaphoreV2` on
+    /// ZooKeeper, its permits in a SharedCount at `<path>/count`). See [`Semaphore`] for how
+    /// permits differ between the two.
+    pub fn semaphore(&self, name: &str) -> Result<Semaphore> {
+        self.checked_name(name)?;
+        Semaphore::new(self.core.clone(), name)
+    }
+
+    /// A semaphore of expiring permits (Redisson's `RPermitExpirableSemaphore`; Redis only,
+    /// `Unsupported` on ZooKeeper, whose semaphore's leases already end with their session).
+    pub fn permit_expirable_semaphore(&self, name: &str) -> Result<PermitExpirableSemaphore> {
+        self.checked_name(name)?;
+        PermitExpirableSemaphore::new(self.core.clone(), name)
+    }
+
+    /// A count-down latch (Redisson's `RCountDownLatch` on Redis, a Curator `SharedCount` at the
+    /// path on ZooKeeper).
+    pub fn count_down_latch(&self, name: &str) -> Result<CountDownLatch> {
+        self.checked_name(name)?;
+        CountDownLatch::new(self.core.clone(), name)
     }
 
     /// A lock handle of any kind (the bindings' one entry point for lock-like primitives).

@@ -38,16 +38,21 @@ mod zookeeper;
 pub use crate::backend::UnlockReply;
 pub use crate::client::Client;
 pub use crate::model::error::{self, Error, ErrorKind, Result};
-pub use crate::model::kind::{HoldMode, LockKind};
+pub use crate::model::kind::{HoldKind, HoldMode, LockKind};
 pub use crate::model::lost::{HoldState, LostEvent, LostReason, LostSignal};
 pub use crate::model::names::{validate_name, MAX_NAME_LEN};
 pub use crate::model::options::{
     AcquireOptions, ClientOptions, Wait, MAX_DURATION, MIN_WATCHDOG_TIMEOUT,
 };
-pub use crate::model::outcome::{Acquired, Holder, LockStatus, Released};
+pub use crate::model::outcome::{
+    Acquired, Holder, LockStatus, PermitHolder, Released, SemaphoreStatus,
+};
 pub use crate::model::owner::{self, OwnerId};
+pub use crate::primitives::latch::CountDownLatch;
 pub use crate::primitives::lock::Lock;
+pub use crate::primitives::permit_semaphore::{Permit, PermitExpirableSemaphore};
 pub use crate::primitives::read_write::ReadWriteLock;
+pub use crate::primitives::semaphore::{Permits, Semaphore};
 pub use crate::zookeeper::validate_path as validate_zk_path;
 
 /// The crate version (also the version of every binding built from it).

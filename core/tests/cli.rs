@@ -509,3 +509,159 @@ async fn a_timed_out_zookeeper_wait_leaves_no_node_behind() {
     }
     println!("20 rounds: the third waiter got the lock at most {slowest:?} after the release");
 }
+
+/// `run --permits N` runs at most N commands at once; the rest wait (or time out with 75); on
+/// Redis a SIGKILLed polylock's permit comes back within its watchdog lease.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn permits_bound_concurrent_commands_and_a_killed_holder_leaks_none() {
+    let u = url();
+    let name = unique("cli-permits");
+    let mut holders: Vec<_> = (0..2)
+        .map(|_| {
+            polylock()
+                .args([
+                    "run",
+                    "--url",
+                    &u,
+                    "--permits",
+                    "2",
+                    "--name",
+                    &name,
+                    "--watchdog",
+                    "1s",
+                    "--",
+                    "sh",
+                    "-c",
+                    "echo $POLYLOCK_PERMIT; sleep 30",
+                ])
+                .stdout(Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let out = run(&["status", "--url", &u, "--permits", "--name", &name]);
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
+        if v["taken"] == 2 {
+            assert_eq!(v["available"], 0);
+            assert_eq!(v["permits"], 2);
+            assert_eq!(v["holders"][0]["id"].as_str().unwrap().len(), 32);
+            break;
+        }
+        assert!(Instant::now() < deadline, "two permits never taken: {v}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let out = run(&[
+        "run",
+        "--url",
+        &u,
+        "--permits",
+        "2",
+        "--name",
+        &name,
+        "--wait",
+        "300ms",
+        "--",
+        "true",
+    ]);
+    assert_eq!(out.status.code(), Some(75), "a third waits and times out");
+    // SIGKILL one holder (and its orphaned command): no release, no more renewals.
+    let mut victim = holders.remove(0);
+    let orphan = Command::new("pgrep")
+        .args(["-P", &victim.id().to_string()])
+        .output()
+        .unwrap();
+    victim.kill().unwrap();
+    let _ = victim.wait();
+    let started = Instant::now();
+    for pid in String::from_utf8_lossy(&orphan.stdout).split_whitespace() {
+        let _ = Command::new("kill").args(["-KILL", pid]).status();
+    }
+    let out = run(&[
+        "run",
+        "--url",
+        &u,
+        "--permits",
+        "2",
+        "--name",
+        &name,
+        "--wait",
+        "10s",
+        "--",
+        "true",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(3),
+        "the killed holder's permit came back within its 1 s lease: {:?}",
+        started.elapsed()
+    );
+    assert!(
+        started.elapsed() >= Duration::from_millis(300),
+        "it came back by expiry, not by a release: {:?}",
+        started.elapsed()
+    );
+    for mut h in holders {
+        let _ = Command::new("pkill")
+            .args(["-TERM", "-P", &h.id().to_string()])
+            .status();
+        let _ = h.wait();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn permits_on_zookeeper_are_session_leases() {
+    let u = zk_url();
+    let path = zk_path("cli-permits");
+    let mut holder = polylock()
+        .args([
+            "run",
+            "--url",
+            &u,
+            "--permits",
+            "1",
+            "--name",
+            &path,
+            "--",
+            "sleep",
+            "30",
+        ])
+        .spawn()
+        .unwrap();
+    zk_children_until(&format!("{path}/leases"), |c| c.len() == 1).await;
+    let out = run(&["status", "--url", &u, "--permits", "--name", &path]);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        (v["available"].clone(), v["taken"].clone()),
+        (0.into(), 1.into())
+    );
+    let out = run(&[
+        "run",
+        "--url",
+        &u,
+        "--permits",
+        "1",
+        "--name",
+        &path,
+        "--wait",
+        "300ms",
+        "--",
+        "true",
+    ]);
+    assert_eq!(out.status.code(), Some(75));
+    assert_eq!(
+        zk_children(&format!("{path}/leases")).await.len(),
+        1,
+        "nothing left by the timeout"
+    );
+    let _ = Command::new("pkill")
+        .args(["-TERM", "-P", &holder.id().to_string()])
+        .status();
+    let _ = holder.wait();
+    zk_children_until(&format!("{path}/leases"), |c| c.is_empty()).await;
+}

@@ -244,7 +244,10 @@ async fn a_read_hold_deleted_behind_its_back_fires_the_lost_signal() {
         .unwrap();
     assert_eq!(reason, Some(LostReason::Deleted));
     let ev = events.try_recv().unwrap();
-    assert_eq!((ev.kind, ev.owner), (polylock::LockKind::Read, me));
+    assert_eq!(
+        (ev.kind, ev.owner),
+        (polylock::HoldKind::Lock(polylock::LockKind::Read), me)
+    );
     assert_eq!(
         rl.release(me).await.unwrap_err().kind(),
         ErrorKind::LockLost

@@ -13,9 +13,9 @@ use std::time::Duration;
 use async_trait::async_trait;
 
 use crate::model::error::{Error, Result};
-use crate::model::kind::LockKind;
+use crate::model::kind::{HoldKind, LockKind};
 use crate::model::options::Wait;
-use crate::model::outcome::LockStatus;
+use crate::model::outcome::{LockStatus, SemaphoreStatus};
 use crate::model::owner::OwnerId;
 
 /// Who counts re-entries of one owner.
@@ -103,9 +103,31 @@ pub enum UnlockReply {
     Freed,
 }
 
+/// One hold to renew: its name, its owner in the client's registry, and its node (or permit id).
+#[derive(Debug, Clone)]
+pub(crate) struct RenewItem {
+    pub(crate) name: Arc<str>,
+    pub(crate) owner: OwnerId,
+    pub(crate) node: Option<String>,
+}
+
+/// What the watchdog and a closing client need of any kind of hold (a lock's, a permit).
+#[async_trait]
+pub(crate) trait HoldOps: Send + Sync {
+    /// Renew the leases of many holds at once; one answer per hold: still held or not.
+    async fn renew(&self, holds: &[RenewItem], lease: Duration) -> Result<Vec<bool>> {
+        let _ = lease;
+        Ok(vec![true; holds.len()])
+    }
+
+    /// Remove a hold of `owner` from the server, whatever its count (lost, or its client
+    /// closed). True if something was removed.
+    async fn drop_hold(&self, name: &str, owner: OwnerId, node: Option<&str>) -> Result<bool>;
+}
+
 /// The operations of one kind of lock on one backend.
 #[async_trait]
-pub(crate) trait LockOps: Send + Sync {
+pub(crate) trait LockOps: HoldOps {
     /// The kind these operations serve.
     fn kind(&self) -> LockKind;
 
@@ -128,16 +150,6 @@ pub(crate) trait LockOps: Send + Sync {
 
     /// Release one hold.
     async fn release(&self, req: &ReleaseRequest<'_>) -> Result<UnlockReply>;
-
-    /// Remove every hold of `owner` from the server, whatever its count (lost, or its client
-    /// closed). True if something was removed.
-    async fn drop_hold(&self, name: &str, owner: OwnerId, node: Option<&str>) -> Result<bool>;
-
-    /// Renew the leases of many holds at once; one answer per hold: still held or not.
-    async fn renew(&self, holds: &[(Arc<str>, OwnerId)], lease: Duration) -> Result<Vec<bool>> {
-        let _ = lease;
-        Ok(vec![true; holds.len()])
-    }
 
     /// Whether anybody holds this kind of lock on `name`.
     async fn is_locked(&self, name: &str) -> Result<bool>;
@@ -166,6 +178,104 @@ pub(crate) trait LockOps: Send + Sync {
     }
 }
 
+/// One acquire of semaphore permits, as a backend sees it.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct PermitRequest<'a> {
+    pub(crate) name: &'a str,
+    pub(crate) permits: u32,
+    pub(crate) wait: Wait,
+    /// Longest sleep between two tries when no notification comes.
+    pub(crate) max_sleep: Duration,
+    /// The lease of expiring permits.
+    pub(crate) lease: Duration,
+    /// The ids of expiring permits, chosen by the caller (one per permit).
+    pub(crate) ids: &'a [String],
+}
+
+/// The semaphore of a backend (Redisson's `RSemaphore`, Curator's `InterProcessSemaphoreV2`).
+#[async_trait]
+pub(crate) trait SemaphoreOps: HoldOps {
+    /// True when acquired permits are held by the client (ZooKeeper leases: released by the
+    /// client that holds them, lost with its session); false when they belong to nobody (Redis:
+    /// anyone may release).
+    fn holds_permits(&self) -> bool;
+
+    /// Set the number of permits if it was never set; true if this call set it.
+    async fn try_set_permits(&self, name: &str, permits: u32) -> Result<bool>;
+
+    /// Add permits (or take them away with a negative `delta`).
+    async fn add_permits(&self, name: &str, delta: i64) -> Result<()>;
+
+    /// Take `permits` permits, waiting as the request says. `Ok(None)` when the wait ran out
+    /// (nothing is then taken); otherwise the leases taken where the client holds permits.
+    async fn acquire(&self, req: &PermitRequest<'_>) -> Result<Option<Vec<Granted>>>;
+
+    /// Give back `permits` permits; where the client holds permits, `nodes` are their leases.
+    async fn release(&self, name: &str, permits: u32, nodes: &[String]) -> Result<()>;
+
+    /// The permits free now.
+    async fn available(&self, name: &str) -> Result<i64>;
+
+    /// Take every permit free now; how many, and the leases taken where the client holds them.
+    async fn drain(&self, name: &str) -> Result<(i64, Vec<Granted>)>;
+
+    /// The server's view of the semaphore.
+    async fn status(&self, name: &str) -> Result<SemaphoreStatus>;
+}
+
+/// What a release of an expiring permit found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum PermitRelease {
+    /// It was held and is free again.
+    Released,
+    /// Its lease had run out before the release (it was counted back all the same).
+    Expired,
+    /// No such permit: never acquired, released before, or expired and taken again.
+    Unknown,
+}
+
+/// Redisson's `RPermitExpirableSemaphore`: permits with ids and leases.
+#[async_trait]
+pub(crate) trait ExpirableOps: HoldOps {
+    /// Set the number of permits if it was never set; true if this call set it.
+    async fn try_set_permits(&self, name: &str, permits: u32) -> Result<bool>;
+
+    /// Add permits (or take them away with a negative `delta`).
+    async fn add_permits(&self, name: &str, delta: i64) -> Result<()>;
+
+    /// Take one permit per id of the request, each with the request's lease. False when the wait
+    /// ran out (nothing is then taken).
+    async fn acquire(&self, req: &PermitRequest<'_>) -> Result<bool>;
+
+    /// Give back the permit `id`.
+    async fn release(&self, name: &str, id: &str) -> Result<PermitRelease>;
+
+    /// The permits free now (expired ones are reclaimed first).
+    async fn available(&self, name: &str) -> Result<i64>;
+
+    /// The server's view of the semaphore.
+    async fn status(&self, name: &str) -> Result<SemaphoreStatus>;
+}
+
+/// The count-down latch of a backend (Redisson's `RCountDownLatch`, a Curator `SharedCount`).
+#[async_trait]
+pub(crate) trait LatchOps: Send + Sync {
+    /// Set the count if the latch is not counting; true if this call set it.
+    async fn try_set_count(&self, name: &str, count: u64) -> Result<bool>;
+
+    /// Count down by one (at zero the latch opens and its waiters wake).
+    async fn count_down(&self, name: &str) -> Result<()>;
+
+    /// The count now (0 when open).
+    async fn count(&self, name: &str) -> Result<u64>;
+
+    /// Wait until the count is zero; false when the wait ran out first.
+    async fn wait(&self, name: &str, wait: Wait, max_sleep: Duration) -> Result<bool>;
+
+    /// Delete the latch (it opens); true if it was counting.
+    async fn delete(&self, name: &str) -> Result<bool>;
+}
+
 /// Where a backend with sessions reports them (the client's holds).
 pub(crate) trait SessionSink: Send + Sync {
     /// The connection is down but the session may live (`true`), or it is back (`false`).
@@ -188,6 +298,34 @@ pub(crate) trait Backend: Send + Sync {
 
     /// The operations of `kind`, or `Unsupported`.
     fn lock_ops(&self, kind: LockKind) -> Result<Arc<dyn LockOps>>;
+
+    /// The operations that renew and drop holds of `kind`.
+    fn hold_ops(&self, kind: HoldKind) -> Result<Arc<dyn HoldOps>>;
+
+    /// The semaphore, or `Unsupported`.
+    fn semaphore_ops(&self) -> Result<Arc<dyn SemaphoreOps>> {
+        Err(Error::unsupported(format!(
+            "{} has no semaphore in polylock",
+            self.server()
+        )))
+    }
+
+    /// The semaphore of expiring permits, or `Unsupported`.
+    fn permit_semaphore_ops(&self) -> Result<Arc<dyn ExpirableOps>> {
+        Err(Error::unsupported(format!(
+            "{} has no semaphore of expiring permits: its semaphore's leases last while the \
+             session lives (use semaphore())",
+            self.server()
+        )))
+    }
+
+    /// The count-down latch, or `Unsupported`.
+    fn latch_ops(&self) -> Result<Arc<dyn LatchOps>> {
+        Err(Error::unsupported(format!(
+            "{} has no count-down latch in polylock",
+            self.server()
+        )))
+    }
 
     /// Start following the server session, reporting to `sink` until it is gone or the backend
     /// is closed. Backends without sessions do nothing.

@@ -9,7 +9,10 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::{Parser, Subcommand, ValueEnum};
-use polylock::{AcquireOptions, Client, ClientOptions, Error, ErrorKind, Lock, LockKind, Wait};
+use polylock::{
+    AcquireOptions, Client, ClientOptions, Error, ErrorKind, Lock, LockKind, LostSignal, OwnerId,
+    Permit, PermitExpirableSemaphore, Permits, Semaphore, Wait,
+};
 use tokio::signal::unix::{signal, SignalKind};
 
 const EX_USAGE: u8 = 64;
@@ -101,6 +104,11 @@ enum Command {
         /// Watchdog lease, renewed every third of it while polylock runs.
         #[arg(long, value_parser = duration, default_value = "30s")]
         watchdog: Duration,
+        /// Take one of N permits of the semaphore NAME instead of a lock: at most N commands run at
+        /// once across machines. On Redis the permits expire (renewed while polylock runs), so a
+        /// killed polylock never keeps one; on ZooKeeper they are leases of its session.
+        #[arg(long, value_name = "N", conflicts_with_all = ["read", "write", "shared", "exclusive"])]
+        permits: Option<u32>,
         /// What to do if the lock is lost while CMD runs.
         #[arg(long, value_enum, default_value_t = OnLost::Kill)]
         on_lost: OnLost,
@@ -112,10 +120,14 @@ enum Command {
         cmd: Vec<std::ffi::OsString>,
     },
     /// Print one line of JSON: locked, the mode of a read-write lock, holders with counts and
-    /// modes, remaining TTL in ms (Redis), and the contenders waiting in order (ZooKeeper).
+    /// modes, remaining TTL in ms (Redis), and the contenders waiting in order (ZooKeeper). With
+    /// --permits: the semaphore's free and taken permits.
     Status {
         #[command(flatten)]
         target: Target,
+        /// NAME is a semaphore (as taken by `run --permits`).
+        #[arg(long, conflicts_with_all = ["read", "write", "shared", "exclusive"])]
+        permits: bool,
     },
     /// Delete the lock whoever holds it (Redisson's forceUnlock) and wake its waiters.
     Unlock {
@@ -175,7 +187,7 @@ async fn connect(url: &str, watchdog: Duration) -> Result<Client, Error> {
 
 async fn run(cli: Cli) -> Result<ExitCode, Error> {
     let (url, watchdog) = match &cli.command {
-        Command::Status { target } | Command::Unlock { target, .. } => {
+        Command::Status { target, .. } | Command::Unlock { target, .. } => {
             (target.url.clone(), Duration::from_secs(30))
         }
         Command::Run {
@@ -211,7 +223,33 @@ async fn run(cli: Cli) -> Result<ExitCode, Error> {
 
 async fn run_with(client: &Client, command: Command) -> Result<ExitCode, Error> {
     match command {
-        Command::Status { target } => {
+        Command::Status {
+            target,
+            permits: true,
+        } => {
+            let st = match client.permit_expirable_semaphore(target.name()) {
+                Ok(s) => s.status().await?,
+                Err(e) if e.kind() == ErrorKind::Unsupported => {
+                    client.semaphore(target.name())?.status().await?
+                }
+                Err(e) => return Err(e),
+            };
+            let holders: Vec<_> = st
+                .holders
+                .iter()
+                .map(|h| serde_json::json!({"id": h.id, "expires_in_ms": h.expires_in.map(|d| d.as_millis() as u64)}))
+                .collect();
+            let line = serde_json::json!({
+                "name": st.name,
+                "available": st.available,
+                "permits": st.permits,
+                "taken": holders.len(),
+                "holders": holders,
+            });
+            println!("{line}");
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Status { target, .. } => {
             let st = target.handle(client)?.status().await?;
             let holders: Vec<_> = st
                 .holders
@@ -241,11 +279,19 @@ async fn run_with(client: &Client, command: Command) -> Result<ExitCode, Error> 
             target,
             wait,
             lease,
+            permits,
             on_lost,
             grace,
             cmd,
             ..
-        } => run_command(client, target, wait, lease, on_lost, grace, cmd).await,
+        } => {
+            let how = Take {
+                wait: wait.map_or(Wait::Forever, Wait::For),
+                lease,
+                permits,
+            };
+            run_command(client, target, how, on_lost, grace, cmd).await
+        }
     }
 }
 
@@ -279,37 +325,141 @@ impl Signals {
     }
 }
 
+/// How `run` takes what it holds.
+struct Take {
+    wait: Wait,
+    lease: Option<Duration>,
+    permits: Option<u32>,
+}
+
+/// What `run` holds while its command runs: a lock's hold, or one permit of a semaphore.
+enum Held {
+    Lock {
+        lock: Lock,
+        owner: OwnerId,
+        lost: LostSignal,
+        token: u64,
+    },
+    /// An expiring permit (Redis).
+    Permit {
+        semaphore: PermitExpirableSemaphore,
+        permit: Permit,
+    },
+    /// A lease of the session (ZooKeeper).
+    Lease {
+        semaphore: Semaphore,
+        permits: Permits,
+    },
+}
+
+impl Held {
+    async fn take(client: &Client, target: &Target, how: &Take) -> Result<Held, Error> {
+        let Some(n) = how.permits else {
+            let lock = target.handle(client)?;
+            let owner = polylock::owner::fresh();
+            let options = AcquireOptions {
+                wait: how.wait,
+                lease: how.lease,
+            };
+            let held = lock.acquire(owner, options).await?;
+            return Ok(Held::Lock {
+                lock,
+                owner,
+                lost: held.lost,
+                token: held.fencing_token,
+            });
+        };
+        if n == 0 {
+            return Err(Error::new(
+                ErrorKind::InvalidArgument,
+                "--permits must be at least 1",
+            ));
+        }
+        let differs = |set: Option<i64>| {
+            if let Some(set) = set.filter(|set| *set != n as i64) {
+                eprintln!(
+                    "polylock: warning: semaphore '{}' was set to {set} permits before; using those, not {n}",
+                    target.name()
+                );
+            }
+        };
+        match client.permit_expirable_semaphore(target.name()) {
+            Ok(semaphore) => {
+                if !semaphore.try_set_permits(n).await? {
+                    differs(semaphore.status().await?.permits);
+                }
+                let permit = semaphore.acquire(how.lease, how.wait).await?;
+                Ok(Held::Permit { semaphore, permit })
+            }
+            Err(e) if e.kind() == ErrorKind::Unsupported => {
+                if how.lease.is_some() {
+                    return Err(Error::new(
+                        ErrorKind::Unsupported,
+                        "a semaphore's leases on ZooKeeper last while the session lives; drop --lease",
+                    ));
+                }
+                let semaphore = client.semaphore(target.name())?;
+                if !semaphore.try_set_permits(n).await? {
+                    differs(semaphore.status().await?.permits);
+                }
+                let permits = semaphore.acquire(1, how.wait).await?;
+                Ok(Held::Lease { semaphore, permits })
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    fn lost(&self) -> Option<LostSignal> {
+        match self {
+            Held::Lock { lost, .. } => Some(lost.clone()),
+            Held::Permit { permit, .. } => Some(permit.lost.clone()),
+            Held::Lease { permits, .. } => permits.lost.clone(),
+        }
+    }
+
+    /// What the command learns of its hold: the fencing token of a lock, the id of a permit.
+    fn env(&self) -> (&'static str, String) {
+        match self {
+            Held::Lock { token, .. } => ("POLYLOCK_FENCING_TOKEN", token.to_string()),
+            Held::Permit { permit, .. } => ("POLYLOCK_PERMIT", permit.id.clone()),
+            Held::Lease { permits, .. } => ("POLYLOCK_PERMITS", permits.count.to_string()),
+        }
+    }
+
+    async fn release(&self) -> Result<(), Error> {
+        match self {
+            Held::Lock { lock, owner, .. } => lock.release(*owner).await.map(drop),
+            Held::Permit { semaphore, permit } => semaphore.release(&permit.id).await,
+            Held::Lease { semaphore, permits } => permits.release(semaphore).await,
+        }
+    }
+}
+
 async fn run_command(
     client: &Client,
     target: Target,
-    wait: Option<Duration>,
-    lease: Option<Duration>,
+    how: Take,
     on_lost: OnLost,
     grace: Duration,
     cmd: Vec<std::ffi::OsString>,
 ) -> Result<ExitCode, Error> {
     let mut signals = Signals::new()?;
-    let lock = target.handle(client)?;
-    let owner = polylock::owner::fresh();
-    let options = AcquireOptions {
-        wait: wait.map_or(Wait::Forever, Wait::For),
-        lease,
-    };
-    // A signal while waiting for the lock: stop waiting (dropping the wait leaves no hold).
+    // A signal while waiting: stop waiting (dropping the wait leaves nothing behind).
     let held = tokio::select! {
-        r = lock.acquire(owner, options) => r?,
+        r = Held::take(client, &target, &how) => r?,
         sig = signals.next() => return Ok(ExitCode::from(128 + sig as u8)),
     };
+    let (key, value) = held.env();
     let mut child = match tokio::process::Command::new(&cmd[0])
         .args(&cmd[1..])
         .env("POLYLOCK_NAME", target.name())
-        .env("POLYLOCK_FENCING_TOKEN", held.fencing_token.to_string())
+        .env(key, value)
         .spawn()
     {
         Ok(c) => c,
         Err(e) => {
             eprintln!("polylock: cannot run {:?}: {e}", cmd[0]);
-            let _ = lock.release(owner).await;
+            let _ = held.release().await;
             let code = if e.kind() == std::io::ErrorKind::NotFound {
                 127
             } else {
@@ -325,14 +475,15 @@ async fn run_command(
             unsafe { libc::kill(pid, sig) };
         }
     };
-    let mut lost = false;
+    let signal = held.lost();
+    let mut lost = signal.is_none();
     let mut kill_deadline: Option<tokio::time::Instant> = None;
     let status = loop {
         let lost_wait = async {
-            if lost {
-                std::future::pending::<()>().await;
+            match (&signal, lost) {
+                (Some(s), false) => s.wait().await,
+                _ => std::future::pending().await,
             }
-            held.lost.wait().await
         };
         let killer = async {
             match kill_deadline {
@@ -368,8 +519,9 @@ async fn run_command(
     };
     let status = status
         .map_err(|e| Error::new(ErrorKind::Internal, format!("waiting for the command: {e}")))?;
-    let was_lost = held.lost.is_lost();
-    match lock.release(owner).await {
+    let is_lost = || signal.as_ref().is_some_and(|s| s.is_lost());
+    let was_lost = is_lost();
+    match held.release().await {
         Ok(_) => {}
         Err(e) if e.kind() == ErrorKind::LockLost => {
             if !was_lost {
@@ -378,7 +530,7 @@ async fn run_command(
         }
         Err(e) => eprintln!("polylock: release failed: {e}"),
     }
-    if (was_lost || held.lost.is_lost()) && on_lost == OnLost::Kill {
+    if (was_lost || is_lost()) && on_lost == OnLost::Kill {
         return Ok(ExitCode::from(EX_LOST));
     }
     use std::os::unix::process::ExitStatusExt;

@@ -7,9 +7,9 @@ use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
 use super::Holds;
-use crate::backend::{Backend, LockOps, SessionSink};
+use crate::backend::{Backend, HoldOps, LockOps, SessionSink};
 use crate::model::error::{Error, Result};
-use crate::model::kind::LockKind;
+use crate::model::kind::{HoldKind, LockKind};
 use crate::model::options::ClientOptions;
 use crate::model::owner::OwnerId;
 
@@ -74,16 +74,20 @@ impl ClientCore {
         self.backend.lock_ops(kind)
     }
 
+    pub(crate) fn hold_ops(&self, kind: HoldKind) -> Result<Arc<dyn HoldOps>> {
+        self.backend.hold_ops(kind)
+    }
+
     /// Remove a hold of `owner` from the server whatever its count (it was lost, or its client
     /// closed).
     pub(crate) async fn drop_hold(
         &self,
         name: &str,
-        kind: LockKind,
+        kind: HoldKind,
         owner: OwnerId,
         node: Option<&str>,
     ) -> Result<bool> {
-        self.ops(kind)?.drop_hold(name, owner, node).await
+        self.hold_ops(kind)?.drop_hold(name, owner, node).await
     }
 }
 

@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::{broadcast, watch};
 
-use crate::model::kind::LockKind;
+use crate::model::kind::HoldKind;
 use crate::model::lost::{HoldState, LostEvent, LostReason, LostSignal};
 use crate::model::owner::OwnerId;
 
@@ -106,8 +106,8 @@ impl Hold {
     }
 }
 
-/// A hold is one owner's hold of one kind of lock on one name.
-pub(crate) type HoldKey = (Arc<str>, LockKind, OwnerId);
+/// A hold is one owner's hold of one kind of lock (or one permit) on one name.
+pub(crate) type HoldKey = (Arc<str>, HoldKind, OwnerId);
 
 /// The holds of one client.
 pub(crate) struct Holds {
@@ -163,4 +163,27 @@ impl Holds {
             }
         }
     }
+}
+
+/// Declare the hold `key` lost when `gone` (the backend's watch on it) resolves, unless its owner
+/// released it (or is releasing it) meanwhile, or it is another hold by then (another token).
+pub(crate) fn watch_gone(
+    core: &Arc<ClientCore>,
+    key: HoldKey,
+    token: u64,
+    gone: crate::backend::Gone,
+) {
+    let core = Arc::downgrade(core);
+    crate::runtime::handle().spawn(async move {
+        gone.await;
+        let Some(core) = core.upgrade() else {
+            return;
+        };
+        let mut map = core.holds.lock();
+        if let Some(h) = map.get_mut(&key) {
+            if h.token == token && h.lost.is_none() && !h.releasing {
+                h.mark_lost(&key, LostReason::Deleted);
+            }
+        }
+    });
 }

@@ -3,10 +3,12 @@
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Weak};
+
 use std::time::{Duration, Instant};
 
 use super::{ClientCore, HoldKey, LeaseMode};
-use crate::model::kind::LockKind;
+use crate::backend::RenewItem;
+use crate::model::kind::HoldKind;
 use crate::model::lost::LostReason;
 
 /// Most holds renewed by one call to a backend (Redisson >= 3.44 batches 100 keys per script).
@@ -61,32 +63,39 @@ async fn renew_round(core: &Arc<ClientCore>, lease: Duration, interval: Duration
     // released and the same owner took the lock again (a new hold under the same key) must not
     // judge the new hold. Blocked callers release on connections of their own, so a renewal may
     // run on the server between such a release and the next acquire.
-    let mut by_kind: BTreeMap<LockKind, Vec<(HoldKey, u64)>> = BTreeMap::new();
+    let mut by_kind: BTreeMap<HoldKind, Vec<(HoldKey, u64, Option<String>)>> = BTreeMap::new();
     {
         let map = core.holds.lock();
         for (k, h) in map.iter() {
             if h.lost.is_none() && h.lease == LeaseMode::Watchdog {
-                by_kind.entry(k.1).or_default().push((k.clone(), h.token));
+                by_kind
+                    .entry(k.1)
+                    .or_default()
+                    .push((k.clone(), h.token, h.node.clone()));
             }
         }
     }
     let mut ok = true;
     for (kind, batch) in by_kind {
-        let ops = match core.ops(kind) {
+        let ops = match core.hold_ops(kind) {
             Ok(ops) => ops,
             Err(_) => continue,
         };
         for chunk in batch.chunks(RENEW_BATCH) {
             let sent_at = Instant::now();
-            let holds: Vec<(Arc<str>, u64)> = chunk
+            let holds: Vec<RenewItem> = chunk
                 .iter()
-                .map(|((name, _, owner), _)| (name.clone(), *owner))
+                .map(|((name, _, owner), _, node)| RenewItem {
+                    name: name.clone(),
+                    owner: *owner,
+                    node: node.clone(),
+                })
                 .collect();
             let limit = core.options.command_timeout.min(interval);
             match tokio::time::timeout(limit, ops.renew(&holds, lease)).await {
                 Ok(Ok(held)) => {
                     let mut map = core.holds.lock();
-                    for ((key, token), still) in chunk.iter().zip(held) {
+                    for ((key, token, _), still) in chunk.iter().zip(held) {
                         let Some(hold) = map.get_mut(key) else {
                             continue;
                         };

@@ -59,3 +59,25 @@ impl HoldMode {
         }
     }
 }
+
+/// What a hold of a client is a hold of: a lock of some kind, or a permit of a semaphore (an
+/// expiring permit on Redis, a lease on ZooKeeper). Holds of every kind are renewed by the one
+/// watchdog, announce their loss the same way, and are given back when their client closes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[non_exhaustive]
+pub enum HoldKind {
+    /// A hold of a lock of this kind.
+    Lock(LockKind),
+    /// A permit of a semaphore.
+    Permit,
+}
+
+impl HoldKind {
+    /// A lower-case word for messages.
+    pub fn word(self) -> &'static str {
+        match self {
+            HoldKind::Lock(k) => k.word(),
+            HoldKind::Permit => "permit",
+        }
+    }
+}

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use tokio::sync::watch;
 
 use super::error::{Error, ErrorKind};
-use super::kind::LockKind;
+use super::kind::HoldKind;
 use super::owner::OwnerId;
 
 /// Why a hold was lost.
@@ -28,10 +28,19 @@ impl LostReason {
     /// The `LockLost` error of lock `name` lost for this reason: what a release of the lost hold
     /// reports, and what bindings hand to their lost listeners.
     pub fn error(self, name: &str) -> Error {
+        self.error_for(HoldKind::Lock(super::kind::LockKind::Reentrant), name)
+    }
+
+    /// The `LockLost` error of a hold of `kind` on `name` lost for this reason.
+    pub fn error_for(self, kind: HoldKind, name: &str) -> Error {
+        let what = match kind {
+            HoldKind::Permit => format!("a permit of semaphore '{name}'"),
+            HoldKind::Lock(_) => format!("lock '{name}'"),
+        };
         Error::new(
             ErrorKind::LockLost,
             format!(
-                "lock '{name}' was lost: {}; the protected work may have overlapped with another holder",
+                "{what} was lost: {}; the protected work may have overlapped with another holder",
                 self.describe()
             ),
         )
@@ -58,8 +67,9 @@ impl LostReason {
 pub struct LostEvent {
     /// The lock's name.
     pub name: Arc<str>,
-    /// The kind of lock (a read and a write hold of one name are two holds).
-    pub kind: LockKind,
+    /// What was held: a lock of some kind (a read and a write hold of one name are two holds), or a
+    /// semaphore's permit.
+    pub kind: HoldKind,
     /// The owner whose hold was lost.
     pub owner: OwnerId,
     /// Why.

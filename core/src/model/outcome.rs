@@ -54,3 +54,26 @@ pub struct LockStatus {
     /// Contenders queued behind the holders, in the order they will get the lock (ZooKeeper).
     pub waiters: Vec<String>,
 }
+
+/// One permit held, in a [`SemaphoreStatus`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PermitHolder {
+    /// The permit's id (Redis, expiring permits) or lease node (ZooKeeper).
+    pub id: String,
+    /// How long until it expires (expiring permits); `None` while a session keeps it.
+    pub expires_in: Option<Duration>,
+}
+
+/// What the server says about a semaphore, for operators (`polylock status --permits`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SemaphoreStatus {
+    /// The semaphore's name.
+    pub name: String,
+    /// Permits free now.
+    pub available: i64,
+    /// All permits, free and taken, where the server knows it (ZooKeeper's count, expiring
+    /// permits); `None` for Redisson's `RSemaphore`, which stores only the free ones.
+    pub permits: Option<i64>,
+    /// The permits taken, where they are held by somebody (expiring permits, leases).
+    pub holders: Vec<PermitHolder>,
+}

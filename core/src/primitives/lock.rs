@@ -6,9 +6,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::backend::{AcquireRequest, LeaseSupport, LockOps, Reentry, ReleaseRequest, UnlockReply};
-use crate::hold::{ClientCore, Hold, HoldKey, LeaseMode};
+use crate::hold::{watch_gone, ClientCore, Hold, HoldKey, LeaseMode};
 use crate::model::error::{Error, ErrorKind, Result};
-use crate::model::kind::LockKind;
+use crate::model::kind::{HoldKind, LockKind};
 use crate::model::lost::{LostReason, LostSignal};
 use crate::model::options::{check_duration, AcquireOptions, Wait, MAX_DURATION};
 use crate::model::outcome::{Acquired, LockStatus, Released};
@@ -79,7 +79,7 @@ impl Lock {
     }
 
     fn key(&self, owner: OwnerId) -> HoldKey {
-        (self.name.clone(), self.kind(), owner)
+        (self.name.clone(), HoldKind::Lock(self.kind()), owner)
     }
 
     fn lost_error(&self, reason: LostReason) -> Error {
@@ -225,28 +225,9 @@ impl Lock {
             self.core.wake.notify_one();
         }
         if let Some(gone) = granted.gone.take() {
-            self.watch_gone(owner, acquired.fencing_token, gone);
+            watch_gone(&self.core, self.key(owner), acquired.fencing_token, gone);
         }
         Ok(acquired)
-    }
-
-    /// Declare the hold lost when the backend says it is gone from the server, unless its owner
-    /// released it (or is releasing it) meanwhile.
-    fn watch_gone(&self, owner: OwnerId, token: u64, gone: crate::backend::Gone) {
-        let core = Arc::downgrade(&self.core);
-        let key = self.key(owner);
-        crate::runtime::handle().spawn(async move {
-            gone.await;
-            let Some(core) = core.upgrade() else {
-                return;
-            };
-            let mut map = core.holds.lock();
-            if let Some(h) = map.get_mut(&key) {
-                if h.token == token && h.lost.is_none() && !h.releasing {
-                    h.mark_lost(&key, LostReason::Deleted);
-                }
-            }
-        });
     }
 
     /// For the write half of a read-write lock: refuse an upgrade (the owner holds the read half
@@ -260,7 +241,7 @@ impl Lock {
         };
         let map = self.core.holds.lock();
         let other = map
-            .get(&(self.name.clone(), companion, owner))
+            .get(&(self.name.clone(), HoldKind::Lock(companion), owner))
             .filter(|h| h.lost.is_none());
         match (self.kind(), other) {
             (LockKind::Write, Some(_)) => Err(Error::new(
@@ -483,7 +464,7 @@ impl Lock {
     pub async fn force_unlock(&self) -> Result<bool> {
         self.core.check_usable()?;
         let was = self.ops.force_unlock(&self.name).await?;
-        let kind = self.kind();
+        let kind = HoldKind::Lock(self.kind());
         let mut map = self.core.holds.lock();
         for (key, hold) in map.iter_mut() {
             if *key.0 == *self.name && key.1 == kind {
@@ -496,7 +477,7 @@ impl Lock {
     /// Whether any owner of this client holds the lock (local, no round trip; Curator's
     /// `isAcquiredInThisProcess`).
     pub fn is_held_locally(&self) -> bool {
-        let kind = self.kind();
+        let kind = HoldKind::Lock(self.kind());
         let map = self.core.holds.lock();
         map.iter()
             .any(|(k, h)| *k.0 == *self.name && k.1 == kind && h.lost.is_none())

@@ -1,5 +1,9 @@
 //! The primitives, each written once over the backend traits: the lock (every lock-like kind,
-//! reentrant, mutex, read and write) and the read-write lock that pairs two of them.
+//! reentrant, mutex, read and write), the read-write lock that pairs two of them, the semaphores
+//! and the count-down latch.
 
+pub(crate) mod latch;
 pub(crate) mod lock;
+pub(crate) mod permit_semaphore;
 pub(crate) mod read_write;
+pub(crate) mod semaphore;

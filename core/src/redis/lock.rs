@@ -23,9 +23,11 @@ use std::time::{Duration, Instant};
 use async_trait::async_trait;
 use redis::{RedisError, Script, Value};
 
-use super::{backoff, map_err, retryable, RedisConn, RETRIES};
+use super::pubsub::Wake;
+use super::{backoff, map_err, ms, retryable, tagged, RedisConn, RETRIES};
 use crate::backend::{
-    AcquireRequest, Granted, LeaseSupport, LockOps, Reentry, ReleaseRequest, UnlockReply,
+    AcquireRequest, Granted, HoldOps, LeaseSupport, LockOps, Reentry, ReleaseRequest, RenewItem,
+    UnlockReply,
 };
 use crate::model::error::{Error, ErrorKind, Result};
 use crate::model::kind::{HoldMode, LockKind};
@@ -98,16 +100,6 @@ fn token_key(name: &str) -> String {
     format!("redisson_lock_token:{{{name}}}")
 }
 
-/// The lock's hash tag: `{<name>}`, or the name itself when it already has braces (Redisson's
-/// `suffixName`).
-fn tagged(name: &str) -> String {
-    if name.contains('{') {
-        name.to_string()
-    } else {
-        format!("{{{name}}}")
-    }
-}
-
 /// Prefix of a reader's per-hold keys: `{<name>}:<field>:rwlock_timeout`.
 fn hold_key_prefix(name: &str, field: &str) -> String {
     format!("{}:{field}:rwlock_timeout", tagged(name))
@@ -118,10 +110,6 @@ fn release_message(flavor: Flavor) -> &'static str {
         Flavor::Plain | Flavor::Read => RELEASED_ONE,
         Flavor::Write => RELEASED_ALL,
     }
-}
-
-fn ms(d: Duration) -> u64 {
-    d.as_millis().clamp(1, u64::MAX as u128) as u64
 }
 
 /// The operations of one Redisson lock kind for one client.
@@ -322,6 +310,36 @@ impl RedisLock {
 }
 
 #[async_trait]
+impl HoldOps for RedisLock {
+    async fn renew(&self, holds: &[RenewItem], lease: Duration) -> Result<Vec<bool>> {
+        let mut inv = self.scripts.renew.prepare_invoke();
+        inv.arg(ms(lease));
+        for h in holds {
+            inv.key(&*h.name).arg(self.field(h.owner));
+        }
+        let v: Vec<i64> = inv
+            .invoke_async(&mut self.conn.conn())
+            .await
+            .map_err(|e| map_err(e, "renew leases"))?;
+        if v.len() != holds.len() {
+            return Err(Error::internal(
+                "renewal script returned the wrong number of results",
+            ));
+        }
+        Ok(v.into_iter().map(|x| x == 1).collect())
+    }
+
+    async fn drop_hold(&self, name: &str, owner: OwnerId, _node: Option<&str>) -> Result<bool> {
+        let field = self.field(owner);
+        let n: i64 = drop_call(&self.scripts, self.flavor, name, &field, None)
+            .invoke_async(&mut self.conn.conn())
+            .await
+            .map_err(|e| map_err(e, "drop the owner's holds"))?;
+        Ok(n == 1)
+    }
+}
+
+#[async_trait]
 impl LockOps for RedisLock {
     fn kind(&self) -> LockKind {
         match self.flavor {
@@ -350,7 +368,11 @@ impl LockOps for RedisLock {
         if deadline.is_some_and(|d| Instant::now() >= d) {
             return Ok(None);
         }
-        let guard = self.conn.subs.wait_on(&channel(self.flavor, name)).await?;
+        let guard = self
+            .conn
+            .subs
+            .wait_on(&channel(self.flavor, name), Wake::OneOnZero)
+            .await?;
         loop {
             let notified = guard.channel.notify.notified();
             tokio::pin!(notified);
@@ -398,33 +420,6 @@ impl LockOps for RedisLock {
         self.release_script(req)
             .await
             .map_err(|e| map_err(e, "release the lock"))
-    }
-
-    async fn drop_hold(&self, name: &str, owner: OwnerId, _node: Option<&str>) -> Result<bool> {
-        let field = self.field(owner);
-        let n: i64 = drop_call(&self.scripts, self.flavor, name, &field, None)
-            .invoke_async(&mut self.conn.conn())
-            .await
-            .map_err(|e| map_err(e, "drop the owner's holds"))?;
-        Ok(n == 1)
-    }
-
-    async fn renew(&self, holds: &[(Arc<str>, OwnerId)], lease: Duration) -> Result<Vec<bool>> {
-        let mut inv = self.scripts.renew.prepare_invoke();
-        inv.arg(ms(lease));
-        for (name, owner) in holds {
-            inv.key(&**name).arg(self.field(*owner));
-        }
-        let v: Vec<i64> = inv
-            .invoke_async(&mut self.conn.conn())
-            .await
-            .map_err(|e| map_err(e, "renew leases"))?;
-        if v.len() != holds.len() {
-            return Err(Error::internal(
-                "renewal script returned the wrong number of results",
-            ));
-        }
-        Ok(v.into_iter().map(|x| x == 1).collect())
     }
 
     async fn is_locked(&self, name: &str) -> Result<bool> {

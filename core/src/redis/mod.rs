@@ -5,8 +5,10 @@
 //! ([`sync_conn`]), and one subscriber connection for waiters ([`pubsub`]). The lock kinds live
 //! in [`lock`], their Lua scripts in `lua/`.
 
+mod latch;
 mod lock;
 mod pubsub;
+mod semaphore;
 mod sync_conn;
 
 use std::sync::Arc;
@@ -16,14 +18,16 @@ use async_trait::async_trait;
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use redis::{RedisError, RetryMethod};
 
-use crate::backend::{Backend, LockOps};
+use crate::backend::{Backend, ExpirableOps, HoldOps, LatchOps, LockOps, SemaphoreOps};
 use crate::model::error::{Error, ErrorKind, Result};
-use crate::model::kind::LockKind;
+use crate::model::kind::{HoldKind, LockKind};
 use crate::model::options::ClientOptions;
 use crate::runtime;
 
+use latch::RedisLatch;
 use lock::{Flavor, RedisLock};
 use pubsub::Subscriptions;
+use semaphore::RedisSemaphore;
 use sync_conn::SyncConns;
 
 /// How many times a command is retried after an error redis-rs classifies as retryable.
@@ -63,6 +67,28 @@ fn retryable(e: &RedisError) -> bool {
         e.retry_method(),
         RetryMethod::Reconnect | RetryMethod::RetryImmediately | RetryMethod::WaitAndRetry
     )
+}
+
+/// A name's hash tag: `{<name>}`, or the name itself when it already has braces (Redisson's
+/// `suffixName`), so that a primitive's auxiliary keys land in its slot.
+fn tagged(name: &str) -> String {
+    if name.contains('{') {
+        name.to_string()
+    } else {
+        format!("{{{name}}}")
+    }
+}
+
+/// A duration as whole milliseconds, at least 1.
+fn ms(d: Duration) -> u64 {
+    d.as_millis().clamp(1, u64::MAX as u128) as u64
+}
+
+/// Milliseconds since the epoch by this process's clock (Redisson's scores and deadlines).
+fn epoch_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
 }
 
 fn backoff(attempt: usize) -> Duration {
@@ -133,6 +159,9 @@ pub(crate) struct RedisBackend {
     plain: Arc<RedisLock>,
     read: Arc<RedisLock>,
     write: Arc<RedisLock>,
+    semaphore: Arc<RedisSemaphore>,
+    permits: Arc<RedisSemaphore>,
+    latch: Arc<RedisLatch>,
 }
 
 /// Connect to a `redis://` or `rediss://` URL for the client `client_id`.
@@ -168,6 +197,9 @@ pub(crate) async fn connect(
         plain: Arc::new(RedisLock::new(conn.clone(), Flavor::Plain)),
         read: Arc::new(RedisLock::new(conn.clone(), Flavor::Read)),
         write: Arc::new(RedisLock::new(conn.clone(), Flavor::Write)),
+        semaphore: Arc::new(RedisSemaphore::new(conn.clone(), false)),
+        permits: Arc::new(RedisSemaphore::new(conn.clone(), true)),
+        latch: Arc::new(RedisLatch::new(conn.clone())),
         conn,
     }))
 }
@@ -187,6 +219,31 @@ impl Backend for RedisBackend {
                 "the non-reentrant semaphore mutex is a ZooKeeper lock; use lock() on Redis",
             )),
         }
+    }
+
+    fn hold_ops(&self, kind: HoldKind) -> Result<Arc<dyn HoldOps>> {
+        match kind {
+            HoldKind::Lock(LockKind::Reentrant) => Ok(self.plain.clone()),
+            HoldKind::Lock(LockKind::Read) => Ok(self.read.clone()),
+            HoldKind::Lock(LockKind::Write) => Ok(self.write.clone()),
+            HoldKind::Permit => Ok(self.permits.clone()),
+            _ => Err(Error::internal(format!(
+                "no {} holds on Redis",
+                kind.word()
+            ))),
+        }
+    }
+
+    fn semaphore_ops(&self) -> Result<Arc<dyn SemaphoreOps>> {
+        Ok(self.semaphore.clone())
+    }
+
+    fn permit_semaphore_ops(&self) -> Result<Arc<dyn ExpirableOps>> {
+        Ok(self.permits.clone())
+    }
+
+    fn latch_ops(&self) -> Result<Arc<dyn LatchOps>> {
+        Ok(self.latch.clone())
     }
 
     async fn ping(&self) -> Result<()> {

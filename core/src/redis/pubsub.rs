@@ -17,9 +17,20 @@ use crate::error::Result;
 
 use super::map_err;
 
+/// Whom a message on a channel wakes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Wake {
+    /// `0` wakes one local waiter (a lock was released: one of them can have it); any other
+    /// message wakes them all (Redisson's `1`: a write lock released, every reader may go).
+    OneOnZero,
+    /// Every message wakes every local waiter (a latch opened, a semaphore's count changed).
+    All,
+}
+
 /// The waiters of one channel.
 pub(crate) struct Channel {
     pub(crate) notify: Notify,
+    wake: Wake,
     waiters: std::sync::atomic::AtomicUsize,
     /// Serialises SUBSCRIBE/UNSUBSCRIBE of this channel; `true` while subscribed.
     subscribed: AsyncMutex<bool>,
@@ -78,8 +89,9 @@ impl Subscriptions {
             .cloned()
     }
 
-    /// Register as a waiter on `channel` and make sure it is subscribed before returning.
-    pub(crate) async fn wait_on(self: &Arc<Self>, channel: &str) -> Result<WaitGuard> {
+    /// Register as a waiter on `channel` and make sure it is subscribed before returning. The
+    /// first waiter of a channel sets whom its messages wake.
+    pub(crate) async fn wait_on(self: &Arc<Self>, channel: &str, wake: Wake) -> Result<WaitGuard> {
         let state = {
             let mut map = self.channels.lock().unwrap_or_else(|e| e.into_inner());
             let state = map
@@ -87,6 +99,7 @@ impl Subscriptions {
                 .or_insert_with(|| {
                     Arc::new(Channel {
                         notify: Notify::new(),
+                        wake,
                         waiters: 0.into(),
                         subscribed: AsyncMutex::new(false),
                     })
@@ -174,7 +187,7 @@ fn dispatch(channels: &Channels, msg: PushInfo) {
                 .get(name)
                 .cloned();
             if let Some(state) = state {
-                if as_str(payload) == Some("0") {
+                if state.wake == Wake::OneOnZero && as_str(payload) == Some("0") {
                     state.notify.notify_one();
                 } else {
                     state.notify.notify_waiters();

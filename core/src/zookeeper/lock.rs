@@ -25,7 +25,7 @@ use zookeeper_client as zk;
 
 use super::{map_err, maybe_applied, wait_until, Cleanup, ZkSession, PROTECTED_PREFIX};
 use crate::backend::{
-    AcquireRequest, Granted, LeaseSupport, LockOps, Reentry, ReleaseRequest, UnlockReply,
+    AcquireRequest, Granted, HoldOps, LeaseSupport, LockOps, Reentry, ReleaseRequest, UnlockReply,
 };
 use crate::model::error::{Error, ErrorKind, Result};
 use crate::model::kind::{HoldMode, LockKind};
@@ -193,6 +193,16 @@ impl ZkLock {
 }
 
 #[async_trait]
+impl HoldOps for ZkLock {
+    async fn drop_hold(&self, name: &str, _owner: OwnerId, node: Option<&str>) -> Result<bool> {
+        match node {
+            Some(node) => self.session.release(name, node, false).await,
+            None => Ok(true),
+        }
+    }
+}
+
+#[async_trait]
 impl LockOps for ZkLock {
     fn kind(&self) -> LockKind {
         match self.queue {
@@ -322,13 +332,6 @@ impl LockOps for ZkLock {
                 false => UnlockReply::NotHeld,
             },
         )
-    }
-
-    async fn drop_hold(&self, name: &str, _owner: OwnerId, node: Option<&str>) -> Result<bool> {
-        match node {
-            Some(node) => self.session.release(name, node, false).await,
-            None => Ok(true),
-        }
     }
 
     async fn is_locked(&self, name: &str) -> Result<bool> {

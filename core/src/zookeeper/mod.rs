@@ -13,7 +13,10 @@
 //! the sequence number does, and unlike the sequence number it never restarts when the server
 //! removes the empty container parent and a later contender creates it again.
 
+mod count;
+mod latch;
 mod lock;
+mod semaphore;
 mod semaphore_mutex;
 
 use std::sync::{Arc, RwLock, Weak};
@@ -23,12 +26,14 @@ use async_trait::async_trait;
 use tokio_util::sync::CancellationToken;
 use zookeeper_client as zk;
 
-use crate::backend::{Backend, LockOps, SessionSink};
+use crate::backend::{Backend, HoldOps, LatchOps, LockOps, SemaphoreOps, SessionSink};
 use crate::model::error::{Error, ErrorKind, Result};
-use crate::model::kind::LockKind;
+use crate::model::kind::{HoldKind, LockKind};
 use crate::model::options::ClientOptions;
 
+use latch::ZkLatch;
 use lock::{Queue, ZkLock};
+use semaphore::ZkSemaphore;
 use semaphore_mutex::ZkSemaphoreMutex;
 
 /// Curator's protected-mode prefix.
@@ -477,6 +482,8 @@ pub(crate) struct ZkBackend {
     read: Arc<ZkLock>,
     write: Arc<ZkLock>,
     semaphore_mutex: Arc<ZkSemaphoreMutex>,
+    semaphore: Arc<ZkSemaphore>,
+    latch: Arc<ZkLatch>,
 }
 
 /// Connect to a `zk://` URL.
@@ -495,6 +502,8 @@ pub(crate) async fn connect(url: &str, options: &ClientOptions) -> Result<Box<dy
         read: Arc::new(ZkLock::new(session.clone(), Queue::Read)),
         write: Arc::new(ZkLock::new(session.clone(), Queue::Write)),
         semaphore_mutex: Arc::new(ZkSemaphoreMutex::new(session.clone())),
+        semaphore: Arc::new(ZkSemaphore::new(session.clone())),
+        latch: Arc::new(ZkLatch::new(session.clone())),
         session,
     }))
 }
@@ -516,6 +525,24 @@ impl Backend for ZkBackend {
             LockKind::Read => Ok(self.read.clone()),
             LockKind::Write => Ok(self.write.clone()),
         }
+    }
+
+    fn hold_ops(&self, kind: HoldKind) -> Result<Arc<dyn HoldOps>> {
+        match kind {
+            HoldKind::Lock(LockKind::Reentrant) => Ok(self.mutex.clone()),
+            HoldKind::Lock(LockKind::Mutex) => Ok(self.semaphore_mutex.clone()),
+            HoldKind::Lock(LockKind::Read) => Ok(self.read.clone()),
+            HoldKind::Lock(LockKind::Write) => Ok(self.write.clone()),
+            HoldKind::Permit => Ok(self.semaphore.clone()),
+        }
+    }
+
+    fn semaphore_ops(&self) -> Result<Arc<dyn SemaphoreOps>> {
+        Ok(self.semaphore.clone())
+    }
+
+    fn latch_ops(&self) -> Result<Arc<dyn LatchOps>> {
+        Ok(self.latch.clone())
     }
 
     fn watch_session(&self, sink: Weak<dyn SessionSink>) {

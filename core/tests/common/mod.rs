@@ -203,3 +203,4 @@ pub async fn zk_children_until(path: &str, ok: impl Fn(&[String]) -> bool) -> Ve
 }
 
 pub mod rw;
+pub mod sem;

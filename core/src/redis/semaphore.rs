@@ -1,0 +1,434 @@
+//! Redisson's semaphores on Redis: `RSemaphore` (free permits as a counter, owned by nobody) and
+//! `RPermitExpirableSemaphore` (permits with ids and leases).
+//!
+//! | key / channel             | content |
+//! |---------------------------|---------|
+//! | `<name>`                  | string integer: the free permits (absent = 0) |
+//! | `{<name>}:timeout`        | zset (expiring permits): member = permit id (16 raw bytes), score = its expiry in ms since the epoch (client clock), `922337203685477` without a lease |
+//! | `redisson_sc:{<name>}`    | pub/sub: the new count (or the delta) after permits were added or given back |
+//!
+//! Waiters wake on the channel; a lost message only delays them to the next expiry (expiring
+//! permits) or to a re-check every third of the watchdog timeout (plain permits, which nothing
+//! bounds).
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use async_trait::async_trait;
+use redis::{RedisError, Script};
+
+use super::pubsub::Wake;
+use super::{backoff, epoch_ms, map_err, ms, retryable, tagged, RedisConn, RETRIES};
+use crate::backend::{
+    ExpirableOps, Granted, HoldOps, PermitRelease, PermitRequest, RenewItem, SemaphoreOps,
+};
+use crate::model::error::{Error, ErrorKind, Result};
+use crate::model::outcome::{PermitHolder, SemaphoreStatus};
+use crate::model::owner::OwnerId;
+
+const PUBLISH: &str = "publish";
+/// Redisson's score of a permit without a lease.
+const NO_EXPIRY: u64 = 922_337_203_685_477;
+
+fn channel(name: &str) -> String {
+    format!("redisson_sc:{{{name}}}")
+}
+
+fn timeout_key(name: &str) -> String {
+    format!("{}:timeout", tagged(name))
+}
+
+/// A permit id as stored: 16 raw bytes, from the 32 hex characters users see.
+pub(crate) fn id_bytes(id: &str) -> Result<Vec<u8>> {
+    let bad = || {
+        Error::new(
+            ErrorKind::InvalidArgument,
+            format!("'{id}' is not a permit id (32 hexadecimal characters)"),
+        )
+    };
+    if id.len() != 32 {
+        return Err(bad());
+    }
+    (0..16)
+        .map(|i| u8::from_str_radix(&id[2 * i..2 * i + 2], 16).map_err(|_| bad()))
+        .collect()
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+struct Scripts {
+    try_set: Script,
+    add: Script,
+    acquire: Script,
+    release: Script,
+    drain: Script,
+    permit_acquire: Script,
+    permit_release: Script,
+    permit_renew: Script,
+    permit_available: Script,
+}
+
+impl Scripts {
+    fn new() -> Scripts {
+        let reclaim = include_str!("lua/permits/reclaim.lua");
+        let with_reclaim = |s: &str| Script::new(&s.replace("--RECLAIM--", reclaim));
+        Scripts {
+            try_set: Script::new(include_str!("lua/semaphore/try_set.lua")),
+            add: Script::new(include_str!("lua/semaphore/add.lua")),
+            acquire: Script::new(include_str!("lua/semaphore/acquire.lua")),
+            release: Script::new(include_str!("lua/semaphore/release.lua")),
+            drain: Script::new(include_str!("lua/semaphore/drain.lua")),
+            permit_acquire: with_reclaim(include_str!("lua/permits/acquire.lua")),
+            permit_release: Script::new(include_str!("lua/permits/release.lua")),
+            permit_renew: Script::new(include_str!("lua/permits/renew.lua")),
+            permit_available: with_reclaim(include_str!("lua/permits/available.lua")),
+        }
+    }
+}
+
+/// Both of Redisson's semaphores for one client (`expiring` picks which one this is).
+pub(crate) struct RedisSemaphore {
+    conn: Arc<RedisConn>,
+    scripts: Arc<Scripts>,
+    expiring: bool,
+}
+
+impl RedisSemaphore {
+    pub(crate) fn new(conn: Arc<RedisConn>, expiring: bool) -> RedisSemaphore {
+        RedisSemaphore {
+            conn,
+            scripts: Arc::new(Scripts::new()),
+            expiring,
+        }
+    }
+
+    /// A script call on the caller's own connection where it blocks a thread; retried only if
+    /// `idempotent` (a lost reply must not take or give back permits twice).
+    async fn call<T: redis::FromRedisValue>(
+        &self,
+        inv: &redis::ScriptInvocation<'_>,
+        idempotent: bool,
+        doing: &str,
+    ) -> Result<T> {
+        let mut attempt = 0;
+        loop {
+            let reply: std::result::Result<T, RedisError> = self.conn.invoke(inv).await;
+            match reply {
+                Ok(v) => return Ok(v),
+                Err(e) if idempotent && attempt < RETRIES && retryable(&e) => {
+                    attempt += 1;
+                    tokio::time::sleep(backoff(attempt)).await;
+                }
+                Err(e) => return Err(map_err(e, doing)),
+            }
+        }
+    }
+
+    async fn try_set(&self, name: &str, permits: u32) -> Result<bool> {
+        let mut inv = self.scripts.try_set.key(name);
+        inv.key(channel(name)).arg(permits).arg(PUBLISH);
+        let n: i64 = self.call(&inv, true, "set the semaphore's permits").await?;
+        Ok(n == 1)
+    }
+
+    async fn add(&self, name: &str, delta: i64) -> Result<()> {
+        let mut inv = self.scripts.add.key(name);
+        inv.key(channel(name))
+            .arg(delta)
+            .arg(PUBLISH)
+            .arg(if self.expiring { "delta" } else { "value" });
+        let _: i64 = self.call(&inv, false, "add permits").await?;
+        Ok(())
+    }
+
+    /// One try at the plain semaphore: true when taken.
+    async fn try_take(&self, name: &str, permits: u32) -> Result<bool> {
+        let mut inv = self.scripts.acquire.key(name);
+        inv.arg(permits);
+        let n: i64 = self.call(&inv, false, "acquire permits").await?;
+        Ok(n == 1)
+    }
+
+    /// One try at the expiring semaphore: `Ok(None)` taken, `Ok(Some(d))` not taken, the next
+    /// lease ends in `d` (if any).
+    async fn try_take_ids(
+        &self,
+        name: &str,
+        ids: &[Vec<u8>],
+        lease: Duration,
+    ) -> Result<Option<Option<Duration>>> {
+        let now = epoch_ms();
+        let mut inv = self.scripts.permit_acquire.key(name);
+        inv.key(timeout_key(name))
+            .key(channel(name))
+            .arg(now)
+            .arg(now.saturating_add(ms(lease)).min(NO_EXPIRY))
+            .arg(PUBLISH);
+        for id in ids {
+            inv.arg(id.as_slice());
+        }
+        // Safe to retry: the permits' ids are unique, and a retry that finds them taken says so.
+        let v: Vec<i64> = self.call(&inv, true, "acquire permits").await?;
+        match v.as_slice() {
+            [1] => Ok(None),
+            [0, next] => Ok(Some((*next >= 0).then(|| Duration::from_millis(*next as u64)))),
+            _ => Err(Error::new(
+                ErrorKind::Backend,
+                format!("Redis: unexpected reply {v:?} from the permit script; is '{name}' a Redisson semaphore?"),
+            )),
+        }
+    }
+
+    /// Wait for permits: `attempt` is one try (`Ok(None)` taken, `Ok(Some(hint))` try again after
+    /// at most `hint`), woken by the channel.
+    async fn wait_for<F, Fut>(&self, req: &PermitRequest<'_>, mut attempt: F) -> Result<bool>
+    where
+        F: FnMut() -> Fut,
+        Fut: std::future::Future<Output = Result<Option<Option<Duration>>>>,
+    {
+        let deadline = req.wait.deadline();
+        if attempt().await?.is_none() {
+            return Ok(true);
+        }
+        if deadline.is_some_and(|d| Instant::now() >= d) {
+            return Ok(false);
+        }
+        // Nothing bounds a plain semaphore's wait: re-check now and then in case a message was
+        // lost (a third of the watchdog timeout).
+        let recheck = req.max_sleep / 3;
+        let guard = self
+            .conn
+            .subs
+            .wait_on(&channel(req.name), Wake::All)
+            .await?;
+        loop {
+            let notified = guard.channel.notify.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            let hint = match attempt().await? {
+                None => return Ok(true),
+                Some(hint) => hint,
+            };
+            let mut sleep = hint.unwrap_or(recheck).min(recheck);
+            if let Some(d) = deadline {
+                let now = Instant::now();
+                if now >= d {
+                    return Ok(false);
+                }
+                sleep = sleep.min(d - now);
+            }
+            tokio::select! {
+                _ = &mut notified => {}
+                _ = tokio::time::sleep(sleep) => {}
+            }
+        }
+    }
+
+    async fn holders(&self, name: &str) -> Result<Vec<PermitHolder>> {
+        if !self.expiring {
+            return Ok(Vec::new());
+        }
+        let v: Vec<(Vec<u8>, f64)> = self
+            .conn
+            .query(
+                redis::cmd("ZRANGE")
+                    .arg(timeout_key(name))
+                    .arg(0)
+                    .arg(-1)
+                    .arg("WITHSCORES")
+                    .clone(),
+                "list the semaphore's permits",
+            )
+            .await?;
+        let now = epoch_ms() as f64;
+        Ok(v.into_iter()
+            .map(|(id, score)| PermitHolder {
+                id: hex(&id),
+                expires_in: (score < NO_EXPIRY as f64)
+                    .then(|| Duration::from_millis((score - now).max(0.0) as u64)),
+            })
+            .collect())
+    }
+
+    async fn status_of(&self, name: &str, available: i64) -> Result<SemaphoreStatus> {
+        let holders = self.holders(name).await?;
+        Ok(SemaphoreStatus {
+            name: name.to_string(),
+            available,
+            permits: self.expiring.then(|| available + holders.len() as i64),
+            holders,
+        })
+    }
+}
+
+#[async_trait]
+impl HoldOps for RedisSemaphore {
+    /// Expiring permits: re-score each still there (plain permits are held by nobody).
+    async fn renew(&self, holds: &[RenewItem], lease: Duration) -> Result<Vec<bool>> {
+        let mut inv = self.scripts.permit_renew.prepare_invoke();
+        inv.arg(epoch_ms().saturating_add(ms(lease)));
+        for h in holds {
+            inv.key(timeout_key(&h.name))
+                .arg(id_bytes(h.node.as_deref().unwrap_or_default())?);
+        }
+        let v: Vec<i64> = inv
+            .invoke_async(&mut self.conn.conn())
+            .await
+            .map_err(|e| map_err(e, "renew permits"))?;
+        if v.len() != holds.len() {
+            return Err(Error::internal(
+                "renewal script returned the wrong number of results",
+            ));
+        }
+        Ok(v.into_iter().map(|x| x == 1).collect())
+    }
+
+    async fn drop_hold(&self, name: &str, _owner: OwnerId, node: Option<&str>) -> Result<bool> {
+        match node {
+            Some(id) => Ok(ExpirableOps::release(self, name, id).await? != PermitRelease::Unknown),
+            None => Ok(false),
+        }
+    }
+}
+
+#[async_trait]
+impl SemaphoreOps for RedisSemaphore {
+    fn holds_permits(&self) -> bool {
+        false
+    }
+
+    async fn try_set_permits(&self, name: &str, permits: u32) -> Result<bool> {
+        self.try_set(name, permits).await
+    }
+
+    async fn add_permits(&self, name: &str, delta: i64) -> Result<()> {
+        self.add(name, delta).await
+    }
+
+    async fn acquire(&self, req: &PermitRequest<'_>) -> Result<Option<Vec<Granted>>> {
+        let got = self
+            .wait_for(req, || async {
+                Ok((!self.try_take(req.name, req.permits).await?).then_some(None))
+            })
+            .await?;
+        Ok(got.then(Vec::new))
+    }
+
+    async fn release(&self, name: &str, permits: u32, _nodes: &[String]) -> Result<()> {
+        let mut inv = self.scripts.release.key(name);
+        inv.key(channel(name)).arg(permits).arg(PUBLISH);
+        let _: i64 = self.call(&inv, false, "release permits").await?;
+        Ok(())
+    }
+
+    async fn available(&self, name: &str) -> Result<i64> {
+        let v: Option<i64> = self
+            .conn
+            .query(
+                redis::cmd("GET").arg(name).clone(),
+                "count the free permits",
+            )
+            .await?;
+        Ok(v.unwrap_or(0))
+    }
+
+    async fn drain(&self, name: &str) -> Result<(i64, Vec<Granted>)> {
+        let inv = self.scripts.drain.key(name);
+        let n: i64 = self.call(&inv, false, "drain the permits").await?;
+        Ok((n, Vec::new()))
+    }
+
+    async fn status(&self, name: &str) -> Result<SemaphoreStatus> {
+        let available = SemaphoreOps::available(self, name).await?;
+        self.status_of(name, available).await
+    }
+}
+
+#[async_trait]
+impl ExpirableOps for RedisSemaphore {
+    async fn try_set_permits(&self, name: &str, permits: u32) -> Result<bool> {
+        self.try_set(name, permits).await
+    }
+
+    async fn add_permits(&self, name: &str, delta: i64) -> Result<()> {
+        self.add(name, delta).await
+    }
+
+    async fn acquire(&self, req: &PermitRequest<'_>) -> Result<bool> {
+        let ids = req
+            .ids
+            .iter()
+            .map(|id| id_bytes(id))
+            .collect::<Result<Vec<_>>>()?;
+        self.wait_for(req, || self.try_take_ids(req.name, &ids, req.lease))
+            .await
+    }
+
+    async fn release(&self, name: &str, id: &str) -> Result<PermitRelease> {
+        let mut inv = self.scripts.permit_release.key(name);
+        inv.key(timeout_key(name))
+            .key(channel(name))
+            .arg(id_bytes(id)?)
+            .arg(epoch_ms())
+            .arg(PUBLISH);
+        let mut attempt = 0;
+        loop {
+            let reply: std::result::Result<i64, RedisError> = self.conn.invoke(&inv).await;
+            match reply {
+                // A retry that finds the permit gone was our own first attempt.
+                Ok(0) if attempt > 0 => return Ok(PermitRelease::Released),
+                Ok(0) => return Ok(PermitRelease::Unknown),
+                Ok(2) => return Ok(PermitRelease::Expired),
+                Ok(_) => return Ok(PermitRelease::Released),
+                Err(e) if attempt < RETRIES && retryable(&e) => {
+                    attempt += 1;
+                    tokio::time::sleep(backoff(attempt)).await;
+                }
+                Err(e) => return Err(map_err(e, "release the permit")),
+            }
+        }
+    }
+
+    async fn available(&self, name: &str) -> Result<i64> {
+        let mut inv = self.scripts.permit_available.key(name);
+        inv.key(timeout_key(name))
+            .key(channel(name))
+            .arg(epoch_ms())
+            .arg(PUBLISH);
+        self.call(&inv, true, "count the free permits").await
+    }
+
+    async fn status(&self, name: &str) -> Result<SemaphoreStatus> {
+        let available = ExpirableOps::available(self, name).await?;
+        self.status_of(name, available).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn permit_ids_are_16_raw_bytes_shown_as_32_hex_characters() {
+        let id = "00ff10a0b1c2d3e4f5060708090a0b0c";
+        let bytes = id_bytes(id).unwrap();
+        assert_eq!(bytes.len(), 16);
+        assert_eq!(hex(&bytes), id);
+        for bad in [
+            "",
+            "00ff",
+            "zz00000000000000000000000000000000",
+            &"0".repeat(33),
+        ] {
+            assert_eq!(
+                id_bytes(bad).unwrap_err().kind(),
+                ErrorKind::InvalidArgument,
+                "{bad:?}"
+            );
+        }
+        assert_eq!(channel("s"), "redisson_sc:{s}");
+        assert_eq!(timeout_key("s"), "{s}:timeout");
+    }
+}

@@ -1,0 +1,257 @@
+//! Redisson's RSemaphore, RPermitExpirableSemaphore and RCountDownLatch formats on a real Redis.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::sem;
+use common::*;
+use polylock::{ErrorKind, LostReason, Wait};
+use redis::AsyncCommands;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn n_permits_bound_16_workers() {
+    sem::n_permits_bound_16_workers(&client().await, &client().await, &unique("sem-16")).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn timeouts_wakeups_and_bad_input() {
+    sem::timeouts_wakeups_and_bad_input(&client().await, &client().await, &unique("sem-wait"))
+        .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn latch_wakes_all_waiters_at_zero() {
+    sem::latch_wakes_all_waiters_at_zero(&client().await, &client().await, &unique("latch")).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn storage_is_redissons_rsemaphore_and_rcountdownlatch_format() {
+    let c = client().await;
+    let name = unique("sem-format");
+    let mut r = raw().await;
+    let mut sub = redis::Client::open(url())
+        .unwrap()
+        .get_async_pubsub()
+        .await
+        .unwrap();
+    sub.subscribe(format!("redisson_sc:{{{name}}}"))
+        .await
+        .unwrap();
+    let mut messages = sub.on_message();
+    let s = c.semaphore(&name).unwrap();
+    assert!(s.try_set_permits(5).await.unwrap());
+    let v: String = r.get(&name).await.unwrap();
+    assert_eq!(v, "5", "the free permits as a string integer");
+    let p = s.acquire(2, Wait::Never).await.unwrap();
+    let v: String = r.get(&name).await.unwrap();
+    assert_eq!(v, "3");
+    p.release(&s).await.unwrap();
+    use futures_util::StreamExt;
+    let mut payloads = Vec::new();
+    for _ in 0..2 {
+        let m = tokio::time::timeout(Duration::from_secs(2), messages.next())
+            .await
+            .unwrap()
+            .unwrap();
+        payloads.push(m.get_payload::<String>().unwrap());
+    }
+    assert_eq!(
+        payloads,
+        ["5", "5"],
+        "trySetPermits and release announce the count"
+    );
+    // A Redisson client's release (INCRBY + PUBLISH) wakes our waiter.
+    let _: () = r.set(&name, 0).await.unwrap();
+    let waiter = s.clone();
+    let waiting =
+        tokio::spawn(async move { waiter.acquire(1, Wait::For(Duration::from_secs(10))).await });
+    tokio::time::sleep(Duration::from_millis(150)).await;
+    let released = Instant::now();
+    let _: () = r.incr(&name, 1).await.unwrap();
+    let _: () = r
+        .publish(format!("redisson_sc:{{{name}}}"), "1")
+        .await
+        .unwrap();
+    waiting.await.unwrap().unwrap();
+    assert!(released.elapsed() < Duration::from_millis(500));
+
+    let latch_name = unique("latch-format");
+    let latch = c.count_down_latch(&latch_name).unwrap();
+    let mut sub = redis::Client::open(url())
+        .unwrap()
+        .get_async_pubsub()
+        .await
+        .unwrap();
+    sub.subscribe(format!(
+        "redisson_countdownlatch__channel__{{{latch_name}}}"
+    ))
+    .await
+    .unwrap();
+    let mut messages = sub.on_message();
+    latch.try_set_count(2).await.unwrap();
+    let v: String = r.get(&latch_name).await.unwrap();
+    assert_eq!(v, "2");
+    latch.count_down().await.unwrap();
+    latch.count_down().await.unwrap();
+    let exists: bool = r.exists(&latch_name).await.unwrap();
+    assert!(!exists, "at zero the key goes");
+    let mut payloads = Vec::new();
+    for _ in 0..2 {
+        let m = tokio::time::timeout(Duration::from_secs(2), messages.next())
+            .await
+            .unwrap()
+            .unwrap();
+        payloads.push(m.get_payload::<String>().unwrap());
+    }
+    assert_eq!(
+        payloads,
+        ["1", "0"],
+        "'1' when set, '0' when it reached zero"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn expiring_permits_have_ids_and_leases_in_redissons_zset() {
+    let c = client().await;
+    let name = unique("permits");
+    let s = c.permit_expirable_semaphore(&name).unwrap();
+    assert!(s.try_set_permits(2).await.unwrap());
+    let p = s
+        .acquire(Some(Duration::from_secs(20)), Wait::Never)
+        .await
+        .unwrap();
+    assert_eq!(p.id.len(), 32);
+    assert!(p.id.bytes().all(|b| b.is_ascii_hexdigit()));
+    let mut r = raw().await;
+    let members: Vec<(Vec<u8>, f64)> = r
+        .zrange_withscores(format!("{{{name}}}:timeout"), 0, -1)
+        .await
+        .unwrap();
+    assert_eq!(members.len(), 1);
+    let stored: String = members[0].0.iter().map(|b| format!("{b:02x}")).collect();
+    assert_eq!(stored, p.id, "16 raw bytes, shown as 32 hex characters");
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as f64;
+    assert!(
+        (members[0].1 - now - 20_000.0).abs() < 2_000.0,
+        "score = expiry in epoch ms"
+    );
+    assert_eq!(s.available_permits().await.unwrap(), 1);
+    let st = s.status().await.unwrap();
+    assert_eq!(
+        (st.available, st.permits, st.holders.len()),
+        (1, Some(2), 1)
+    );
+    s.release(&p.id).await.unwrap();
+    assert_eq!(
+        s.release(&p.id).await.unwrap_err().kind(),
+        ErrorKind::NotOwner,
+        "twice"
+    );
+    assert_eq!(
+        s.release(&"ab".repeat(16)).await.unwrap_err().kind(),
+        ErrorKind::NotOwner,
+        "an unknown id"
+    );
+    assert_eq!(
+        s.release("nope").await.unwrap_err().kind(),
+        ErrorKind::InvalidArgument
+    );
+    assert!(!s.try_release(&p.id).await.unwrap());
+    assert_eq!(s.available_permits().await.unwrap(), 2);
+    let two = s.acquire_many(2, None, Wait::Never).await.unwrap();
+    assert_eq!(two.len(), 2);
+    assert_ne!(two[0].id, two[1].id);
+    let err = s
+        .acquire(None, Wait::For(Duration::from_millis(150)))
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Timeout);
+    for p in two {
+        s.release(&p.id).await.unwrap();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_watchdog_keeps_a_permit_and_a_fixed_lease_expires_with_the_lost_signal() {
+    let c = client_with(Duration::from_millis(600)).await;
+    let name = unique("permits-watchdog");
+    let s = c.permit_expirable_semaphore(&name).unwrap();
+    s.try_set_permits(1).await.unwrap();
+    let kept = s.acquire(None, Wait::Never).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(1900)).await;
+    assert!(!kept.lost.is_lost());
+    assert_eq!(
+        s.available_permits().await.unwrap(),
+        0,
+        "still taken past three leases"
+    );
+    s.release(&kept.id).await.unwrap();
+    let leased = s
+        .acquire(Some(Duration::from_millis(300)), Wait::Never)
+        .await
+        .unwrap();
+    let reason = tokio::time::timeout(Duration::from_secs(2), leased.lost.wait())
+        .await
+        .unwrap();
+    assert_eq!(reason, Some(LostReason::Expired));
+    assert_eq!(
+        s.available_permits().await.unwrap(),
+        1,
+        "the expired permit came back"
+    );
+    // Deleted behind the holder's back: the next renewal finds it gone.
+    let held = s.acquire(None, Wait::Never).await.unwrap();
+    let _: () = raw()
+        .await
+        .del(format!("{{{name}}}:timeout"))
+        .await
+        .unwrap();
+    let reason = tokio::time::timeout(Duration::from_secs(3), held.lost.wait())
+        .await
+        .unwrap();
+    assert_eq!(reason, Some(LostReason::Deleted));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_crashed_holders_permit_comes_back_within_its_lease() {
+    let name = unique("permits-crash");
+    let holder = client_with(Duration::from_millis(800)).await;
+    let s = holder.permit_expirable_semaphore(&name).unwrap();
+    s.try_set_permits(1).await.unwrap();
+    s.acquire(None, Wait::Never).await.unwrap();
+    // A crash: no close, no more renewals.
+    drop(s);
+    drop(holder);
+    let other = client().await.permit_expirable_semaphore(&name).unwrap();
+    let started = Instant::now();
+    let p = other
+        .acquire(
+            Some(Duration::from_secs(5)),
+            Wait::For(Duration::from_secs(5)),
+        )
+        .await
+        .unwrap();
+    assert!(
+        started.elapsed() < Duration::from_millis(1500),
+        "back within the 800 ms lease: {:?}",
+        started.elapsed()
+    );
+    other.release(&p.id).await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn closing_a_client_gives_its_expiring_permits_back() {
+    let c = client().await;
+    let name = unique("permits-close");
+    let s = c.permit_expirable_semaphore(&name).unwrap();
+    s.try_set_permits(2).await.unwrap();
+    let p = s.acquire(None, Wait::Never).await.unwrap();
+    c.close().await.unwrap();
+    assert_eq!(p.lost.wait().await, Some(LostReason::ClientClosed));
+    let other = client().await.permit_expirable_semaphore(&name).unwrap();
+    assert_eq!(other.available_permits().await.unwrap(), 2);
+}

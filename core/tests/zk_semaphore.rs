@@ -1,0 +1,131 @@
+//! Curator's InterProcessSemaphoreV2 (leases, SharedCount) and a SharedCount latch on a real
+//! ZooKeeper.
+
+mod common;
+
+use std::time::Duration;
+
+use common::sem;
+use common::*;
+use polylock::{Client, ClientOptions, ErrorKind, LostReason, Wait};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn n_permits_bound_16_workers() {
+    let path = zk_path("sem-16");
+    sem::n_permits_bound_16_workers(&zk_client().await, &zk_client().await, &path).await;
+    zk_children_until(&format!("{path}/leases"), |c| c.is_empty()).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn timeouts_wakeups_and_bad_input() {
+    let path = zk_path("sem-wait");
+    sem::timeouts_wakeups_and_bad_input(&zk_client().await, &zk_client().await, &path).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn latch_wakes_all_waiters_at_zero() {
+    let path = zk_path("latch");
+    sem::latch_wakes_all_waiters_at_zero(&zk_client().await, &zk_client().await, &path).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn leases_and_count_are_curators_nodes() {
+    let c = zk_client().await;
+    let path = zk_path("sem-format");
+    let s = c.semaphore(&path).unwrap();
+    assert!(s.holds_permits());
+    s.try_set_permits(4).await.unwrap();
+    let (data, _) = zk_raw()
+        .await
+        .get_data(&format!("{path}/count"))
+        .await
+        .unwrap();
+    assert_eq!(
+        data,
+        4i32.to_be_bytes(),
+        "a SharedCount: 4 bytes big-endian"
+    );
+    let p = s.acquire(2, Wait::Never).await.unwrap();
+    let leases = zk_children(&format!("{path}/leases")).await;
+    assert_eq!(leases.len(), 2);
+    assert!(
+        leases
+            .iter()
+            .all(|l| l.starts_with("_c_") && l.contains("-lease-")),
+        "{leases:?}"
+    );
+    assert_eq!(s.held_permits(), 2);
+    let st = s.status().await.unwrap();
+    assert_eq!(
+        (st.available, st.permits, st.holders.len()),
+        (2, Some(4), 2)
+    );
+    // This client holds 2: it cannot give back 3.
+    assert_eq!(s.release(3).await.unwrap_err().kind(), ErrorKind::NotOwner);
+    let other = zk_client().await.semaphore(&path).unwrap();
+    assert_eq!(
+        other.release(1).await.unwrap_err().kind(),
+        ErrorKind::NotOwner
+    );
+    p.release(&s).await.unwrap();
+    zk_children_until(&format!("{path}/leases"), |c| c.is_empty()).await;
+    assert_eq!(s.held_permits(), 0);
+    // More permits wake a waiter (it watches the count too).
+    s.acquire(4, Wait::Never).await.unwrap();
+    let waiter = other.clone();
+    let waiting =
+        tokio::spawn(async move { waiter.acquire(1, Wait::For(Duration::from_secs(10))).await });
+    tokio::time::sleep(Duration::from_millis(150)).await;
+    assert!(!waiting.is_finished());
+    s.add_permits(1).await.unwrap();
+    waiting.await.unwrap().unwrap();
+    s.release(4).await.unwrap();
+    other.release(1).await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lost_session_frees_the_leases_and_tells_the_holder() {
+    let opts = ClientOptions {
+        session_timeout: Duration::from_secs(2),
+        ..ClientOptions::default()
+    };
+    let c = Client::connect_with(&zk_url(), opts).await.unwrap();
+    let path = zk_path("sem-expiry");
+    let s = c.semaphore(&path).unwrap();
+    s.try_set_permits(1).await.unwrap();
+    let p = s.acquire(1, Wait::Never).await.unwrap();
+    c.debug_close_zk_session().await.unwrap();
+    let reason = tokio::time::timeout(Duration::from_secs(10), p.lost.clone().unwrap().wait())
+        .await
+        .expect("lost in time");
+    assert_eq!(reason, Some(LostReason::SessionExpired));
+    let other = zk_client().await.semaphore(&path).unwrap();
+    let q = other
+        .acquire(1, Wait::For(Duration::from_secs(5)))
+        .await
+        .unwrap();
+    assert_eq!(p.release(&s).await.unwrap_err().kind(), ErrorKind::LockLost);
+    q.release(&other).await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn expiring_permits_are_unsupported_and_timeouts_leave_no_lease() {
+    let c = zk_client().await;
+    let path = zk_path("sem-unsupported");
+    assert_eq!(
+        c.permit_expirable_semaphore(&path).unwrap_err().kind(),
+        ErrorKind::Unsupported
+    );
+    let s = c.semaphore(&path).unwrap();
+    s.try_set_permits(1).await.unwrap();
+    let p = s.acquire(1, Wait::Never).await.unwrap();
+    let err = s
+        .acquire(1, Wait::For(Duration::from_millis(200)))
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Timeout);
+    // The timed-out wait deleted its lease and let the internal mutex go before returning.
+    assert_eq!(zk_children(&format!("{path}/leases")).await.len(), 1);
+    assert!(zk_children(&format!("{path}/locks")).await.is_empty());
+    p.release(&s).await.unwrap();
+}
