@@ -40,15 +40,40 @@
 #define POLYLOCK_WRITE 2
 
 /*
+ Room for a permit id: 32 hexadecimal characters and the NUL.
+ */
+#define POLYLOCK_PERMIT_ID_LEN 33
+
+/*
  A connection to one lock server (opaque). Thread-safe: share it between threads.
  */
 typedef struct polylock_client polylock_client;
+
+/*
+ A count-down latch (opaque). Thread-safe. It keeps its client alive.
+ */
+typedef struct polylock_latch polylock_latch;
 
 /*
  A handle on one named lock (opaque). Thread-safe. It keeps its client alive: freeing the client
  first is allowed, the lock keeps working until it is freed too.
  */
 typedef struct polylock_lock polylock_lock;
+
+/*
+ A semaphore of expiring permits (opaque), Redis only. Thread-safe. It keeps its client alive.
+ */
+typedef struct polylock_permit_semaphore polylock_permit_semaphore;
+
+/*
+ A semaphore (opaque). Thread-safe. It keeps its client alive.
+
+ On Redis permits belong to nobody: any thread or process may release them, and a crashed
+ holder's permits are not given back (use `polylock_permit_semaphore` for that). On ZooKeeper
+ the permits taken are leases of this client: `polylock_semaphore_release` gives back leases
+ this client holds, and a lost session frees them.
+ */
+typedef struct polylock_semaphore polylock_semaphore;
 
 /*
  A result code: `POLYLOCK_OK` (0) or one of the `POLYLOCK_*` error codes. Values never change
@@ -206,6 +231,44 @@ polylock_result polylock_client_close(polylock_client *client);
 void polylock_client_free(polylock_client *client);
 
 /*
+ A latch handle for `name` (a znode path on ZooKeeper). Free it with `polylock_latch_free`.
+ */
+polylock_result polylock_latch_new(polylock_client *client, const char *name, polylock_latch **out);
+
+/*
+ Free a latch handle. NULL is allowed.
+ */
+void polylock_latch_free(polylock_latch *latch);
+
+/*
+ Set the count (at least 1) if the latch is not counting; `*out_set` says whether this call
+ did.
+ */
+polylock_result polylock_latch_try_set_count(polylock_latch *latch, uint64_t count, bool *out_set);
+
+/*
+ Count down by one; at zero the latch opens and every waiter wakes.
+ */
+polylock_result polylock_latch_count_down(polylock_latch *latch);
+
+/*
+ The count now (0 when open), in `*out`.
+ */
+polylock_result polylock_latch_count(polylock_latch *latch, uint64_t *out);
+
+/*
+ Wait until the count is zero: `POLYLOCK_OK` when open, `POLYLOCK_TIMEOUT` when `wait_ms`
+ (-1 forever, 0 just look, or a positive number of ms) ran out first. Blocks the calling
+ thread.
+ */
+polylock_result polylock_latch_wait(polylock_latch *latch, int64_t wait_ms);
+
+/*
+ Delete the latch (it opens; its waiters wake); `*out_was` says whether it was counting.
+ */
+polylock_result polylock_latch_delete(polylock_latch *latch, bool *out_was);
+
+/*
  A reentrant lock handle for `name` (a znode path on ZooKeeper). Free it with
  `polylock_lock_free`. `name` must be NUL-terminated UTF-8, 1 to 65536 bytes; it is copied.
  */
@@ -312,6 +375,86 @@ size_t polylock_last_error_message(char *buf, size_t len);
  The library's version, a static NUL-terminated string equal to `POLYLOCK_VERSION`.
  */
 const char *polylock_version(void);
+
+/*
+ A semaphore handle for `name` (a znode path on ZooKeeper). Free it with
+ `polylock_semaphore_free`.
+ */
+polylock_result polylock_semaphore_new(polylock_client *client, const char *name, polylock_semaphore **out);
+
+/*
+ Free a semaphore handle. NULL is allowed. Permits taken stay taken.
+ */
+void polylock_semaphore_free(polylock_semaphore *semaphore);
+
+/*
+ Set the number of permits if nobody set it yet; `*out_set` says whether this call did.
+ */
+polylock_result polylock_semaphore_try_set_permits(polylock_semaphore *semaphore, uint32_t permits, bool *out_set);
+
+/*
+ Add permits, or take free ones away with a negative `delta`.
+ */
+polylock_result polylock_semaphore_add_permits(polylock_semaphore *semaphore, int64_t delta);
+
+/*
+ Take `permits` permits (at least 1). `wait_ms`: `POLYLOCK_WAIT_FOREVER` (-1),
+ `POLYLOCK_NO_WAIT` (0) or a positive number of ms. `POLYLOCK_TIMEOUT` when not enough were
+ free in time (nothing is then taken). Blocks the calling thread.
+ */
+polylock_result polylock_semaphore_acquire(polylock_semaphore *semaphore, uint32_t permits, int64_t wait_ms);
+
+/*
+ Give back `permits` permits (at least 1). On ZooKeeper they are leases this client holds:
+ `POLYLOCK_NOT_OWNER` if it holds fewer.
+ */
+polylock_result polylock_semaphore_release(polylock_semaphore *semaphore, uint32_t permits);
+
+/*
+ The permits free now, in `*out`.
+ */
+polylock_result polylock_semaphore_available(polylock_semaphore *semaphore, int64_t *out);
+
+/*
+ Take every permit free now; how many in `*out`.
+ */
+polylock_result polylock_semaphore_drain(polylock_semaphore *semaphore, int64_t *out);
+
+/*
+ A semaphore of expiring permits for `name` (Redis; `POLYLOCK_UNSUPPORTED` on ZooKeeper). Free
+ it with `polylock_permit_semaphore_free`.
+ */
+polylock_result polylock_permit_semaphore_new(polylock_client *client, const char *name, polylock_permit_semaphore **out);
+
+/*
+ Free a semaphore handle. NULL is allowed. Permits taken stay taken until released or expired.
+ */
+void polylock_permit_semaphore_free(polylock_permit_semaphore *semaphore);
+
+/*
+ Set the number of permits if nobody set it yet; `*out_set` says whether this call did.
+ */
+polylock_result polylock_permit_semaphore_try_set_permits(polylock_permit_semaphore *semaphore, uint32_t permits, bool *out_set);
+
+/*
+ Take one permit and copy its id (32 hexadecimal characters and a NUL) into `id_out`, which
+ has room for `id_len` >= `POLYLOCK_PERMIT_ID_LEN` bytes. `wait_ms` as for
+ `polylock_semaphore_acquire`; `lease_ms`: `POLYLOCK_WATCHDOG` (-1: renewed while the client
+ lives) or a positive lease. `POLYLOCK_TIMEOUT` when none was free in time.
+ */
+polylock_result polylock_permit_semaphore_acquire(polylock_permit_semaphore *semaphore, int64_t wait_ms, int64_t lease_ms, char *id_out, size_t id_len);
+
+/*
+ Give back the permit `id`. `POLYLOCK_NOT_OWNER` if there is no such permit (never taken,
+ released before, or expired and taken again); `POLYLOCK_LOCK_LOST` if its lease had run out
+ (it is counted back all the same); `POLYLOCK_INVALID_ARGUMENT` for a malformed id.
+ */
+polylock_result polylock_permit_semaphore_release(polylock_permit_semaphore *semaphore, const char *id);
+
+/*
+ The permits free now (expired ones reclaimed first), in `*out`.
+ */
+polylock_result polylock_permit_semaphore_available(polylock_permit_semaphore *semaphore, int64_t *out);
 
 #ifdef __cplusplus
 }  // extern "C"

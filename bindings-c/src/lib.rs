@@ -18,10 +18,14 @@
 
 mod bench;
 mod client;
+mod latch;
 mod lock;
 mod result;
+mod semaphore;
 
 pub use bench::*;
 pub use client::*;
+pub use latch::*;
 pub use lock::*;
 pub use result::*;
+pub use semaphore::*;

@@ -4,14 +4,13 @@
 use std::ffi::{c_char, c_void, CString};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
-use polylock::{runtime, AcquireOptions, Lock, LockKind, Wait};
+use polylock::{runtime, AcquireOptions, Lock, LockKind};
 
 use crate::client::{client_ref, polylock_client};
 use crate::result::{
-    block, boundary, fail, null, polylock_result, set_last_error, text, POLYLOCK_INVALID_ARGUMENT,
-    POLYLOCK_NOT_OWNER, POLYLOCK_OK,
+    block, boundary, duration_arg, fail, null, polylock_result, set_last_error, text, wait_arg,
+    POLYLOCK_INVALID_ARGUMENT, POLYLOCK_NOT_OWNER, POLYLOCK_OK,
 };
 
 /// A handle on one named lock (opaque). Thread-safe. It keeps its client alive: freeing the client
@@ -173,19 +172,6 @@ pub extern "C" fn polylock_owner_current_thread() -> u64 {
     polylock::owner::current_thread()
 }
 
-fn duration_arg(v: i64, what: &str) -> Result<Option<Duration>, polylock_result> {
-    match v {
-        -1 => Ok(None),
-        v if v > 0 => Ok(Some(Duration::from_millis(v as u64))),
-        v => {
-            set_last_error(&format!(
-                "{what} must be -1 or a positive number of ms, got {v}"
-            ));
-            Err(POLYLOCK_INVALID_ARGUMENT)
-        }
-    }
-}
-
 /// # Safety
 /// `lock` is NULL or a live lock handle.
 pub(crate) unsafe fn lock_ref<'a>(
@@ -214,13 +200,9 @@ pub unsafe extern "C" fn polylock_lock_acquire(
             Ok(l) => l,
             Err(r) => return r,
         };
-        let wait = match wait_ms {
-            0 => Wait::Never,
-            w => match duration_arg(w, "wait_ms") {
-                Ok(None) => Wait::Forever,
-                Ok(Some(d)) => Wait::For(d),
-                Err(r) => return r,
-            },
+        let wait = match wait_arg(wait_ms) {
+            Ok(w) => w,
+            Err(r) => return r,
         };
         let lease = match duration_arg(lease_ms, "lease_ms") {
             Ok(l) => l,

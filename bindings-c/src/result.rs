@@ -5,7 +5,9 @@ use std::cell::RefCell;
 use std::ffi::{c_char, CStr};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
-use polylock::{runtime, Error, ErrorKind};
+use std::time::Duration;
+
+use polylock::{runtime, Error, ErrorKind, Wait};
 
 /// A result code: `POLYLOCK_OK` (0) or one of the `POLYLOCK_*` error codes. Values never change
 /// meaning; new codes get new numbers.
@@ -101,6 +103,41 @@ pub(crate) unsafe fn text<'a>(p: *const c_char, what: &str) -> Result<&'a str, p
         set_last_error(&format!("{what} is not valid UTF-8"));
         POLYLOCK_INVALID_ARGUMENT
     })
+}
+
+/// A duration argument in ms: -1 for none (the watchdog, or forever), a positive value.
+pub(crate) fn duration_arg(v: i64, what: &str) -> Result<Option<Duration>, polylock_result> {
+    match v {
+        -1 => Ok(None),
+        v if v > 0 => Ok(Some(Duration::from_millis(v as u64))),
+        v => {
+            set_last_error(&format!(
+                "{what} must be -1 or a positive number of ms, got {v}"
+            ));
+            Err(POLYLOCK_INVALID_ARGUMENT)
+        }
+    }
+}
+
+/// A `wait_ms` argument: -1 forever, 0 one try, a positive number of ms.
+pub(crate) fn wait_arg(wait_ms: i64) -> Result<Wait, polylock_result> {
+    match wait_ms {
+        0 => Ok(Wait::Never),
+        w => Ok(duration_arg(w, "wait_ms")?.map_or(Wait::Forever, Wait::For)),
+    }
+}
+
+/// Store `v` in `*out` (checked for NULL).
+///
+/// # Safety
+/// `out` is NULL or writable.
+pub(crate) unsafe fn put<T>(out: *mut T, v: T) -> polylock_result {
+    if out.is_null() {
+        return null("out");
+    }
+    // SAFETY: not NULL, writable by the caller's contract.
+    unsafe { *out = v };
+    POLYLOCK_OK
 }
 
 /// Run `fut` on polylock's runtime with the calling thread blocked.

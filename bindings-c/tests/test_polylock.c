@@ -550,6 +550,169 @@ static void test_read_hold_watchdog_and_lost_signal(void) {
     polylock_client_free(c);
 }
 
+/* ---- semaphores and the latch ----------------------------------------------------------- */
+
+struct sem_shared {
+    const char *url, *name;
+    atomic_int inside, most;
+    polylock_result error;
+};
+
+static void *sem_work(void *arg) {
+    struct sem_shared *s = arg;
+    polylock_client *c = NULL;
+    polylock_semaphore *sem = NULL;
+    if (polylock_client_connect(s->url, &c) != POLYLOCK_OK || polylock_semaphore_new(c, s->name, &sem) != POLYLOCK_OK) {
+        s->error = POLYLOCK_INTERNAL;
+        polylock_client_free(c);
+        return NULL;
+    }
+    for (int i = 0; i < 3; i++) {
+        polylock_result r = polylock_semaphore_acquire(sem, 1, 30000);
+        if (r != POLYLOCK_OK) {
+            s->error = r;
+            break;
+        }
+        int n = atomic_fetch_add(&s->inside, 1) + 1;
+        int most = atomic_load(&s->most);
+        while (n > most && !atomic_compare_exchange_weak(&s->most, &most, n)) {
+        }
+        sleep_ms(10);
+        atomic_fetch_sub(&s->inside, 1);
+        r = polylock_semaphore_release(sem, 1);
+        if (r != POLYLOCK_OK) {
+            s->error = r;
+            break;
+        }
+    }
+    polylock_semaphore_free(sem);
+    polylock_client_free(c);
+    return NULL;
+}
+
+struct latch_wait { polylock_latch *latch; polylock_result result; };
+
+static void *latch_waiter(void *arg) {
+    struct latch_wait *w = arg;
+    w->result = polylock_latch_wait(w->latch, 10000);
+    return NULL;
+}
+
+/* N permits and 16 threads: exactly N inside at the busiest; timeouts, bad input, the latch. */
+static void semaphore_and_latch(const char *url, const char *name, const char *latch_name) {
+    polylock_client *c = NULL;
+    CHECK(polylock_client_connect(url, &c) == POLYLOCK_OK);
+    if (!c) return;
+    polylock_semaphore *sem = NULL;
+    CHECK(polylock_semaphore_new(c, name, &sem) == POLYLOCK_OK);
+    bool set = false;
+    CHECK(polylock_semaphore_try_set_permits(sem, 3, &set) == POLYLOCK_OK && set);
+    CHECK(polylock_semaphore_try_set_permits(sem, 7, &set) == POLYLOCK_OK && !set);
+    struct sem_shared sh = {.url = url, .name = name};
+    pthread_t t[16];
+    for (int i = 0; i < 16; i++) pthread_create(&t[i], NULL, sem_work, &sh);
+    for (int i = 0; i < 16; i++) pthread_join(t[i], NULL);
+    CHECK(sh.error == POLYLOCK_OK);
+    CHECK(atomic_load(&sh.most) == 3);
+    int64_t n = -1;
+    CHECK(polylock_semaphore_available(sem, &n) == POLYLOCK_OK && n == 3);
+    CHECK(polylock_semaphore_acquire(sem, 0, 0) == POLYLOCK_INVALID_ARGUMENT);
+    CHECK(polylock_semaphore_release(sem, 0) == POLYLOCK_INVALID_ARGUMENT);
+    CHECK(polylock_semaphore_acquire(sem, 3, POLYLOCK_NO_WAIT) == POLYLOCK_OK);
+    CHECK(polylock_semaphore_acquire(sem, 1, 150) == POLYLOCK_TIMEOUT);
+    CHECK(polylock_semaphore_release(sem, 3) == POLYLOCK_OK);
+    CHECK(polylock_semaphore_drain(sem, &n) == POLYLOCK_OK && n == 3);
+    CHECK(polylock_semaphore_available(sem, &n) == POLYLOCK_OK && n == 0);
+    CHECK(polylock_semaphore_release(sem, 3) == POLYLOCK_OK);
+    CHECK(polylock_semaphore_add_permits(sem, -1) == POLYLOCK_OK);
+    CHECK(polylock_semaphore_available(sem, &n) == POLYLOCK_OK && n == 2);
+    CHECK(polylock_semaphore_available(NULL, &n) == POLYLOCK_NULL_PARAMETER);
+    CHECK(polylock_semaphore_available(sem, NULL) == POLYLOCK_NULL_PARAMETER);
+    polylock_semaphore_free(sem);
+    polylock_semaphore_free(NULL);
+
+    polylock_latch *latch = NULL;
+    CHECK(polylock_latch_new(c, latch_name, &latch) == POLYLOCK_OK);
+    CHECK(polylock_latch_try_set_count(latch, 0, &set) == POLYLOCK_INVALID_ARGUMENT);
+    CHECK(polylock_latch_try_set_count(latch, 2, &set) == POLYLOCK_OK && set);
+    CHECK(polylock_latch_wait(latch, 150) == POLYLOCK_TIMEOUT);
+    struct latch_wait w[3];
+    pthread_t lt[3];
+    for (int i = 0; i < 3; i++) {
+        w[i] = (struct latch_wait){latch, POLYLOCK_INTERNAL};
+        pthread_create(&lt[i], NULL, latch_waiter, &w[i]);
+    }
+    sleep_ms(100);
+    CHECK(polylock_latch_count_down(latch) == POLYLOCK_OK);
+    uint64_t count = 0;
+    CHECK(polylock_latch_count(latch, &count) == POLYLOCK_OK && count == 1);
+    CHECK(polylock_latch_count_down(latch) == POLYLOCK_OK);
+    for (int i = 0; i < 3; i++) {
+        pthread_join(lt[i], NULL);
+        CHECK(w[i].result == POLYLOCK_OK);
+    }
+    CHECK(polylock_latch_count(latch, &count) == POLYLOCK_OK && count == 0);
+    CHECK(polylock_latch_wait(latch, POLYLOCK_NO_WAIT) == POLYLOCK_OK);
+    polylock_latch_free(latch);
+    polylock_client_free(c);
+}
+
+static void test_semaphore_and_latch_on_redis(void) {
+    char name[64], latch[64];
+    unique(name, sizeof name, "c-sem");
+    unique(latch, sizeof latch, "c-latch");
+    semaphore_and_latch(redis_url(), name, latch);
+}
+
+static void test_semaphore_and_latch_on_zookeeper(void) {
+    char a[64], b[64], name[96], latch[96];
+    unique(a, sizeof a, "sem");
+    unique(b, sizeof b, "latch");
+    snprintf(name, sizeof name, "/polylock-c-test/%s", a);
+    snprintf(latch, sizeof latch, "/polylock-c-test/%s", b);
+    semaphore_and_latch(zk_url(), name, latch);
+    polylock_client *z = NULL;
+    CHECK(polylock_client_connect(zk_url(), &z) == POLYLOCK_OK);
+    polylock_permit_semaphore *ps = NULL;
+    CHECK(polylock_permit_semaphore_new(z, name, &ps) == POLYLOCK_UNSUPPORTED && ps == NULL);
+    polylock_client_free(z);
+}
+
+/* Expiring permits: ids, leases, release once, the watchdog keeps them, unknown ids refused. */
+static void test_expiring_permits(void) {
+    polylock_options o = {.watchdog_timeout_ms = 600};
+    polylock_client *c = NULL;
+    CHECK(polylock_client_connect_with(redis_url(), &o, &c) == POLYLOCK_OK);
+    if (!c) return;
+    char name[64];
+    unique(name, sizeof name, "c-permits");
+    polylock_permit_semaphore *ps = NULL;
+    CHECK(polylock_permit_semaphore_new(c, name, &ps) == POLYLOCK_OK);
+    bool set = false;
+    CHECK(polylock_permit_semaphore_try_set_permits(ps, 1, &set) == POLYLOCK_OK && set);
+    char id[POLYLOCK_PERMIT_ID_LEN];
+    char small[8];
+    CHECK(polylock_permit_semaphore_acquire(ps, 0, -1, small, sizeof small) == POLYLOCK_INVALID_ARGUMENT);
+    CHECK(polylock_permit_semaphore_acquire(ps, 0, -1, NULL, sizeof id) == POLYLOCK_NULL_PARAMETER);
+    CHECK(polylock_permit_semaphore_acquire(ps, 0, -1, id, sizeof id) == POLYLOCK_OK);
+    CHECK(strlen(id) == 32);
+    sleep_ms(1900); /* three leases: the watchdog renews it */
+    char other[POLYLOCK_PERMIT_ID_LEN];
+    CHECK(polylock_permit_semaphore_acquire(ps, 0, -1, other, sizeof other) == POLYLOCK_TIMEOUT);
+    int64_t n = -1;
+    CHECK(polylock_permit_semaphore_available(ps, &n) == POLYLOCK_OK && n == 0);
+    CHECK(polylock_permit_semaphore_release(ps, id) == POLYLOCK_OK);
+    CHECK(polylock_permit_semaphore_release(ps, id) == POLYLOCK_NOT_OWNER);
+    CHECK(polylock_permit_semaphore_release(ps, "not-an-id") == POLYLOCK_INVALID_ARGUMENT);
+    CHECK(polylock_permit_semaphore_acquire(ps, 0, 200, id, sizeof id) == POLYLOCK_OK);
+    sleep_ms(600);
+    CHECK(polylock_permit_semaphore_release(ps, id) != POLYLOCK_OK); /* its lease ran out */
+    CHECK(polylock_permit_semaphore_available(ps, &n) == POLYLOCK_OK && n == 1);
+    polylock_permit_semaphore_free(ps);
+    polylock_permit_semaphore_free(NULL);
+    polylock_client_free(c);
+}
+
 int main(void) {
     srand((unsigned)time(NULL));
     RUN(test_version_matches_header_and_cargo);
@@ -566,6 +729,9 @@ int main(void) {
     RUN(test_read_write_lock_on_redis);
     RUN(test_read_write_lock_on_zookeeper);
     RUN(test_read_hold_watchdog_and_lost_signal);
+    RUN(test_semaphore_and_latch_on_redis);
+    RUN(test_semaphore_and_latch_on_zookeeper);
+    RUN(test_expiring_permits);
     printf("\n%d passed, %d failed\n", passed, failed);
     return failed ? 1 : 0;
 }
