@@ -1,17 +1,29 @@
 //! Async calls for asyncio: a call runs on polylock's runtime and reports its outcome through a
 //! Python callback (which hands it to the event loop); it can be cancelled.
 
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 
-use polylock::{runtime, Lock};
+use polylock::runtime;
 use pyo3::prelude::*;
-use pyo3::types::PyBool;
+use pyo3::types::{PyBool, PyString};
 
 use crate::errors::to_py;
 
+/// Gives back what a call took (a lock hold, permits) when nobody wants it any more.
+pub(crate) type GiveBack = Box<dyn FnOnce() -> Pin<Box<dyn Future<Output = ()> + Send>> + Send>;
+
+/// What a call hands to Python.
+pub(crate) enum Reply {
+    Bool(bool),
+    Text(String),
+}
+
 pub(crate) enum Outcome {
-    Acquired(Lock, u64),
-    Value(bool),
+    /// Something was taken: handed over, or given back if the call was cancelled meanwhile.
+    Taken(Reply, GiveBack),
+    Value(Reply),
     Error(polylock::Error),
 }
 
@@ -44,17 +56,19 @@ impl NativeCall {
                 c
             };
             if cancelled {
-                // Nobody waits for it any more: a hold that arrived is given back.
-                if let Outcome::Acquired(lock, owner) = outcome {
-                    let _ = lock.release(owner).await;
+                // Nobody waits for it any more: what arrived is given back.
+                if let Outcome::Taken(_, give_back) = outcome {
+                    give_back().await;
                 }
                 return;
             }
             Python::attach(|py| {
-                let boolean = |v: bool| PyBool::new(py, v).to_owned().into_any().unbind();
+                let reply = |r: Reply| match r {
+                    Reply::Bool(v) => PyBool::new(py, v).to_owned().into_any().unbind(),
+                    Reply::Text(t) => PyString::new(py, &t).into_any().unbind(),
+                };
                 let (ok, value) = match outcome {
-                    Outcome::Acquired(..) => (true, boolean(true)),
-                    Outcome::Value(v) => (true, boolean(v)),
+                    Outcome::Taken(r, _) | Outcome::Value(r) => (true, reply(r)),
                     Outcome::Error(e) => (false, to_py(py, e).into_value(py).into_any()),
                 };
                 if let Err(e) = done.call1(py, (ok, value)) {
@@ -89,4 +103,31 @@ impl NativeCall {
             }
         }
     }
+}
+
+/// How often a blocking wait looks for Ctrl-C (the issue asks for ≤ 100 ms).
+const SIGNAL_POLL: std::time::Duration = std::time::Duration::from_millis(50);
+
+/// Run a wait on the runtime with the GIL released, looking for Python signals (Ctrl-C) every
+/// 50 ms. On a signal the wait is cancelled (the core leaves nothing behind); if it completed
+/// anyway, `give_back` gives back what it took; then the signal's exception is raised.
+pub(crate) fn interruptible<T: Send + 'static>(
+    py: Python<'_>,
+    fut: impl Future<Output = polylock::Result<T>> + Send + 'static,
+    give_back: impl FnOnce(T) + Send,
+) -> PyResult<polylock::Result<T>> {
+    let pending = polylock::runtime::spawn(fut).map_err(|e| to_py(py, e))?;
+    py.detach(move || loop {
+        match pending.wait_timeout(SIGNAL_POLL) {
+            Ok(Some(r)) => return Ok(r),
+            Ok(None) => {}
+            Err(e) => return Ok(Err(e)),
+        }
+        if let Err(signal) = Python::attach(|py| py.check_signals()) {
+            if let Some(Ok(taken)) = pending.cancel() {
+                give_back(taken);
+            }
+            return Err(signal);
+        }
+    })
 }

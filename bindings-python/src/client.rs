@@ -6,6 +6,7 @@ use pyo3::prelude::*;
 use crate::convert::{blocking, hold_kind_name, kind_arg, seconds};
 use crate::errors::err;
 use crate::lock::NativeLock;
+use crate::semaphore::{NativeLatch, NativePermitSemaphore, NativeSemaphore};
 
 /// Connect to a lock server; durations in seconds.
 #[pyfunction]
@@ -41,6 +42,27 @@ impl NativeClient {
         self.inner
             .lock_of_kind(name, kind_arg(kind)?)
             .map(NativeLock::new)
+            .map_err(err)
+    }
+
+    fn semaphore(&self, name: &str) -> PyResult<NativeSemaphore> {
+        self.inner
+            .semaphore(name)
+            .map(NativeSemaphore::new)
+            .map_err(err)
+    }
+
+    fn permit_semaphore(&self, name: &str) -> PyResult<NativePermitSemaphore> {
+        self.inner
+            .permit_expirable_semaphore(name)
+            .map(NativePermitSemaphore::new)
+            .map_err(err)
+    }
+
+    fn count_down_latch(&self, name: &str) -> PyResult<NativeLatch> {
+        self.inner
+            .count_down_latch(name)
+            .map(NativeLatch::new)
             .map_err(err)
     }
 

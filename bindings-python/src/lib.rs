@@ -10,6 +10,7 @@ mod client;
 mod convert;
 mod errors;
 mod lock;
+mod semaphore;
 
 use pyo3::prelude::*;
 
@@ -27,6 +28,9 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<client::NativeClient>()?;
     m.add_class::<lock::NativeLock>()?;
     m.add_class::<call::NativeCall>()?;
+    m.add_class::<semaphore::NativeSemaphore>()?;
+    m.add_class::<semaphore::NativePermitSemaphore>()?;
+    m.add_class::<semaphore::NativeLatch>()?;
     m.add("VERSION", polylock::VERSION)?;
     Ok(())
 }

@@ -1,17 +1,12 @@
 //! `NativeLock`: one handle for every lock kind; blocking calls release the GIL, async calls
 //! run on polylock's runtime and report to asyncio through a callback.
 
-use std::time::Duration;
-
 use polylock::{runtime, AcquireOptions, ErrorKind, Lock, Wait};
 use pyo3::prelude::*;
 
-use crate::call::{NativeCall, Outcome};
+use crate::call::{interruptible, NativeCall, Outcome, Reply};
 use crate::convert::{blocking, kind_name, lease_arg, wait_arg};
 use crate::errors::to_py;
-
-/// How often a blocking wait looks for Ctrl-C (the issue asks for ≤ 100 ms).
-const SIGNAL_POLL: Duration = Duration::from_millis(50);
 
 /// A lock handle (see `polylock.Lock`); every call names its owner.
 #[pyclass(frozen, module = "polylock._native")]
@@ -71,25 +66,12 @@ impl NativeLock {
             None if options.wait == Wait::Never => Ok(false),
             None => {
                 let l = lock.clone();
-                let pending = runtime::spawn(async move { l.acquire(owner, options).await })
-                    .map_err(|e| to_py(py, e))?;
-                let outcome: Result<polylock::Result<polylock::Acquired>, PyErr> =
-                    py.detach(move || loop {
-                        match pending.wait_timeout(SIGNAL_POLL) {
-                            Ok(Some(r)) => return Ok(r),
-                            Ok(None) => {}
-                            Err(e) => return Ok(Err(e)),
-                        }
-                        if let Err(signal) = Python::attach(|py| py.check_signals()) {
-                            if let Some(Ok(_)) = pending.cancel() {
-                                // It was acquired just before the cancel: give it back.
-                                let l = lock.clone();
-                                let _ = runtime::block_on(async move { l.release(owner).await });
-                            }
-                            return Err(signal);
-                        }
-                    });
-                match outcome? {
+                let outcome =
+                    interruptible(py, async move { l.acquire(owner, options).await }, |_| {
+                        // It was acquired just before the cancel: give it back.
+                        let _ = runtime::block_on(async move { lock.release(owner).await });
+                    })?;
+                match outcome {
                     Ok(_) => Ok(true),
                     Err(e) if e.kind() == ErrorKind::Timeout => Ok(false),
                     Err(e) => Err(to_py(py, e)),
@@ -149,8 +131,15 @@ impl NativeLock {
         Ok(NativeCall::start(
             async move {
                 match lock.acquire(owner, options).await {
-                    Ok(_) => Outcome::Acquired(lock, owner),
-                    Err(e) if e.kind() == ErrorKind::Timeout => Outcome::Value(false),
+                    Ok(_) => Outcome::Taken(
+                        Reply::Bool(true),
+                        Box::new(move || {
+                            Box::pin(async move {
+                                let _ = lock.release(owner).await;
+                            })
+                        }),
+                    ),
+                    Err(e) if e.kind() == ErrorKind::Timeout => Outcome::Value(Reply::Bool(false)),
                     Err(e) => Outcome::Error(e),
                 }
             },
@@ -164,7 +153,7 @@ impl NativeLock {
         NativeCall::start(
             async move {
                 match lock.release(owner).await {
-                    Ok(_) => Outcome::Value(true),
+                    Ok(_) => Outcome::Value(Reply::Bool(true)),
                     Err(e) => Outcome::Error(e),
                 }
             },

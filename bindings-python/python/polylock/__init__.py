@@ -35,8 +35,9 @@ from ._errors import (
     UpgradeNotSupportedError,
 )
 from ._lock import Lock, ReadWriteLock
+from ._semaphore import CountDownLatch, PermitExpirableSemaphore, Semaphore
 
 __version__: str = _native.VERSION
 
-__all__ = ["connect", "Client", "Lock", "ReadWriteLock"]
+__all__ = ["connect", "Client", "Lock", "ReadWriteLock", "Semaphore", "PermitExpirableSemaphore", "CountDownLatch"]
 __all__ += _errors.__all__

@@ -12,6 +12,7 @@ from typing import Any, Callable, Optional, TypeVar, cast
 from . import _native
 from ._errors import InvalidArgumentError, LockTimeoutError
 from ._lock import Lock, ReadWriteLock, _check_name
+from ._semaphore import CountDownLatch, PermitExpirableSemaphore, Semaphore
 from ._lost import LostWatch
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -98,6 +99,23 @@ class Client:
         (Redisson's ``RReadWriteLock`` on Redis, Curator's ``InterProcessReadWriteLock`` on
         ZooKeeper, where ``name`` is a znode path)."""
         return ReadWriteLock(self._handle(name, "read"), self._handle(name, "write"))
+
+    def semaphore(self, name: str) -> Semaphore:
+        """A semaphore shaped like ``threading.Semaphore`` (Redisson's ``RSemaphore`` on Redis,
+        Curator's ``InterProcessSemaphoreV2`` on ZooKeeper; see :class:`Semaphore`)."""
+        _check_name(name)
+        return Semaphore(self._native.semaphore(name))
+
+    def permit_expirable_semaphore(self, name: str) -> PermitExpirableSemaphore:
+        """A semaphore of expiring permits (Redisson's ``RPermitExpirableSemaphore``; Redis only,
+        ``UnsupportedError`` on ZooKeeper)."""
+        _check_name(name)
+        return PermitExpirableSemaphore(self._native.permit_semaphore(name), self._lost.add)
+
+    def count_down_latch(self, name: str) -> CountDownLatch:
+        """A count-down latch (Redisson's ``RCountDownLatch`` on Redis, a SharedCount on ZooKeeper)."""
+        _check_name(name)
+        return CountDownLatch(self._native.count_down_latch(name))
 
     def locked(self, name: str, *, timeout: float = -1, lease: Optional[float] = None) -> Callable[[F], F]:
         """Decorator: run the function under ``self.lock(name.format(**arguments))``, where the

@@ -2,16 +2,23 @@
 
 from __future__ import annotations
 
-import asyncio
 from types import TracebackType
 from typing import Any, Callable, Optional, cast
 
-from . import _native, _owner
+from . import _aio, _native, _owner
 from ._errors import InvalidArgumentError
 
 def _check_name(name: object) -> None:
     if not isinstance(name, str):
         raise InvalidArgumentError(f"lock name must be a str, got {type(name).__name__}")
+
+
+def _timeout(timeout: Optional[float]) -> Optional[float]:
+    """An asyncio-style timeout: ``None`` waits forever, 0 tries once, else seconds."""
+    wait = None if timeout is None else _seconds(timeout, "timeout")
+    if wait is not None and wait < 0:
+        raise InvalidArgumentError("timeout must be None or non-negative")
+    return wait
 
 
 def _seconds(value: object, what: str) -> float:
@@ -72,49 +79,21 @@ class Lock:
         """Acquire for the current asyncio task without blocking the event loop; True when held,
         False when ``timeout`` (seconds; ``None`` = forever, 0 = one try) ran out. Cancelling the
         task cancels the wait and leaves nothing acquired."""
-        wait = None if timeout is None else _seconds(timeout, "timeout")
-        if wait is not None and wait < 0:
-            raise InvalidArgumentError("timeout must be None or non-negative")
+        wait = _timeout(timeout)
         if lease is not None:
             lease = _seconds(lease, "lease")
         owner = cast(int, _owner.of_task())
-        loop = asyncio.get_running_loop()
-        fut: asyncio.Future[bool] = loop.create_future()
         native = self._native
-
-        def settle(ok: bool, value: Any) -> None:
-            if fut.done():  # cancelled meanwhile: give back a hold that arrived anyway
-                if ok and value is True:
-                    native.release_async(owner, lambda ok, v: None)
-                return
-            if ok:
-                fut.set_result(bool(value))
-            else:
-                fut.set_exception(value)
-
-        call = native.acquire_async(owner, wait, lease, lambda ok, value: loop.call_soon_threadsafe(settle, ok, value))
-        try:
-            return await fut
-        except asyncio.CancelledError:
-            call.cancel()
-            raise
+        held = await _aio.run(
+            lambda done: native.acquire_async(owner, wait, lease, done),
+            lambda _: native.release_async(owner, _aio.ignore),
+        )
+        return bool(held)
 
     async def release_async(self) -> None:
         """Release one hold of the current task without blocking the event loop."""
         owner = cast(int, _owner.of_task())
-        loop = asyncio.get_running_loop()
-        fut: asyncio.Future[bool] = loop.create_future()
-
-        def settle(ok: bool, value: Any) -> None:
-            if fut.done():
-                return
-            if ok:
-                fut.set_result(True)
-            else:
-                fut.set_exception(value)
-
-        self._native.release_async(owner, lambda ok, value: loop.call_soon_threadsafe(settle, ok, value))
-        await fut
+        await _aio.run(lambda done: self._native.release_async(owner, done))
 
     async def __aenter__(self) -> "Lock":
         await self.acquire_async()

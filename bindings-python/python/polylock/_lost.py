@@ -7,12 +7,15 @@ import functools
 import queue
 import threading
 import weakref
-from typing import TYPE_CHECKING, Any, Callable, Optional
+from typing import TYPE_CHECKING, Any, Callable, Optional, Union
 
 from . import _native
 
 if TYPE_CHECKING:
     from ._lock import Lock
+    from ._semaphore import PermitExpirableSemaphore
+
+    Watched = Union[Lock, PermitExpirableSemaphore]
 
 
 class _Dispatcher:
@@ -46,15 +49,16 @@ _dispatcher = _Dispatcher()
 
 
 class LostWatch:
-    """The lock handles of one client that have lost callbacks, by name and kind."""
+    """The handles of one client that have lost callbacks (locks, expiring-permit semaphores), by
+    name and kind."""
 
     def __init__(self, native: _native.NativeClient) -> None:
         self._native = native
-        self._watched: "dict[tuple[str, str], weakref.WeakSet[Lock]]" = {}
+        self._watched: "dict[tuple[str, str], weakref.WeakSet[Watched]]" = {}
         self._lock = threading.Lock()
         self._watching = False
 
-    def add(self, lock: "Lock") -> None:
+    def add(self, lock: "Watched") -> None:
         with self._lock:
             self._watched.setdefault((lock.name, lock.kind), weakref.WeakSet()).add(lock)
             if self._watching:
@@ -69,7 +73,8 @@ class LostWatch:
             with watch._lock:
                 locks = list(watch._watched.get((name, kind), ()))
             for lock in locks:
-                for cb in list(lock._callbacks):
+                callbacks: "list[Callable[[Any], Any]]" = list(lock._callbacks)
+                for cb in callbacks:
                     _dispatcher.submit(functools.partial(cb, lock))
 
         self._native.watch_lost(on_event)

@@ -1,0 +1,300 @@
+//! `NativeSemaphore` (RSemaphore / InterProcessSemaphoreV2), `NativePermitSemaphore` (expiring
+//! permits, Redis) and `NativeLatch`: blocking calls release the GIL and answer Ctrl-C, async
+//! calls report to asyncio through a callback, like the lock's.
+
+use polylock::{CountDownLatch, ErrorKind, PermitExpirableSemaphore, Semaphore, Wait};
+use pyo3::prelude::*;
+
+use crate::call::{interruptible, NativeCall, Outcome, Reply};
+use crate::convert::{blocking, lease_arg, wait_arg};
+use crate::errors::to_py;
+
+/// A semaphore handle (see `polylock.Semaphore`).
+#[pyclass(frozen, module = "polylock._native")]
+pub(crate) struct NativeSemaphore {
+    inner: Semaphore,
+}
+
+impl NativeSemaphore {
+    pub(crate) fn new(inner: Semaphore) -> NativeSemaphore {
+        NativeSemaphore { inner }
+    }
+}
+
+/// The outcome of an async acquire of permits: True when taken (given back if cancelled).
+async fn take(s: Semaphore, permits: u32, wait: Wait) -> Outcome {
+    match s.acquire(permits, wait).await {
+        Ok(p) => Outcome::Taken(
+            Reply::Bool(true),
+            Box::new(move || {
+                Box::pin(async move {
+                    let _ = p.release(&s).await;
+                })
+            }),
+        ),
+        Err(e) if e.kind() == ErrorKind::Timeout => Outcome::Value(Reply::Bool(false)),
+        Err(e) => Outcome::Error(e),
+    }
+}
+
+#[pymethods]
+impl NativeSemaphore {
+    #[getter]
+    fn name(&self) -> String {
+        self.inner.name().to_string()
+    }
+
+    #[getter]
+    fn holds_permits(&self) -> bool {
+        self.inner.holds_permits()
+    }
+
+    #[getter]
+    fn held_permits(&self) -> u32 {
+        self.inner.held_permits()
+    }
+
+    fn try_set_permits(&self, py: Python<'_>, permits: u32) -> PyResult<bool> {
+        let s = self.inner.clone();
+        blocking(py, async move { s.try_set_permits(permits).await })
+    }
+
+    fn add_permits(&self, py: Python<'_>, delta: i64) -> PyResult<()> {
+        let s = self.inner.clone();
+        blocking(py, async move { s.add_permits(delta).await })
+    }
+
+    /// True when taken, False when the wait ran out; Ctrl-C interrupts the wait.
+    #[pyo3(signature = (permits, wait))]
+    fn acquire(&self, py: Python<'_>, permits: u32, wait: Option<f64>) -> PyResult<bool> {
+        let wait = wait_arg(wait)?;
+        let s = self.inner.clone();
+        // One try first: the uncontended case is one round trip. Not on ZooKeeper, where a try
+        // queues on the internal mutex like a wait does.
+        if !s.holds_permits() || wait == Wait::Never {
+            let t = s.clone();
+            if blocking(py, async move { t.try_acquire(permits, Wait::Never).await })?.is_some() {
+                return Ok(true);
+            }
+            if wait == Wait::Never {
+                return Ok(false);
+            }
+        }
+        let back = s.clone();
+        let outcome = interruptible(
+            py,
+            async move { s.acquire(permits, wait).await },
+            move |p| {
+                let _ = polylock::runtime::block_on(async move { p.release(&back).await });
+            },
+        )?;
+        match outcome {
+            Ok(_) => Ok(true),
+            Err(e) if e.kind() == ErrorKind::Timeout => Ok(false),
+            Err(e) => Err(to_py(py, e)),
+        }
+    }
+
+    fn release(&self, py: Python<'_>, permits: u32) -> PyResult<()> {
+        let s = self.inner.clone();
+        blocking(py, async move { s.release(permits).await })
+    }
+
+    fn available_permits(&self, py: Python<'_>) -> PyResult<i64> {
+        let s = self.inner.clone();
+        blocking(py, async move { s.available_permits().await })
+    }
+
+    fn drain_permits(&self, py: Python<'_>) -> PyResult<i64> {
+        let s = self.inner.clone();
+        blocking(py, async move { s.drain_permits().await })
+    }
+
+    /// Start an acquire; `done(ok, value)` as for `NativeLock.acquire_async`.
+    fn acquire_async(
+        &self,
+        permits: u32,
+        wait: Option<f64>,
+        done: Py<PyAny>,
+    ) -> PyResult<NativeCall> {
+        let wait = wait_arg(wait)?;
+        Ok(NativeCall::start(
+            take(self.inner.clone(), permits, wait),
+            done,
+        ))
+    }
+
+    /// Start a release; `done(ok, value)` as for `NativeLock.release_async`.
+    fn release_async(&self, permits: u32, done: Py<PyAny>) -> NativeCall {
+        let s = self.inner.clone();
+        NativeCall::start(
+            async move {
+                match s.release(permits).await {
+                    Ok(()) => Outcome::Value(Reply::Bool(true)),
+                    Err(e) => Outcome::Error(e),
+                }
+            },
+            done,
+        )
+    }
+}
+
+/// A semaphore of expiring permits (see `polylock.PermitSemaphore`).
+#[pyclass(frozen, module = "polylock._native")]
+pub(crate) struct NativePermitSemaphore {
+    inner: PermitExpirableSemaphore,
+}
+
+impl NativePermitSemaphore {
+    pub(crate) fn new(inner: PermitExpirableSemaphore) -> NativePermitSemaphore {
+        NativePermitSemaphore { inner }
+    }
+}
+
+#[pymethods]
+impl NativePermitSemaphore {
+    #[getter]
+    fn name(&self) -> String {
+        self.inner.name().to_string()
+    }
+
+    fn try_set_permits(&self, py: Python<'_>, permits: u32) -> PyResult<bool> {
+        let s = self.inner.clone();
+        blocking(py, async move { s.try_set_permits(permits).await })
+    }
+
+    fn add_permits(&self, py: Python<'_>, delta: i64) -> PyResult<()> {
+        let s = self.inner.clone();
+        blocking(py, async move { s.add_permits(delta).await })
+    }
+
+    /// The permit's id when taken, None when the wait ran out; Ctrl-C interrupts the wait.
+    #[pyo3(signature = (wait, lease))]
+    fn acquire(
+        &self,
+        py: Python<'_>,
+        wait: Option<f64>,
+        lease: Option<f64>,
+    ) -> PyResult<Option<String>> {
+        let (wait, lease) = (wait_arg(wait)?, lease_arg(lease)?);
+        let s = self.inner.clone();
+        let back = s.clone();
+        let outcome = interruptible(py, async move { s.acquire(lease, wait).await }, move |p| {
+            let _ = polylock::runtime::block_on(async move { back.release(&p.id).await });
+        })?;
+        match outcome {
+            Ok(p) => Ok(Some(p.id)),
+            Err(e) if e.kind() == ErrorKind::Timeout => Ok(None),
+            Err(e) => Err(to_py(py, e)),
+        }
+    }
+
+    fn release(&self, py: Python<'_>, id: String) -> PyResult<()> {
+        let s = self.inner.clone();
+        blocking(py, async move { s.release(&id).await })
+    }
+
+    fn try_release(&self, py: Python<'_>, id: String) -> PyResult<bool> {
+        let s = self.inner.clone();
+        blocking(py, async move { s.try_release(&id).await })
+    }
+
+    fn available_permits(&self, py: Python<'_>) -> PyResult<i64> {
+        let s = self.inner.clone();
+        blocking(py, async move { s.available_permits().await })
+    }
+
+    /// Start an acquire; `done(ok, value)` with the permit's id, or False when the wait ran out.
+    fn acquire_async(
+        &self,
+        wait: Option<f64>,
+        lease: Option<f64>,
+        done: Py<PyAny>,
+    ) -> PyResult<NativeCall> {
+        let (wait, lease) = (wait_arg(wait)?, lease_arg(lease)?);
+        let s = self.inner.clone();
+        Ok(NativeCall::start(
+            async move {
+                match s.acquire(lease, wait).await {
+                    Ok(p) => {
+                        let id = p.id.clone();
+                        Outcome::Taken(
+                            Reply::Text(p.id),
+                            Box::new(move || {
+                                Box::pin(async move {
+                                    let _ = s.release(&id).await;
+                                })
+                            }),
+                        )
+                    }
+                    Err(e) if e.kind() == ErrorKind::Timeout => Outcome::Value(Reply::Bool(false)),
+                    Err(e) => Outcome::Error(e),
+                }
+            },
+            done,
+        ))
+    }
+}
+
+/// A count-down latch (see `polylock.CountDownLatch`).
+#[pyclass(frozen, module = "polylock._native")]
+pub(crate) struct NativeLatch {
+    inner: CountDownLatch,
+}
+
+impl NativeLatch {
+    pub(crate) fn new(inner: CountDownLatch) -> NativeLatch {
+        NativeLatch { inner }
+    }
+}
+
+#[pymethods]
+impl NativeLatch {
+    #[getter]
+    fn name(&self) -> String {
+        self.inner.name().to_string()
+    }
+
+    fn try_set_count(&self, py: Python<'_>, count: u64) -> PyResult<bool> {
+        let l = self.inner.clone();
+        blocking(py, async move { l.try_set_count(count).await })
+    }
+
+    fn count_down(&self, py: Python<'_>) -> PyResult<()> {
+        let l = self.inner.clone();
+        blocking(py, async move { l.count_down().await })
+    }
+
+    fn count(&self, py: Python<'_>) -> PyResult<u64> {
+        let l = self.inner.clone();
+        blocking(py, async move { l.count().await })
+    }
+
+    fn delete(&self, py: Python<'_>) -> PyResult<bool> {
+        let l = self.inner.clone();
+        blocking(py, async move { l.delete().await })
+    }
+
+    /// True when open, False when the wait ran out; Ctrl-C interrupts the wait.
+    #[pyo3(signature = (wait))]
+    fn wait(&self, py: Python<'_>, wait: Option<f64>) -> PyResult<bool> {
+        let wait = wait_arg(wait)?;
+        let l = self.inner.clone();
+        interruptible(py, async move { l.wait(wait).await }, |_| {})?.map_err(|e| to_py(py, e))
+    }
+
+    /// Start a wait; `done(ok, value)`: True when open, False when the wait ran out.
+    fn wait_async(&self, wait: Option<f64>, done: Py<PyAny>) -> PyResult<NativeCall> {
+        let wait = wait_arg(wait)?;
+        let l = self.inner.clone();
+        Ok(NativeCall::start(
+            async move {
+                match l.wait(wait).await {
+                    Ok(open) => Outcome::Value(Reply::Bool(open)),
+                    Err(e) => Outcome::Error(e),
+                }
+            },
+            done,
+        ))
+    }
+}
