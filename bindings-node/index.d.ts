@@ -23,7 +23,7 @@ export interface AcquireOptions {
 
 export interface LostEvent {
   name: string;
-  /** `reentrant`, `mutex`, `read` or `write`. */
+  /** `reentrant`, `mutex`, `read`, `write`, or `permit`. */
   kind: string;
   /** `Expired`, `Deleted`, `RenewalFailed`, `SessionExpired` or `ClientClosed`. */
   reason: string;
@@ -70,12 +70,78 @@ export class ReadWriteLock {
   writeLock(): Lock;
 }
 
+export interface SemaphoreAcquireOptions {
+  /** How many permits (default 1). */
+  permits?: number;
+  /** Omitted: wait until taken. 0: one try. Otherwise wait up to this many ms. */
+  waitMs?: number;
+  signal?: AbortSignal;
+}
+
+/** Permits taken by one acquire; release them once (also by disposing). */
+export interface TakenPermits extends AsyncDisposable {
+  readonly permits: number;
+  release(): Promise<void>;
+}
+
+/** Redis: permits belong to nobody (anyone may release). ZooKeeper: permits are leases of this
+ * client, freed with its session. Acquire rejects with ERR_POLYLOCK_TIMEOUT when waitMs runs out. */
+export class Semaphore {
+  readonly name: string;
+  trySetPermits(permits: number): Promise<boolean>;
+  addPermits(delta: number): Promise<void>;
+  acquire(options?: SemaphoreAcquireOptions): Promise<TakenPermits>;
+  release(permits?: number): Promise<void>;
+  availablePermits(): Promise<number>;
+  drainPermits(): Promise<number>;
+}
+
+export interface PermitAcquireOptions {
+  waitMs?: number;
+  /** The permit expires after this many ms unless released (no watchdog). */
+  leaseMs?: number;
+  signal?: AbortSignal;
+}
+
+export interface TakenPermit extends AsyncDisposable {
+  /** 32 hexadecimal characters, as Redisson shows permit ids. */
+  readonly id: string;
+  release(): Promise<void>;
+}
+
+/** Redisson's RPermitExpirableSemaphore (Redis only). Emits 'lost' when a permit taken through
+ * this client is lost. */
+export class PermitExpirableSemaphore extends EventEmitter {
+  readonly name: string;
+  trySetPermits(permits: number): Promise<boolean>;
+  addPermits(delta: number): Promise<void>;
+  acquire(options?: PermitAcquireOptions): Promise<TakenPermit>;
+  release(id: string): Promise<void>;
+  tryRelease(id: string): Promise<boolean>;
+  availablePermits(): Promise<number>;
+  on(event: 'lost', listener: (event: LostEvent) => void): this;
+  on(event: string | symbol, listener: (...args: any[]) => void): this;
+}
+
+export class CountDownLatch {
+  readonly name: string;
+  trySetCount(count: number): Promise<boolean>;
+  countDown(): Promise<void>;
+  count(): Promise<number>;
+  /** True when the count reached zero, false when waitMs ran out. */
+  wait(options?: { waitMs?: number; signal?: AbortSignal }): Promise<boolean>;
+  delete(): Promise<boolean>;
+}
+
 export class Client {
   readonly id: string;
   readonly closed: boolean;
   lock(name: string): Lock;
   mutex(path: string): Lock;
   readWriteLock(name: string): ReadWriteLock;
+  semaphore(name: string): Semaphore;
+  permitExpirableSemaphore(name: string): PermitExpirableSemaphore;
+  countDownLatch(name: string): CountDownLatch;
   close(): Promise<void>;
 }
 

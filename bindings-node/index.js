@@ -63,6 +63,54 @@ function name(value, what) {
   return value;
 }
 
+function checkSignal(signal) {
+  if (signal !== undefined && !(signal instanceof AbortSignal)) {
+    throw argError(TypeError, 'signal must be an AbortSignal');
+  }
+  signal?.throwIfAborted();
+}
+
+/** Runs a native waiting call with a CancelToken that `signal` aborts; rejects with the signal's
+ * reason when it was aborted, with a PolylockError when the call failed. */
+async function cancellable(signal, start) {
+  checkSignal(signal);
+  const token = new native.CancelToken();
+  const onAbort = () => token.cancel();
+  signal?.addEventListener('abort', onAbort, { once: true });
+  try {
+    const outcome = await call(() => start(token));
+    if (!outcome.ok && outcome.code === 'CANCELLED' && signal?.aborted) signal.throwIfAborted();
+    return check(outcome);
+  } finally {
+    signal?.removeEventListener('abort', onAbort);
+  }
+}
+
+function options(value) {
+  if (value === null || typeof value !== 'object') throw argError(TypeError, 'options must be an object');
+  return value;
+}
+
+function waitOf(waitMs) {
+  return waitMs === undefined || waitMs === null ? null : ms(waitMs, 'waitMs', { allowZero: true });
+}
+
+function leaseOf(leaseMs) {
+  return leaseMs === undefined || leaseMs === null ? null : ms(leaseMs, 'leaseMs');
+}
+
+function permitsOf(value, what = 'permits') {
+  if (typeof value !== 'number' || !Number.isInteger(value)) {
+    throw argError(TypeError, `${what} must be a whole number, got ${typeof value === 'number' ? value : typeof value}`);
+  }
+  if (value < 1 || value > 2 ** 31 - 1) throw argError(RangeError, `${what} must be at least 1, got ${value}`);
+  return value;
+}
+
+function timeoutError(what, waitMs) {
+  return new PolylockError(`${what} not acquired within ${waitMs} ms`, 'TIMEOUT');
+}
+
 /**
  * Connect to `redis://[user:password@]host:port[/db]`, `rediss://...` or
  * `zk://[user:password@]host:port[,host:port...][/chroot]`.
@@ -151,6 +199,27 @@ class Client {
     return new ReadWriteLock(this, lockName);
   }
 
+  /**
+   * A semaphore (Redisson's RSemaphore on Redis: permits belong to nobody; Curator's
+   * InterProcessSemaphoreV2 on ZooKeeper: permits are leases of this client, freed with its session).
+   */
+  semaphore(semName) {
+    name(semName, 'name');
+    return new Semaphore(call(() => this._native.semaphore(semName)));
+  }
+
+  /** A semaphore of expiring permits (Redisson's RPermitExpirableSemaphore; Redis only). */
+  permitExpirableSemaphore(semName) {
+    name(semName, 'name');
+    return new PermitExpirableSemaphore(this, call(() => this._native.permitSemaphore(semName)));
+  }
+
+  /** A count-down latch (Redisson's RCountDownLatch on Redis, a SharedCount on ZooKeeper). */
+  countDownLatch(latchName) {
+    name(latchName, 'name');
+    return new CountDownLatch(call(() => this._native.countDownLatch(latchName)));
+  }
+
   /** Release every lock this client still holds and close it. Idempotent. */
   async close() {
     this._closed = true;
@@ -159,12 +228,14 @@ class Client {
   }
 
   _watch(lock) {
-    this._watched.set(`${lock._owner}:${lock.kind}`, new WeakRef(lock));
+    const key = lock.kind === 'permit' ? `permit:${lock.name}` : `${lock._owner}:${lock.kind}`;
+    this._watched.set(key, new WeakRef(lock));
     if (this._watching) return;
     this._watching = true;
     // One weak callback for the whole client: it never keeps the process alive by itself.
     this._native.watchLost((event) => {
-      const lock = this._watched.get(`${event.owner}:${event.kind}`)?.deref();
+      const key = event.kind === 'permit' ? `permit:${event.name}` : `${event.owner}:${event.kind}`;
+      const lock = this._watched.get(key)?.deref();
       if (!lock) return;
       lock._holds = 0;
       lock.emit('lost', { name: event.name, reason: event.reason });
@@ -213,27 +284,13 @@ class Lock extends EventEmitter {
    * omitted: wait until acquired; 0: one try). `leaseMs`: the lock expires after it, no
    * watchdog. `signal`: aborting it cancels the wait and rejects with its reason (an AbortError).
    */
-  async acquire(options = {}) {
-    if (options === null || typeof options !== 'object') throw argError(TypeError, 'options must be an object');
-    const { waitMs, leaseMs, signal } = options;
-    const wait = waitMs === undefined || waitMs === null ? null : ms(waitMs, 'waitMs', { allowZero: true });
-    const lease = leaseMs === undefined || leaseMs === null ? null : ms(leaseMs, 'leaseMs');
-    if (signal !== undefined && !(signal instanceof AbortSignal)) {
-      throw argError(TypeError, 'signal must be an AbortSignal');
-    }
-    signal?.throwIfAborted();
-    const token = new native.CancelToken();
-    const onAbort = () => token.cancel();
-    signal?.addEventListener('abort', onAbort, { once: true });
-    try {
-      const outcome = await call(() => this._native.acquire(this._owner, wait, lease, token));
-      if (!outcome.ok && outcome.code === 'CANCELLED' && signal?.aborted) signal.throwIfAborted();
-      check(outcome);
-      if (outcome.value) this._holds += 1;
-      return outcome.value;
-    } finally {
-      signal?.removeEventListener('abort', onAbort);
-    }
+  async acquire(opts = {}) {
+    const { waitMs, leaseMs, signal } = options(opts);
+    const wait = waitOf(waitMs);
+    const lease = leaseOf(leaseMs);
+    const outcome = await cancellable(signal, (token) => this._native.acquire(this._owner, wait, lease, token));
+    if (outcome.value) this._holds += 1;
+    return outcome.value;
   }
 
   /** Release one hold. ERR_POLYLOCK_NOT_OWNER if this handle holds nothing. */
@@ -328,4 +385,189 @@ class ReadWriteLock {
   }
 }
 
-module.exports = { connect, Client, Lock, ReadWriteLock, PolylockError, version: native.version() };
+/** Makes a taken thing disposable: `release()` once, also as `Symbol.asyncDispose`. */
+function releasable(props, giveBack) {
+  let released = false;
+  const release = async () => {
+    if (released) return;
+    released = true;
+    await giveBack();
+  };
+  return { ...props, release, [asyncDispose]: release };
+}
+
+/**
+ * A semaphore. On Redis permits belong to nobody: any caller may release them, and a crashed
+ * holder's permits are not given back (use `permitExpirableSemaphore`). On ZooKeeper the permits
+ * taken are leases of this client: only it releases them, and a lost session frees them.
+ */
+class Semaphore {
+  constructor(nativeSemaphore) {
+    this._native = nativeSemaphore;
+  }
+
+  get name() {
+    return this._native.name;
+  }
+
+  /** Set the number of permits if nobody set it yet; true if this call did. */
+  async trySetPermits(permits) {
+    if (!Number.isInteger(permits) || permits < 0 || permits > 2 ** 31 - 1) {
+      throw argError(RangeError, `permits must be a whole number from 0, got ${permits}`);
+    }
+    return check(await this._native.trySetPermits(permits)).value;
+  }
+
+  /** Add permits, or take free ones away with a negative delta. */
+  async addPermits(delta) {
+    if (!Number.isInteger(delta) || Math.abs(delta) > 2 ** 31 - 1) {
+      throw argError(RangeError, `delta must be a whole number, got ${delta}`);
+    }
+    check(await this._native.addPermits(delta));
+  }
+
+  /**
+   * Take `permits` permits (default 1). Resolves a permit you `release()` (or dispose); rejects with
+   * ERR_POLYLOCK_TIMEOUT when `waitMs` ran out, with the signal's reason when aborted.
+   */
+  async acquire(opts = {}) {
+    const { permits = 1, waitMs, signal } = options(opts);
+    const n = permitsOf(permits);
+    const wait = waitOf(waitMs);
+    const outcome = await cancellable(signal, (token) => this._native.acquire(n, wait, token));
+    if (!outcome.value) throw timeoutError(`${n} permits of semaphore '${this.name}'`, waitMs);
+    return releasable({ permits: n }, () => this.release(n));
+  }
+
+  /** Give back `permits` permits (default 1). */
+  async release(permits = 1) {
+    check(await this._native.release(permitsOf(permits)));
+  }
+
+  /** The permits free now. */
+  async availablePermits() {
+    return check(await this._native.availablePermits()).number;
+  }
+
+  /** Take every permit free now; how many. */
+  async drainPermits() {
+    return check(await this._native.drainPermits()).number;
+  }
+}
+
+/**
+ * A semaphore of expiring permits (Redis): each permit has an id and a lease, so a crashed
+ * holder's permits come back when their lease ends. Without `leaseMs` the watchdog renews a
+ * permit while the client lives; a permit lost anyway emits 'lost'.
+ */
+class PermitExpirableSemaphore extends EventEmitter {
+  constructor(client, nativeSemaphore) {
+    super();
+    this._native = nativeSemaphore;
+    this.on('newListener', (event) => {
+      if (event === 'lost') client._watch(this);
+    });
+  }
+
+  get name() {
+    return this._native.name;
+  }
+
+  get kind() {
+    return 'permit';
+  }
+
+  async trySetPermits(permits) {
+    if (!Number.isInteger(permits) || permits < 0 || permits > 2 ** 31 - 1) {
+      throw argError(RangeError, `permits must be a whole number from 0, got ${permits}`);
+    }
+    return check(await this._native.trySetPermits(permits)).value;
+  }
+
+  async addPermits(delta) {
+    if (!Number.isInteger(delta) || Math.abs(delta) > 2 ** 31 - 1) {
+      throw argError(RangeError, `delta must be a whole number, got ${delta}`);
+    }
+    check(await this._native.addPermits(delta));
+  }
+
+  /**
+   * Take one permit: resolves `{ id, release() }` (disposable); rejects with ERR_POLYLOCK_TIMEOUT
+   * when `waitMs` ran out.
+   */
+  async acquire(opts = {}) {
+    const { waitMs, leaseMs, signal } = options(opts);
+    const wait = waitOf(waitMs);
+    const lease = leaseOf(leaseMs);
+    const outcome = await cancellable(signal, (token) => this._native.acquire(wait, lease, token));
+    if (!outcome.text) throw timeoutError(`a permit of semaphore '${this.name}'`, waitMs);
+    const id = outcome.text;
+    return releasable({ id }, () => this.release(id));
+  }
+
+  /** Give back the permit `id`: ERR_POLYLOCK_NOT_OWNER if there is no such permit,
+   * ERR_POLYLOCK_LOCK_LOST if its lease had run out (counted back all the same). */
+  async release(id) {
+    name(id, 'id');
+    check(await call(() => this._native.release(id)));
+  }
+
+  /** Redisson's tryRelease: true if the permit was there. */
+  async tryRelease(id) {
+    name(id, 'id');
+    return check(await call(() => this._native.tryRelease(id))).value;
+  }
+
+  async availablePermits() {
+    return check(await this._native.availablePermits()).number;
+  }
+}
+
+/** A count-down latch: waiters wake when the count reaches zero. */
+class CountDownLatch {
+  constructor(nativeLatch) {
+    this._native = nativeLatch;
+  }
+
+  get name() {
+    return this._native.name;
+  }
+
+  /** Set the count (at least 1) if the latch is not counting; true if this call did. */
+  async trySetCount(count) {
+    return check(await call(() => this._native.trySetCount(count))).value;
+  }
+
+  async countDown() {
+    check(await this._native.countDown());
+  }
+
+  /** The count now (0 when open). */
+  async count() {
+    return check(await this._native.count()).number;
+  }
+
+  /** Wait until the count is zero: true when open, false when `waitMs` ran out. */
+  async wait(opts = {}) {
+    const { waitMs, signal } = options(opts);
+    const wait = waitOf(waitMs);
+    return (await cancellable(signal, (token) => this._native.wait(wait, token))).value;
+  }
+
+  /** Delete the latch (it opens); true if it was counting. */
+  async delete() {
+    return check(await this._native.delete()).value;
+  }
+}
+
+module.exports = {
+  connect,
+  Client,
+  Lock,
+  ReadWriteLock,
+  Semaphore,
+  PermitExpirableSemaphore,
+  CountDownLatch,
+  PolylockError,
+  version: native.version(),
+};

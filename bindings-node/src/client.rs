@@ -6,42 +6,12 @@ use std::sync::{Arc, Mutex};
 use napi::bindgen_prelude::*;
 use napi::threadsafe_function::{ThreadsafeFunction, ThreadsafeFunctionCallMode};
 use napi_derive::napi;
-use polylock::{runtime, Client, ClientOptions, ErrorKind, LockKind};
+use polylock::{runtime, Client, ClientOptions};
 
+use crate::convert::{hold_kind_name, kind_arg, ms};
 use crate::lock::NativeLock;
-use crate::outcome::{failed, ms, outcome, promise, sync_err};
-
-/// The JS wrapper's names of the lock kinds.
-fn kind_arg(kind: &str) -> std::result::Result<LockKind, polylock::Error> {
-    match kind {
-        "reentrant" => Ok(LockKind::Reentrant),
-        "mutex" => Ok(LockKind::Mutex),
-        "read" => Ok(LockKind::Read),
-        "write" => Ok(LockKind::Write),
-        other => Err(polylock::Error::new(
-            ErrorKind::InvalidArgument,
-            format!("unknown lock kind '{other}'"),
-        )),
-    }
-}
-
-/// The JS wrapper's name of what a lost hold held: a lock kind, or `permit`.
-fn hold_kind_name(kind: polylock::HoldKind) -> &'static str {
-    match kind {
-        polylock::HoldKind::Lock(k) => kind_name(k),
-        _ => "permit",
-    }
-}
-
-pub(crate) fn kind_name(kind: LockKind) -> &'static str {
-    match kind {
-        LockKind::Reentrant => "reentrant",
-        LockKind::Mutex => "mutex",
-        LockKind::Read => "read",
-        LockKind::Write => "write",
-        _ => "other",
-    }
-}
+use crate::outcome::{failed, outcome, promise, sync_err};
+use crate::semaphore::{NativeLatch, NativePermitSemaphore, NativeSemaphore};
 
 /// Connect; durations in ms. Resolves `{ ok }` and then `take_client()` returns the client.
 #[napi]
@@ -138,6 +108,33 @@ impl NativeClient {
         self.inner
             .lock_of_kind(&name, kind)
             .map(NativeLock::new)
+            .map_err(sync_err)
+    }
+
+    /// A semaphore.
+    #[napi]
+    pub fn semaphore(&self, name: String) -> Result<NativeSemaphore> {
+        self.inner
+            .semaphore(&name)
+            .map(NativeSemaphore::new)
+            .map_err(sync_err)
+    }
+
+    /// A semaphore of expiring permits (Redis).
+    #[napi]
+    pub fn permit_semaphore(&self, name: String) -> Result<NativePermitSemaphore> {
+        self.inner
+            .permit_expirable_semaphore(&name)
+            .map(NativePermitSemaphore::new)
+            .map_err(sync_err)
+    }
+
+    /// A count-down latch.
+    #[napi]
+    pub fn count_down_latch(&self, name: String) -> Result<NativeLatch> {
+        self.inner
+            .count_down_latch(&name)
+            .map(NativeLatch::new)
             .map_err(sync_err)
     }
 

@@ -6,9 +6,12 @@
 //! `PolylockError` with the stable `code` of core's error table. One lock handle serves every
 //! lock kind (reentrant lock, mutex, the halves of a read-write lock).
 
+pub mod cancel;
 pub mod client;
+pub mod convert;
 pub mod lock;
 pub mod outcome;
+pub mod semaphore;
 
 use napi_derive::napi;
 

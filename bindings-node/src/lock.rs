@@ -1,53 +1,14 @@
 //! `NativeLock`: one handle for every lock kind; every call names its owner and settles a
 //! Promise. `CancelToken` cancels a waiting acquire (for `AbortSignal`).
 
-use std::sync::Arc;
 
 use napi::bindgen_prelude::*;
 use napi_derive::napi;
-use polylock::{AcquireOptions, ErrorKind, Lock, Wait};
+use polylock::{AcquireOptions, ErrorKind, Lock};
 
-use crate::outcome::{failed, ms, outcome, promise, sync_err};
-
-/// Cancels one in-flight acquire (for `AbortSignal`).
-#[napi]
-pub struct CancelToken {
-    inner: Arc<TokenState>,
-}
-
-#[derive(Default)]
-struct TokenState {
-    cancelled: std::sync::atomic::AtomicBool,
-    done: std::sync::atomic::AtomicBool,
-    wake: tokio::sync::Notify,
-}
-
-#[napi]
-impl CancelToken {
-    /// A token for one call.
-    #[napi(constructor)]
-    pub fn new() -> Self {
-        CancelToken {
-            inner: Arc::default(),
-        }
-    }
-
-    /// Cancel the call: the wait is dropped (leaving no node or field behind) and a hold that
-    /// arrives anyway is given back. False if the call had already finished.
-    #[napi]
-    pub fn cancel(&self) -> bool {
-        use std::sync::atomic::Ordering;
-        self.inner.cancelled.store(true, Ordering::SeqCst);
-        self.inner.wake.notify_one();
-        !self.inner.done.load(Ordering::SeqCst)
-    }
-}
-
-impl Default for CancelToken {
-    fn default() -> Self {
-        Self::new()
-    }
-}
+use crate::cancel::{aborted, CancelToken, Ran};
+use crate::convert::{kind_name, ms, wait_arg};
+use crate::outcome::{failed, outcome, promise, sync_err};
 
 /// A lock handle (see `index.js`); every call names its owner.
 #[napi]
@@ -72,7 +33,7 @@ impl NativeLock {
     /// `reentrant`, `mutex`, `read` or `write`.
     #[napi(getter)]
     pub fn kind(&self) -> &'static str {
-        crate::client::kind_name(self.inner.kind())
+        kind_name(self.inner.kind())
     }
 
     /// Acquire: resolves `value` true when held, false when `waitMs` ran out; a cancelled
@@ -86,44 +47,27 @@ impl NativeLock {
         lease_ms: Option<f64>,
         token: &CancelToken,
     ) -> Result<Object<'e>> {
-        let wait = match wait_ms {
-            None => Wait::Forever,
-            Some(0.0) => Wait::Never,
-            Some(w) => Wait::For(ms(w, "waitMs").map_err(sync_err)?),
-        };
+        let wait = wait_arg(wait_ms)?;
         let lease = lease_ms
             .map(|l| ms(l, "leaseMs"))
             .transpose()
             .map_err(sync_err)?;
         let owner = owner as u64;
         let lock = self.inner.clone();
-        let token = token.inner.clone();
+        let token = token.state();
         promise(env, async move {
-            use std::sync::atomic::Ordering;
-            let aborted = || {
-                failed(&polylock::Error::new(
-                    ErrorKind::Cancelled,
-                    "the acquire was aborted",
-                ))
-            };
-            if token.cancelled.load(Ordering::SeqCst) {
-                return aborted();
-            }
-            // Dropping the acquire future (the cancel branch) is cancel-safe in core.
-            let result = tokio::select! {
-                r = lock.acquire(owner, AcquireOptions { wait, lease }) => Some(r),
-                _ = token.wake.notified() => None,
-            };
-            token.done.store(true, Ordering::SeqCst);
-            match result {
-                None => aborted(),
-                Some(Ok(_)) if token.cancelled.load(Ordering::SeqCst) => {
+            match token
+                .run(lock.acquire(owner, AcquireOptions { wait, lease }))
+                .await
+            {
+                Ran::Aborted => aborted(),
+                Ran::AbortedAfter(_) => {
                     let _ = lock.release(owner).await; // aborted as it arrived: give it back
                     aborted()
                 }
-                Some(Ok(_)) => outcome(true, None),
-                Some(Err(e)) if e.kind() == ErrorKind::Timeout => outcome(false, None),
-                Some(Err(e)) => failed(&e),
+                Ran::Done(Ok(_)) => outcome(true, None),
+                Ran::Done(Err(e)) if e.kind() == ErrorKind::Timeout => outcome(false, None),
+                Ran::Done(Err(e)) => failed(&e),
             }
         })
     }

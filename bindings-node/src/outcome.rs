@@ -2,11 +2,9 @@
 //! builds a `PolylockError` with the stable `code`), synchronous errors, durations in ms, and the
 //! Promise settled from polylock's runtime.
 
-use std::time::Duration;
-
 use napi::bindgen_prelude::*;
 use napi_derive::napi;
-use polylock::{runtime, ErrorKind};
+use polylock::runtime;
 
 /// The result of one native call, as the JS wrapper reads it.
 #[napi(object)]
@@ -17,6 +15,8 @@ pub struct Outcome {
     pub value: bool,
     /// A number answer (hold count, remaining lease in ms, fencing token), if any.
     pub number: Option<f64>,
+    /// A text answer (a permit's id), if any.
+    pub text: Option<String>,
     /// The stable error name (`NOT_OWNER`, ...), when `ok` is false.
     pub code: Option<String>,
     /// What went wrong and what to do.
@@ -28,8 +28,33 @@ pub(crate) fn outcome(value: bool, number: Option<f64>) -> Outcome {
         ok: true,
         value,
         number,
+        text: None,
         code: None,
         message: None,
+    }
+}
+
+/// A successful outcome carrying text (a permit's id).
+pub(crate) fn outcome_text(text: String) -> Outcome {
+    Outcome {
+        text: Some(text),
+        ..outcome(true, None)
+    }
+}
+
+/// The outcome of a call with nothing to answer, or its error.
+pub(crate) fn done(r: polylock::Result<()>) -> Outcome {
+    match r {
+        Ok(()) => outcome(true, None),
+        Err(e) => failed(&e),
+    }
+}
+
+/// The outcome of a call answering a number, or its error.
+pub(crate) fn number<N: Into<f64>>(r: polylock::Result<N>) -> Outcome {
+    match r {
+        Ok(n) => outcome(true, Some(n.into())),
+        Err(e) => failed(&e),
     }
 }
 
@@ -38,6 +63,7 @@ pub(crate) fn failed(e: &polylock::Error) -> Outcome {
         ok: false,
         value: false,
         number: None,
+        text: None,
         code: Some(e.kind().name().to_string()),
         message: Some(e.message().to_string()),
     }
@@ -46,21 +72,6 @@ pub(crate) fn failed(e: &polylock::Error) -> Outcome {
 /// A synchronous error for the JS wrapper: `CODE\u{1}message`.
 pub(crate) fn sync_err(e: polylock::Error) -> Error {
     Error::from_reason(format!("{}\u{1}{}", e.kind().name(), e.message()))
-}
-
-pub(crate) fn ms(v: f64, what: &str) -> std::result::Result<Duration, polylock::Error> {
-    if !v.is_finite() || v <= 0.0 {
-        return Err(polylock::Error::new(
-            ErrorKind::InvalidArgument,
-            format!("{what} must be a positive number of milliseconds, got {v}"),
-        ));
-    }
-    Duration::try_from_secs_f64(v / 1e3).map_err(|_| {
-        polylock::Error::new(
-            ErrorKind::InvalidArgument,
-            format!("{what} {v} is too large"),
-        )
-    })
 }
 
 /// Spawn `fut` on polylock's runtime; its outcome settles the returned Promise.

@@ -1,0 +1,152 @@
+'use strict';
+// Semaphores and the count-down latch from Node, the same cases on Redis and on ZooKeeper.
+const { test } = require('node:test');
+const assert = require('node:assert/strict');
+const { randomUUID } = require('node:crypto');
+const { spawn } = require('node:child_process');
+const path = require('node:path');
+const polylock = require('..');
+
+const REDIS = process.env.POLYLOCK_REDIS_URL || 'redis://127.0.0.1:6379';
+const ZK = process.env.POLYLOCK_ZK_URL || 'zk://127.0.0.1:2181';
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+const nameFor = (url, p) => (url.startsWith('zk') ? `/polylock-node/${p}-${randomUUID()}` : `polylock-node:${p}:${randomUUID()}`);
+const isCode = (code) => (e) => e instanceof polylock.PolylockError && e.code === code;
+
+for (const [server, url] of [
+  ['redis', REDIS],
+  ['zookeeper', ZK],
+]) {
+  test(`${server}: 3 permits and 16 workers: exactly 3 inside at the busiest, all finish`, async () => {
+    const [a, b] = [await polylock.connect(url), await polylock.connect(url)];
+    const name = nameFor(url, 'sem16');
+    assert.equal(await a.semaphore(name).trySetPermits(3), true);
+    assert.equal(await b.semaphore(name).trySetPermits(9), false);
+    let inside = 0;
+    let most = 0;
+    let finished = 0;
+    await Promise.all(
+      Array.from({ length: 16 }, async (_, i) => {
+        const sem = (i % 2 ? a : b).semaphore(name);
+        for (let k = 0; k < 3; k++) {
+          const permit = await sem.acquire({ waitMs: 30000 });
+          inside++;
+          most = Math.max(most, inside);
+          await sleep(10);
+          inside--;
+          await permit.release();
+        }
+        finished++;
+      }),
+    );
+    assert.equal(finished, 16);
+    assert.equal(most, 3);
+    assert.equal(await a.semaphore(name).availablePermits(), 3);
+    await a.close();
+    await b.close();
+  });
+
+  test(`${server}: timeouts reject typed, a release wakes a waiter, bad input, AbortSignal`, async () => {
+    const [c, other] = [await polylock.connect(url), await polylock.connect(url)];
+    const name = nameFor(url, 'semwait');
+    const sem = c.semaphore(name);
+    await sem.trySetPermits(1);
+    const held = await sem.acquire();
+    await assert.rejects(other.semaphore(name).acquire({ waitMs: 150 }), isCode('ERR_POLYLOCK_TIMEOUT'));
+    await assert.rejects(
+      other.semaphore(name).acquire({ signal: AbortSignal.timeout(100) }),
+      (e) => e.name === 'TimeoutError',
+    );
+    const waiting = other.semaphore(name).acquire({ waitMs: 10000 });
+    await sleep(100);
+    const released = Date.now();
+    await held[Symbol.asyncDispose]();
+    const second = await waiting;
+    assert.ok(Date.now() - released < 500, 'woken by the release');
+    await second.release();
+    await second.release(); // once only
+    for (const bad of [0, -1, 1.5, 'x']) {
+      await assert.rejects(sem.acquire({ permits: bad }), (e) => e.code === 'ERR_POLYLOCK_INVALID_ARGUMENT');
+    }
+    await assert.rejects(sem.release(0), (e) => e.code === 'ERR_POLYLOCK_INVALID_ARGUMENT');
+    assert.equal(await sem.availablePermits(), 1);
+    await sem.addPermits(2);
+    assert.equal(await sem.drainPermits(), 3);
+    assert.equal(await sem.availablePermits(), 0);
+    await sem.release(3);
+    await other.close();
+    await c.close();
+  });
+
+  test(`${server}: the latch wakes every waiter at zero and times out otherwise`, async () => {
+    const [c, other] = [await polylock.connect(url), await polylock.connect(url)];
+    const name = nameFor(url, 'latch');
+    const latch = c.countDownLatch(name);
+    assert.equal(await latch.count(), 0);
+    assert.equal(await latch.wait({ waitMs: 0 }), true);
+    await assert.rejects(latch.trySetCount(0), (e) => e.code === 'ERR_POLYLOCK_INVALID_ARGUMENT');
+    assert.equal(await latch.trySetCount(2), true);
+    assert.equal(await other.countDownLatch(name).trySetCount(5), false);
+    assert.equal(await latch.wait({ waitMs: 150 }), false);
+    const waiters = [0, 1, 2].map((i) => (i % 2 ? c : other).countDownLatch(name).wait({ waitMs: 10000 }));
+    await sleep(100);
+    await latch.countDown();
+    assert.equal(await latch.count(), 1);
+    await other.countDownLatch(name).countDown();
+    assert.deepEqual(await Promise.all(waiters), [true, true, true]);
+    await other.close();
+    await c.close();
+  });
+}
+
+test('redis: expiring permits: ids, the watchdog, a lost lease, unknown ids', async () => {
+  const c = await polylock.connect(REDIS, { watchdogTimeoutMs: 600 });
+  const name = nameFor(REDIS, 'permits');
+  const sem = c.permitExpirableSemaphore(name);
+  const lost = [];
+  sem.on('lost', (e) => lost.push(e.reason));
+  assert.equal(await sem.trySetPermits(1), true);
+  const permit = await sem.acquire();
+  assert.match(permit.id, /^[0-9a-f]{32}$/);
+  await sleep(1900);
+  assert.equal(await sem.availablePermits(), 0, 'renewed past three leases');
+  await assert.rejects(sem.acquire({ waitMs: 0 }), isCode('ERR_POLYLOCK_TIMEOUT'));
+  await permit.release();
+  await assert.rejects(sem.release(permit.id), isCode('ERR_POLYLOCK_NOT_OWNER'));
+  await assert.rejects(sem.release('nope'), (e) => e.code === 'ERR_POLYLOCK_INVALID_ARGUMENT');
+  assert.equal(await sem.tryRelease(permit.id), false);
+  const short = await sem.acquire({ leaseMs: 300 });
+  for (let i = 0; i < 100 && lost.length === 0; i++) await sleep(20);
+  assert.deepEqual(lost, ['Expired']);
+  await assert.rejects(sem.release(short.id), isCode('ERR_POLYLOCK_LOCK_LOST'));
+  assert.equal(await sem.availablePermits(), 1);
+  await c.close();
+  const z = await polylock.connect(ZK);
+  assert.throws(() => z.permitExpirableSemaphore('/polylock-node/nope'), isCode('ERR_POLYLOCK_UNSUPPORTED'));
+  await z.close();
+});
+
+test('redis: a killed holder\'s expiring permit comes back within its lease', async () => {
+  const name = nameFor(REDIS, 'permits-kill');
+  const script = `
+    const p = require(${JSON.stringify(path.join(__dirname, '..'))});
+    (async () => {
+      const c = await p.connect(${JSON.stringify(REDIS)}, { watchdogTimeoutMs: 1000 });
+      const s = c.permitExpirableSemaphore(${JSON.stringify(name)});
+      await s.trySetPermits(1);
+      await s.acquire();
+      console.log('held');
+      setInterval(() => {}, 1000);
+    })();`;
+  const child = spawn(process.execPath, ['-e', script], { stdio: ['ignore', 'pipe', 'inherit'] });
+  await new Promise((resolve) => child.stdout.once('data', resolve));
+  child.kill('SIGKILL');
+  await new Promise((resolve) => child.once('exit', resolve));
+  const started = Date.now();
+  const c = await polylock.connect(REDIS);
+  const permit = await c.permitExpirableSemaphore(name).acquire({ waitMs: 5000 });
+  const took = Date.now() - started;
+  assert.ok(took < 2000, `back within its 1 s lease (took ${took} ms)`);
+  await permit.release();
+  await c.close();
+});
