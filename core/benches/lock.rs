@@ -118,12 +118,21 @@ async fn run(o: Opts) {
         .read_write_lock(&format!("polylock-bench:rw:{}", std::process::id()))
         .unwrap();
     let read = rw.read_lock();
-    let (mut plain_v, mut read_v) = (Vec::new(), Vec::new());
+    let sem = client
+        .semaphore(&format!("polylock-bench:sem:{}", std::process::id()))
+        .unwrap();
+    sem.try_set_permits(1).await.unwrap();
+    let (mut plain_v, mut read_v, mut sem_v) = (Vec::new(), Vec::new(), Vec::new());
     for _ in 0..10 {
         plain_v.extend(samples(&lock, n / 10).await.0);
         read_v.extend(samples(&read, n / 10).await.0);
+        sem_v.extend(semaphore_samples(&sem, n / 10).await);
     }
-    let (plain_ab, read_ab) = (pct(&mut plain_v, 0.5), pct(&mut read_v, 0.5));
+    let (plain_ab, read_ab, sem_ab) = (
+        pct(&mut plain_v, 0.5),
+        pct(&mut read_v, 0.5),
+        pct(&mut sem_v, 0.5),
+    );
 
     let secs = Duration::from_secs_f64(o.seconds);
     let ping64 = parallel(&client, 64, secs, true).await;
@@ -183,6 +192,12 @@ async fn run(o: Opts) {
     println!(
         "  64 readers, one read-write lock  {:>8.0} pairs/s   (every reader holds it while the others come and go)",
         readers64
+    );
+    println!(
+        "  semaphore pair, alternating      p50 {:>8.1} us   beside the plain pair {:>8.1} us: {:.2} x   (target <= 1.2)",
+        us(sem_ab),
+        us(plain_ab),
+        us(sem_ab) / us(plain_ab)
     );
     println!("{contended}");
 }
@@ -253,6 +268,18 @@ async fn samples(lock: &polylock::Lock, n: usize) -> (Vec<Duration>, Duration) {
         pairs.push(t.elapsed());
     }
     (pairs, started.elapsed())
+}
+
+/// The times of `n` uncontended acquire+release pairs of one permit.
+async fn semaphore_samples(sem: &polylock::Semaphore, n: usize) -> Vec<Duration> {
+    let mut pairs = Vec::with_capacity(n);
+    for _ in 0..n {
+        let t = Instant::now();
+        let p = sem.acquire(1, polylock::Wait::Forever).await.unwrap();
+        p.release(sem).await.unwrap();
+        pairs.push(t.elapsed());
+    }
+    pairs
 }
 
 /// Read pairs per second of `tasks` readers (an owner each) on one read-write lock.
