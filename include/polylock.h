@@ -101,6 +101,11 @@ typedef struct {
    ZooKeeper session timeout in ms (default 10000).
    */
   uint64_t session_timeout_ms;
+  /*
+   How long a fair lock's waiter keeps its place without trying again, in ms (default 5000;
+   live waiters refresh it, so only a dead waiter's place expires).
+   */
+  uint64_t fair_wait_timeout_ms;
 } polylock_options;
 
 /*

@@ -23,6 +23,9 @@ pub struct polylock_options {
     pub command_timeout_ms: u64,
     /// ZooKeeper session timeout in ms (default 10000).
     pub session_timeout_ms: u64,
+    /// How long a fair lock's waiter keeps its place without trying again, in ms (default 5000;
+    /// live waiters refresh it, so only a dead waiter's place expires).
+    pub fair_wait_timeout_ms: u64,
 }
 
 fn opt_ms(v: u64, default: Duration) -> Duration {
@@ -88,6 +91,7 @@ pub unsafe extern "C" fn polylock_client_connect_with(
                 connect_timeout: opt_ms(o.connect_timeout_ms, d.connect_timeout),
                 command_timeout: opt_ms(o.command_timeout_ms, d.command_timeout),
                 session_timeout: opt_ms(o.session_timeout_ms, d.session_timeout),
+                fair_wait_timeout: opt_ms(o.fair_wait_timeout_ms, d.fair_wait_timeout),
             }
         };
         match block(async move { Client::connect_with(&url, options).await }) {

@@ -30,6 +30,7 @@ pub fn connect<'e>(
             connect_timeout: ms(connect_ms, "connectTimeoutMs")?,
             command_timeout: ms(command_ms, "commandTimeoutMs")?,
             session_timeout: ms(session_ms, "sessionTimeoutMs")?,
+            ..ClientOptions::default()
         })
     })()
     .map_err(sync_err)?;

@@ -1,7 +1,6 @@
 //! `NativeLock`: one handle for every lock kind; every call names its owner and settles a
 //! Promise. `CancelToken` cancels a waiting acquire (for `AbortSignal`).
 
-
 use napi::bindgen_prelude::*;
 use napi_derive::napi;
 use polylock::{AcquireOptions, ErrorKind, Lock};

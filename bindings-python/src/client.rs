@@ -24,6 +24,7 @@ pub(crate) fn connect(
         connect_timeout: seconds(connect_timeout, "connect_timeout")?,
         command_timeout: seconds(command_timeout, "command_timeout")?,
         session_timeout: seconds(session_timeout, "session_timeout")?,
+        ..ClientOptions::default()
     };
     let client = blocking(py, async move { Client::connect_with(&url, options).await })?;
     Ok(NativeClient { inner: client })

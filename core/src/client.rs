@@ -65,7 +65,7 @@ impl Client {
             } else {
                 crate::redis::connect(&url, &options, &id).await?
             };
-            let core = Arc::new(ClientCore::new(id, options, backend));
+            let core = Arc::new(ClientCore::new(id, server_key(&url), options, backend));
             tokio::spawn(watchdog::run(Arc::downgrade(&core)));
             let sink: Arc<dyn SessionSink> = core.clone();
             core.backend.watch_session(Arc::downgrade(&sink));
@@ -105,6 +105,15 @@ impl Client {
     pub fn mutex(&self, path: &str) -> Result<Lock> {
         self.checked_name(path)?;
         Lock::new(self.core.clone(), path, LockKind::Mutex)
+    }
+
+    /// A fair lock for `name`: granted in the order of asking, across polylock and Redisson
+    /// (Redisson's `RFairLock` on Redis, with a short stale-waiter timeout, see
+    /// [`ClientOptions::fair_wait_timeout`]). On ZooKeeper every lock is fair: this is the
+    /// ordinary lock.
+    pub fn fair_lock(&self, name: &str) -> Result<Lock> {
+        self.checked_name(name)?;
+        Lock::new(self.core.clone(), name, LockKind::Fair)
     }
 
     /// A read-write lock for `name`: Redisson's `RReadWriteLock` on Redis, Curator's
@@ -228,5 +237,31 @@ impl Client {
     /// Channels with a live subscription or waiters (tests check that none leak).
     pub fn subscribed_channels(&self) -> usize {
         self.core.backend.subscribed_channels()
+    }
+}
+
+/// A URL's server part, for ordering: the scheme, the hosts and the database or chroot, without
+/// credentials, options or fragment.
+fn server_key(url: &str) -> String {
+    let (scheme, rest) = url.split_once("://").unwrap_or(("", url));
+    let rest = rest.split(['?', '#']).next().unwrap_or_default();
+    let rest = rest.rsplit_once('@').map_or(rest, |(_, hosts)| hosts);
+    format!("{}://{rest}", scheme.to_ascii_lowercase())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::server_key;
+
+    #[test]
+    fn server_keys_leave_out_credentials_and_options() {
+        assert_eq!(
+            server_key("redis://u:p@127.0.0.1:6379/2?x=1#insecure"),
+            "redis://127.0.0.1:6379/2"
+        );
+        assert_eq!(
+            server_key("ZK://a:1,b:2/app?session_timeout_ms=3"),
+            "zk://a:1,b:2/app"
+        );
     }
 }

@@ -54,6 +54,10 @@ struct Target {
     /// With --name: take the write half of a read-write lock (flock's word).
     #[arg(long, short = 'x', requires = "name")]
     exclusive: bool,
+    /// With --name: a fair lock, granted in the order of asking (Redisson's RFairLock; every
+    /// ZooKeeper lock is fair already). `status --fair` lists its queue.
+    #[arg(long, requires = "name", conflicts_with_all = ["shared", "exclusive"])]
+    fair: bool,
 }
 
 impl Target {
@@ -64,6 +68,7 @@ impl Target {
             (_, _, Some(n)) => (n, LockKind::Write),
             (Some(n), _, _) if self.shared => (n, LockKind::Read),
             (Some(n), _, _) if self.exclusive => (n, LockKind::Write),
+            (Some(n), _, _) if self.fair => (n, LockKind::Fair),
             (Some(n), _, _) => (n, LockKind::Reentrant),
             (None, None, None) => unreachable!("clap requires a name"),
         }

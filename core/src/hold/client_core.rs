@@ -16,6 +16,9 @@ use crate::model::owner::OwnerId;
 /// One client: its id, options, backend and holds, shared by its primitives.
 pub(crate) struct ClientCore {
     pub(crate) id: String,
+    /// The server(s), as a URL without credentials: the same for every client of them, in every
+    /// process (the multi-lock orders its members by it).
+    pub(crate) server: String,
     pub(crate) options: ClientOptions,
     pub(crate) backend: Box<dyn Backend>,
     pub(crate) holds: Holds,
@@ -30,9 +33,15 @@ pub(crate) struct ClientCore {
 }
 
 impl ClientCore {
-    pub(crate) fn new(id: String, options: ClientOptions, backend: Box<dyn Backend>) -> Self {
+    pub(crate) fn new(
+        id: String,
+        server: String,
+        options: ClientOptions,
+        backend: Box<dyn Backend>,
+    ) -> Self {
         ClientCore {
             id,
+            server,
             options,
             backend,
             holds: Holds::default(),

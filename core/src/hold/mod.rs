@@ -17,6 +17,8 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::{broadcast, watch};
 
+use crate::model::lost::HoldState as State;
+
 use crate::model::kind::HoldKind;
 use crate::model::lost::{HoldState, LostEvent, LostReason, LostSignal};
 use crate::model::owner::OwnerId;
@@ -186,4 +188,43 @@ pub(crate) fn watch_gone(
             }
         }
     });
+}
+
+/// A lost signal that fires when any of `signals` fires (the hold of a multi-lock ends with the
+/// first of its members to be lost), and reports "released" once all of them were released.
+pub(crate) fn any_lost(signals: Vec<LostSignal>) -> LostSignal {
+    let (tx, rx) = watch::channel(State::Held);
+    crate::runtime::handle().spawn(async move {
+        let mut pending: Vec<_> = signals
+            .into_iter()
+            .map(|s| Box::pin(async move { s.wait().await }))
+            .collect();
+        while !pending.is_empty() {
+            let (reason, _, rest) = futures_select_all(pending).await;
+            if let Some(reason) = reason {
+                tx.send_replace(State::Lost(reason));
+                return;
+            }
+            pending = rest;
+        }
+        tx.send_replace(State::Released);
+    });
+    LostSignal::new(rx)
+}
+
+/// The first of several futures to finish, with its index and the others (a tiny `select_all`).
+async fn futures_select_all<F: std::future::Future + Unpin>(
+    mut futures: Vec<F>,
+) -> (F::Output, usize, Vec<F>) {
+    let (out, i) = std::future::poll_fn(|cx| {
+        for (i, f) in futures.iter_mut().enumerate() {
+            if let std::task::Poll::Ready(out) = std::pin::Pin::new(f).poll(cx) {
+                return std::task::Poll::Ready((out, i));
+            }
+        }
+        std::task::Poll::Pending
+    })
+    .await;
+    drop(futures.remove(i));
+    (out, i, futures)
 }

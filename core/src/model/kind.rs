@@ -15,15 +15,19 @@ pub enum LockKind {
     Read,
     /// The exclusive half of a read-write lock.
     Write,
+    /// A reentrant lock granted in the order of asking (Redisson's `RFairLock`; on ZooKeeper every
+    /// lock queues in order, and a fair lock is the ordinary one).
+    Fair,
 }
 
 impl LockKind {
     /// Every kind.
-    pub const ALL: [LockKind; 4] = [
+    pub const ALL: [LockKind; 5] = [
         LockKind::Reentrant,
         LockKind::Mutex,
         LockKind::Read,
         LockKind::Write,
+        LockKind::Fair,
     ];
 
     /// A lower-case word for messages and `status` output.
@@ -33,6 +37,7 @@ impl LockKind {
             LockKind::Mutex => "mutex",
             LockKind::Read => "read lock",
             LockKind::Write => "write lock",
+            LockKind::Fair => "fair lock",
         }
     }
 }

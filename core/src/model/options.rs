@@ -22,6 +22,10 @@ pub struct ClientOptions {
     /// ZooKeeper session timeout (a `session_timeout_ms` in the URL wins). Locks held through a
     /// session are lost when it expires. Default 10 s.
     pub session_timeout: Duration,
+    /// How long a waiter of a fair lock (Redis) keeps its place in the queue without trying again:
+    /// a live waiter refreshes it every third of this, so only a dead waiter's place expires.
+    /// Default 5 s (Redisson's `fairLockWaitTimeout` is 300 s, chained behind every waiter).
+    pub fair_wait_timeout: Duration,
 }
 
 impl Default for ClientOptions {
@@ -31,6 +35,7 @@ impl Default for ClientOptions {
             connect_timeout: Duration::from_secs(5),
             command_timeout: Duration::from_secs(5),
             session_timeout: Duration::from_secs(10),
+            fair_wait_timeout: Duration::from_secs(5),
         }
     }
 }
@@ -47,6 +52,13 @@ impl ClientOptions {
         check_duration("connect timeout", self.connect_timeout)?;
         check_duration("command timeout", self.command_timeout)?;
         check_duration("session timeout", self.session_timeout)?;
+        check_duration("fair wait timeout", self.fair_wait_timeout)?;
+        if self.fair_wait_timeout < Duration::from_millis(30) {
+            return Err(Error::invalid(format!(
+                "fair wait timeout {:?} is too short; use at least 30ms",
+                self.fair_wait_timeout
+            )));
+        }
         Ok(())
     }
 }

@@ -4,6 +4,8 @@
 
 pub(crate) mod latch;
 pub(crate) mod lock;
+pub(crate) mod multi;
+pub(crate) mod one;
 pub(crate) mod permit_semaphore;
 pub(crate) mod read_write;
 pub(crate) mod semaphore;

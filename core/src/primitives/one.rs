@@ -1,6 +1,7 @@
-//! The one lock handle. Every lock-like kind (reentrant lock, mutex, the read and the write half
-//! of a read-write lock) is a [`Lock`]; what differs between backends and kinds is asked of the
-//! kind's [`LockOps`], never matched on.
+//! One lock of one kind on one server: the reentrant lock, the mutex, either half of a read-write
+//! lock, the fair lock. What differs between backends and kinds is asked of the kind's
+//! [`LockOps`], never matched on. The public [`Lock`](super::lock::Lock) wraps it (or a
+//! multi-lock of several).
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -18,31 +19,29 @@ use crate::model::owner::OwnerId;
 /// InterProcessSemaphoreMutex: any thread may release it), so it is kept under this owner.
 const CLIENT_OWNER: OwnerId = u64::MAX;
 
-/// A handle on one named lock of one kind. Every operation names its owner explicitly.
-///
-/// Handles are cheap: two handles with the same name, kind and owner are the same hold.
+/// One named lock of one kind. Every operation names its owner explicitly.
 #[derive(Clone)]
-pub struct Lock {
+pub(crate) struct OneLock {
     core: Arc<ClientCore>,
     name: Arc<str>,
     ops: Arc<dyn LockOps>,
 }
 
-impl std::fmt::Debug for Lock {
+impl std::fmt::Debug for OneLock {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Lock")
+        f.debug_struct("OneLock")
             .field("name", &self.name)
             .field("kind", &self.ops.kind())
             .finish()
     }
 }
 
-impl Lock {
+impl OneLock {
     /// A handle of `kind` on `name` (checked by the caller); `Unsupported` if the backend lacks
     /// that kind.
-    pub(crate) fn new(core: Arc<ClientCore>, name: &str, kind: LockKind) -> Result<Lock> {
+    pub(crate) fn new(core: Arc<ClientCore>, name: &str, kind: LockKind) -> Result<OneLock> {
         let ops = core.ops(kind)?;
-        Ok(Lock {
+        Ok(OneLock {
             core,
             name: Arc::from(name),
             ops,
@@ -54,17 +53,29 @@ impl Lock {
         &self.name
     }
 
+    /// Where a multi-lock takes this lock: by name, server, kind (the same in every process).
+    pub(crate) fn order_key(&self) -> (&str, &str, LockKind) {
+        (&self.name, &self.core.server, self.kind())
+    }
+
+    /// The same lock on the same client (one hold).
+    pub(crate) fn same_lock(&self, other: &OneLock) -> bool {
+        Arc::ptr_eq(&self.core, &other.core)
+            && self.name == other.name
+            && self.kind() == other.kind()
+    }
+
     /// The lock's kind.
     pub fn kind(&self) -> LockKind {
         self.ops.kind()
     }
 
-    /// True for a non-reentrant mutex (see [`Client::mutex`](crate::Client::mutex)).
+    /// True for a non-reentrant mutex (see `Client::mutex`).
     pub fn is_mutex(&self) -> bool {
         self.ops.reentry() == Reentry::None
     }
 
-    /// See [`Client::queues_waiters`](crate::Client::queues_waiters).
+    /// See `Client::queues_waiters`.
     pub fn queues_waiters(&self) -> bool {
         self.ops.queues_waiters()
     }
@@ -430,11 +441,6 @@ impl Lock {
         self.ops.is_locked(&self.name).await
     }
 
-    /// Whether `owner` holds the lock (asks the server; a lost hold is not held).
-    pub async fn is_held_by(&self, owner: OwnerId) -> Result<bool> {
-        Ok(self.hold_count(owner).await? > 0)
-    }
-
     /// How many times `owner` holds the lock (0 if not at all, or if its hold was lost).
     pub async fn hold_count(&self, owner: OwnerId) -> Result<u32> {
         self.core.check_usable()?;
@@ -554,7 +560,7 @@ fn closed_while_waiting() -> Error {
 
 /// Clears `releasing` if a release future is dropped mid-flight, so the watchdog notices a loss.
 struct ResetReleasing<'a> {
-    lock: &'a Lock,
+    lock: &'a OneLock,
     key: &'a HoldKey,
     armed: bool,
 }

@@ -89,14 +89,14 @@ impl Scripts {
 }
 
 /// Channel on which releases of `name` are announced.
-fn channel(flavor: Flavor, name: &str) -> String {
+pub(super) fn channel(flavor: Flavor, name: &str) -> String {
     match flavor {
         Flavor::Plain => format!("redisson_lock__channel:{{{name}}}"),
         Flavor::Read | Flavor::Write => format!("redisson_rwlock:{{{name}}}"),
     }
 }
 
-fn token_key(name: &str) -> String {
+pub(super) fn token_key(name: &str) -> String {
     format!("redisson_lock_token:{{{name}}}")
 }
 
@@ -125,7 +125,7 @@ pub(crate) struct RedisLock {
 type Undos = std::sync::Mutex<std::collections::HashMap<String, Arc<tokio::sync::Notify>>>;
 
 /// The stored owner field of `owner` in this flavor.
-fn field(conn: &RedisConn, flavor: Flavor, owner: OwnerId) -> String {
+pub(super) fn field(conn: &RedisConn, flavor: Flavor, owner: OwnerId) -> String {
     let mut f = owner::field(&conn.client_id, owner);
     if flavor == Flavor::Write {
         f.push_str(":write");
@@ -156,7 +156,7 @@ fn drop_call<'s>(
 }
 
 /// Parse the reply of an acquire script: `{1, token, count}` held, `{0, pttl}` busy.
-fn parse_acquire(
+pub(super) fn parse_acquire(
     name: &str,
     v: Vec<i64>,
 ) -> Result<std::result::Result<Granted, Option<Duration>>> {
@@ -484,7 +484,7 @@ impl LockOps for RedisLock {
 }
 
 /// A lock's status from its hash (an `RLock`, or an `RReadWriteLock` when it has `mode`).
-fn status_of(name: &str, fields: Vec<(String, Value)>, pttl: i64) -> LockStatus {
+pub(super) fn status_of(name: &str, fields: Vec<(String, Value)>, pttl: i64) -> LockStatus {
     let mut mode = None;
     let mut holders = Vec::new();
     let rw = fields.iter().any(|(f, _)| f == "mode");

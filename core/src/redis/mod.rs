@@ -5,6 +5,7 @@
 //! ([`sync_conn`]), and one subscriber connection for waiters ([`pubsub`]). The lock kinds live
 //! in [`lock`], their Lua scripts in `lua/`.
 
+mod fair;
 mod latch;
 mod lock;
 mod pubsub;
@@ -24,6 +25,7 @@ use crate::model::kind::{HoldKind, LockKind};
 use crate::model::options::ClientOptions;
 use crate::runtime;
 
+use fair::RedisFairLock;
 use latch::RedisLatch;
 use lock::{Flavor, RedisLock};
 use pubsub::Subscriptions;
@@ -159,6 +161,7 @@ pub(crate) struct RedisBackend {
     plain: Arc<RedisLock>,
     read: Arc<RedisLock>,
     write: Arc<RedisLock>,
+    fair: Arc<RedisFairLock>,
     semaphore: Arc<RedisSemaphore>,
     permits: Arc<RedisSemaphore>,
     latch: Arc<RedisLatch>,
@@ -197,6 +200,7 @@ pub(crate) async fn connect(
         plain: Arc::new(RedisLock::new(conn.clone(), Flavor::Plain)),
         read: Arc::new(RedisLock::new(conn.clone(), Flavor::Read)),
         write: Arc::new(RedisLock::new(conn.clone(), Flavor::Write)),
+        fair: Arc::new(RedisFairLock::new(conn.clone(), options.fair_wait_timeout)),
         semaphore: Arc::new(RedisSemaphore::new(conn.clone(), false)),
         permits: Arc::new(RedisSemaphore::new(conn.clone(), true)),
         latch: Arc::new(RedisLatch::new(conn.clone())),
@@ -215,6 +219,7 @@ impl Backend for RedisBackend {
             LockKind::Reentrant => Ok(self.plain.clone()),
             LockKind::Read => Ok(self.read.clone()),
             LockKind::Write => Ok(self.write.clone()),
+            LockKind::Fair => Ok(self.fair.clone()),
             LockKind::Mutex => Err(Error::unsupported(
                 "the non-reentrant semaphore mutex is a ZooKeeper lock; use lock() on Redis",
             )),
@@ -226,6 +231,7 @@ impl Backend for RedisBackend {
             HoldKind::Lock(LockKind::Reentrant) => Ok(self.plain.clone()),
             HoldKind::Lock(LockKind::Read) => Ok(self.read.clone()),
             HoldKind::Lock(LockKind::Write) => Ok(self.write.clone()),
+            HoldKind::Lock(LockKind::Fair) => Ok(self.fair.clone()),
             HoldKind::Permit => Ok(self.permits.clone()),
             _ => Err(Error::internal(format!(
                 "no {} holds on Redis",

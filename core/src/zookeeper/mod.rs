@@ -520,7 +520,8 @@ impl Backend for ZkBackend {
 
     fn lock_ops(&self, kind: LockKind) -> Result<Arc<dyn LockOps>> {
         match kind {
-            LockKind::Reentrant => Ok(self.mutex.clone()),
+            // Every ZooKeeper lock queues in order: the fair lock is the ordinary one.
+            LockKind::Reentrant | LockKind::Fair => Ok(self.mutex.clone()),
             LockKind::Mutex => Ok(self.semaphore_mutex.clone()),
             LockKind::Read => Ok(self.read.clone()),
             LockKind::Write => Ok(self.write.clone()),
@@ -529,7 +530,7 @@ impl Backend for ZkBackend {
 
     fn hold_ops(&self, kind: HoldKind) -> Result<Arc<dyn HoldOps>> {
         match kind {
-            HoldKind::Lock(LockKind::Reentrant) => Ok(self.mutex.clone()),
+            HoldKind::Lock(LockKind::Reentrant | LockKind::Fair) => Ok(self.mutex.clone()),
             HoldKind::Lock(LockKind::Mutex) => Ok(self.semaphore_mutex.clone()),
             HoldKind::Lock(LockKind::Read) => Ok(self.read.clone()),
             HoldKind::Lock(LockKind::Write) => Ok(self.write.clone()),

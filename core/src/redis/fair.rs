@@ -1,0 +1,404 @@
+//! Redisson's `RFairLock` on Redis: first come, first served, across polylock and Redisson.
+//!
+//! | key / channel                                        | content |
+//! |------------------------------------------------------|---------|
+//! | `<name>`                                             | hash, as an RLock |
+//! | `redisson_lock_queue:{<name>}`                       | list of waiting owners, head first |
+//! | `redisson_lock_timeout:{<name>}`                     | zset: waiting owner → its deadline (ms since the epoch, client clock) |
+//! | `redisson_lock__channel:{<name>}:<owner field>`      | one channel per waiter; a release wakes only the queue's head |
+//!
+//! Where polylock differs from Redisson: a waiter's deadline is its own (now + the stale-waiter
+//! timeout, 5 s by default, `ClientOptions::fair_wait_timeout`) and a live waiter refreshes it at
+//! every try (a third of that timeout apart), so a dead waiter holds the queue up for one timeout,
+//! not for Redisson's 300 s chained behind every waiter before it. Redisson's waiters keep their
+//! own rule in the same queue.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use async_trait::async_trait;
+use redis::{RedisError, Script, Value};
+
+use super::lock::{channel, field, parse_acquire, status_of, token_key, Flavor};
+use super::pubsub::Wake;
+use super::{backoff, epoch_ms, map_err, ms, retryable, RedisConn, RETRIES};
+use crate::backend::{
+    AcquireRequest, Granted, HoldOps, LeaseSupport, LockOps, Reentry, ReleaseRequest, RenewItem,
+    UnlockReply,
+};
+use crate::model::error::{Error, Result};
+use crate::model::kind::LockKind;
+use crate::model::outcome::LockStatus;
+use crate::model::owner::OwnerId;
+
+const PUBLISH: &str = "publish";
+const RELEASED: &str = "0";
+
+fn queue_key(name: &str) -> String {
+    format!("redisson_lock_queue:{{{name}}}")
+}
+
+fn deadlines_key(name: &str) -> String {
+    format!("redisson_lock_timeout:{{{name}}}")
+}
+
+struct Scripts {
+    acquire: Script,
+    release: Script,
+    dequeue: Script,
+    drop: Script,
+    force_unlock: Script,
+    renew: Script,
+}
+
+impl Scripts {
+    fn new() -> Scripts {
+        let evict = include_str!("lua/fair/evict.lua");
+        let s = |text: &str| Script::new(&text.replace("--EVICT--", evict));
+        Scripts {
+            acquire: s(include_str!("lua/fair/acquire.lua")),
+            release: s(include_str!("lua/fair/release.lua")),
+            dequeue: s(include_str!("lua/fair/dequeue.lua")),
+            drop: s(include_str!("lua/fair/drop.lua")),
+            force_unlock: s(include_str!("lua/fair/force_unlock.lua")),
+            // A holder's field is renewed exactly like an RLock owner's.
+            renew: Script::new(include_str!("lua/lock/renew.lua")),
+        }
+    }
+}
+
+/// The fair lock of one client.
+pub(crate) struct RedisFairLock {
+    conn: Arc<RedisConn>,
+    scripts: Arc<Scripts>,
+    /// How long a waiter stays queued without trying again.
+    stale: Duration,
+}
+
+/// The script call that leaves the queue (or, with `expected`, also undoes one hold a cancelled
+/// acquire may have taken).
+fn give_up_call<'s>(scripts: &'s Scripts, name: &str, field: &str) -> redis::ScriptInvocation<'s> {
+    let mut inv = scripts.dequeue.key(name);
+    inv.key(channel(Flavor::Plain, name))
+        .key(queue_key(name))
+        .key(deadlines_key(name))
+        .arg(RELEASED)
+        .arg(field)
+        .arg(PUBLISH)
+        .arg(epoch_ms());
+    inv
+}
+
+fn drop_call<'s>(
+    scripts: &'s Scripts,
+    name: &str,
+    field: &str,
+    expected: Option<u32>,
+) -> redis::ScriptInvocation<'s> {
+    let mut inv = scripts.drop.key(name);
+    inv.key(channel(Flavor::Plain, name))
+        .key(queue_key(name))
+        .key(deadlines_key(name))
+        .arg(RELEASED)
+        .arg(field)
+        .arg(PUBLISH);
+    match expected {
+        Some(n) => inv.arg(n),
+        None => inv.arg(""),
+    };
+    inv.arg(epoch_ms());
+    inv
+}
+
+impl RedisFairLock {
+    pub(crate) fn new(conn: Arc<RedisConn>, stale: Duration) -> RedisFairLock {
+        RedisFairLock {
+            conn,
+            scripts: Arc::new(Scripts::new()),
+            stale,
+        }
+    }
+
+    fn field(&self, owner: OwnerId) -> String {
+        field(&self.conn, Flavor::Plain, owner)
+    }
+
+    /// One try; `queue`: take (or refresh) a place in the queue if it is not granted.
+    async fn attempt(
+        &self,
+        name: &str,
+        field: &str,
+        lease: Duration,
+        held: u32,
+        queue: bool,
+    ) -> Result<std::result::Result<Granted, Option<Duration>>> {
+        let token = token_key(name);
+        let mut attempt = 0;
+        loop {
+            let mut inv = self.scripts.acquire.key(name);
+            inv.key(&token)
+                .key(queue_key(name))
+                .key(deadlines_key(name))
+                .arg(ms(lease))
+                .arg(field)
+                .arg(held)
+                .arg(if attempt == 0 { "" } else { "1" })
+                .arg(epoch_ms())
+                .arg(ms(self.stale))
+                .arg(if queue { "1" } else { "" });
+            // Dropped in flight, the script may still run: undo a hold it may have added and
+            // leave the queue it may have joined.
+            let guard = GiveUp {
+                lock: self,
+                name,
+                field,
+                undo: Some(held + 1),
+                armed: true,
+            };
+            let reply: std::result::Result<Vec<i64>, RedisError> = self.conn.invoke(&inv).await;
+            let mut guard = guard;
+            guard.armed = false;
+            match reply {
+                Ok(v) => return parse_acquire(name, v),
+                Err(e) if attempt < RETRIES && retryable(&e) => {
+                    attempt += 1;
+                    tokio::time::sleep(backoff(attempt)).await;
+                }
+                Err(e) => return Err(map_err(e, "acquire the fair lock")),
+            }
+        }
+    }
+
+    async fn dequeue(&self, name: &str, field: &str) {
+        let _: redis::RedisResult<i64> = give_up_call(&self.scripts, name, field)
+            .invoke_async(&mut self.conn.conn())
+            .await;
+    }
+}
+
+/// Leaves the queue (and undoes a hold an acquire in flight may have taken) when an acquire ends
+/// without the lock: in the background when the acquire is cancelled.
+struct GiveUp<'a> {
+    lock: &'a RedisFairLock,
+    name: &'a str,
+    field: &'a str,
+    undo: Option<u32>,
+    armed: bool,
+}
+
+impl Drop for GiveUp<'_> {
+    fn drop(&mut self) {
+        if !self.armed {
+            return;
+        }
+        let Ok(rt) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let scripts = self.lock.scripts.clone();
+        let (name, field, undo) = (self.name.to_string(), self.field.to_string(), self.undo);
+        let mut conn = self.lock.conn.conn();
+        rt.spawn(async move {
+            if let Some(expected) = undo {
+                let _: redis::RedisResult<i64> = drop_call(&scripts, &name, &field, Some(expected))
+                    .invoke_async(&mut conn)
+                    .await;
+            }
+            let _: redis::RedisResult<i64> = give_up_call(&scripts, &name, &field)
+                .invoke_async(&mut conn)
+                .await;
+        });
+    }
+}
+
+#[async_trait]
+impl HoldOps for RedisFairLock {
+    async fn renew(&self, holds: &[RenewItem], lease: Duration) -> Result<Vec<bool>> {
+        let mut inv = self.scripts.renew.prepare_invoke();
+        inv.arg(ms(lease));
+        for h in holds {
+            inv.key(&*h.name).arg(self.field(h.owner));
+        }
+        let v: Vec<i64> = inv
+            .invoke_async(&mut self.conn.conn())
+            .await
+            .map_err(|e| map_err(e, "renew leases"))?;
+        if v.len() != holds.len() {
+            return Err(Error::internal(
+                "renewal script returned the wrong number of results",
+            ));
+        }
+        Ok(v.into_iter().map(|x| x == 1).collect())
+    }
+
+    async fn drop_hold(&self, name: &str, owner: OwnerId, _node: Option<&str>) -> Result<bool> {
+        let field = self.field(owner);
+        let n: i64 = drop_call(&self.scripts, name, &field, None)
+            .invoke_async(&mut self.conn.conn())
+            .await
+            .map_err(|e| map_err(e, "drop the owner's holds"))?;
+        Ok(n == 1)
+    }
+}
+
+#[async_trait]
+impl LockOps for RedisFairLock {
+    fn kind(&self) -> LockKind {
+        LockKind::Fair
+    }
+
+    fn reentry(&self) -> Reentry {
+        Reentry::Server
+    }
+
+    fn lease_support(&self) -> LeaseSupport {
+        LeaseSupport::Renewable
+    }
+
+    fn queues_waiters(&self) -> bool {
+        true
+    }
+
+    async fn acquire(&self, req: &AcquireRequest<'_>) -> Result<Option<Granted>> {
+        let (name, field) = (req.name, self.field(req.owner));
+        let deadline = req.wait.deadline();
+        let once = deadline.is_some_and(|d| Instant::now() >= d);
+        if once {
+            // A single try never queues (Redisson's tryLock()).
+            return Ok(self
+                .attempt(name, &field, req.lease, req.held, false)
+                .await?
+                .ok());
+        }
+        // This waiter's own channel: a release wakes the queue's head only.
+        let own = format!("{}:{field}", channel(Flavor::Plain, name));
+        let guard = self.conn.subs.wait_on(&own, Wake::All).await?;
+        let mut leave = GiveUp {
+            lock: self,
+            name,
+            field: &field,
+            undo: None,
+            armed: true,
+        };
+        let refresh = self.stale / 3;
+        loop {
+            let notified = guard.channel.notify.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            let hint = match self
+                .attempt(name, &field, req.lease, req.held, true)
+                .await?
+            {
+                Ok(g) => {
+                    leave.armed = false; // the script took us out of the queue
+                    return Ok(Some(g));
+                }
+                Err(hint) => hint,
+            };
+            // Sleep until woken, or until this waiter must refresh its place (or try again if a
+            // message was lost), bounded by the caller's deadline.
+            let mut sleep = hint.unwrap_or(refresh).min(refresh).min(req.max_sleep);
+            if let Some(d) = deadline {
+                let now = Instant::now();
+                if now >= d {
+                    leave.armed = false;
+                    self.dequeue(name, &field).await;
+                    return Ok(None);
+                }
+                sleep = sleep.min(d - now);
+            }
+            tokio::select! {
+                _ = &mut notified => {}
+                _ = tokio::time::sleep(sleep.max(Duration::from_millis(1))) => {}
+            }
+        }
+    }
+
+    async fn release(&self, req: &ReleaseRequest<'_>) -> Result<UnlockReply> {
+        let field = self.field(req.owner);
+        let mut attempt = 0;
+        loop {
+            let mut inv = self.scripts.release.key(req.name);
+            inv.key(channel(Flavor::Plain, req.name))
+                .key(queue_key(req.name))
+                .key(deadlines_key(req.name))
+                .arg(RELEASED)
+                .arg(ms(req.lease))
+                .arg(&field)
+                .arg(PUBLISH)
+                .arg(req.held)
+                .arg(if attempt > 0 || req.retry { "1" } else { "" })
+                .arg(epoch_ms());
+            let reply: std::result::Result<Option<i64>, RedisError> = self.conn.invoke(&inv).await;
+            match reply {
+                Ok(None) => return Ok(UnlockReply::NotHeld),
+                Ok(Some(0)) => return Ok(UnlockReply::Decremented),
+                Ok(Some(_)) => return Ok(UnlockReply::Freed),
+                Err(e) if attempt < RETRIES && retryable(&e) => {
+                    attempt += 1;
+                    tokio::time::sleep(backoff(attempt)).await;
+                }
+                Err(e) => return Err(map_err(e, "release the fair lock")),
+            }
+        }
+    }
+
+    async fn is_locked(&self, name: &str) -> Result<bool> {
+        let n: i64 = self
+            .conn
+            .query(redis::cmd("EXISTS").arg(name).clone(), "check the lock")
+            .await?;
+        Ok(n == 1)
+    }
+
+    async fn hold_count(&self, name: &str, owner: OwnerId) -> Result<u32> {
+        let n: Option<i64> = self
+            .conn
+            .query(
+                redis::cmd("HGET").arg(name).arg(self.field(owner)).clone(),
+                "read the hold count",
+            )
+            .await?;
+        Ok(n.unwrap_or(0).clamp(0, u32::MAX as i64) as u32)
+    }
+
+    async fn remaining_lease(&self, name: &str) -> Result<Option<Duration>> {
+        let pttl: i64 = self
+            .conn
+            .query(redis::cmd("PTTL").arg(name).clone(), "read the lease")
+            .await?;
+        Ok((pttl >= 0).then(|| Duration::from_millis(pttl as u64)))
+    }
+
+    async fn force_unlock(&self, name: &str) -> Result<bool> {
+        let mut inv = self.scripts.force_unlock.key(name);
+        inv.key(channel(Flavor::Plain, name))
+            .key(queue_key(name))
+            .key(deadlines_key(name))
+            .arg(RELEASED)
+            .arg(PUBLISH)
+            .arg(epoch_ms());
+        let n: i64 = inv
+            .invoke_async(&mut self.conn.conn())
+            .await
+            .map_err(|e| map_err(e, "force-unlock the fair lock"))?;
+        Ok(n == 1)
+    }
+
+    /// The holder, and the queue in order.
+    async fn status(&self, name: &str) -> Result<LockStatus> {
+        let mut pipe = redis::pipe();
+        pipe.cmd("HGETALL")
+            .arg(name)
+            .cmd("PTTL")
+            .arg(name)
+            .cmd("LRANGE")
+            .arg(queue_key(name))
+            .arg(0)
+            .arg(-1);
+        let (fields, pttl, queue): (Vec<(String, Value)>, i64, Vec<String>) =
+            self.conn.query_pipe(pipe, "read the lock status").await?;
+        let mut st = status_of(name, fields, pttl);
+        st.waiters = queue;
+        Ok(st)
+    }
+}

@@ -1,0 +1,181 @@
+//! The fair lock on Redis (Redisson's RFairLock format), against a real redis-server.
+
+mod common;
+
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use common::*;
+use polylock::{owner, AcquireOptions, Client, ClientOptions, ErrorKind, Released};
+use redis::AsyncCommands;
+
+async fn queue(name: &str) -> Vec<String> {
+    raw()
+        .await
+        .lrange(format!("redisson_lock_queue:{{{name}}}"), 0, -1)
+        .await
+        .unwrap()
+}
+
+async fn queue_until(name: &str, n: usize) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while queue(name).await.len() != n {
+        assert!(Instant::now() < deadline, "the queue never had {n} waiters");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn eight_waiters_get_the_lock_in_the_order_they_asked() {
+    let (a, b) = (client().await, client().await);
+    let name = unique("fair-order");
+    let holder = a.fair_lock(&name).unwrap();
+    holder.acquire(0, AcquireOptions::forever()).await.unwrap();
+    let order = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let mut tasks = Vec::new();
+    for i in 1..=8u64 {
+        let lock = if i % 2 == 0 { &a } else { &b }.fair_lock(&name).unwrap();
+        let order = order.clone();
+        tasks.push(tokio::spawn(async move {
+            let me = owner::fresh();
+            lock.acquire(me, AcquireOptions::wait_for(Duration::from_secs(20)))
+                .await
+                .unwrap();
+            order.lock().unwrap().push(i);
+            tokio::time::sleep(Duration::from_millis(5)).await;
+            lock.release(me).await.unwrap();
+        }));
+        queue_until(&name, i as usize).await;
+    }
+    // Redisson's layout: the queue in asking order, a deadline per waiter.
+    let q = queue(&name).await;
+    let deadlines: Vec<(String, f64)> = raw()
+        .await
+        .zrange_withscores(format!("redisson_lock_timeout:{{{name}}}"), 0, -1)
+        .await
+        .unwrap();
+    assert_eq!(deadlines.len(), 8);
+    assert!(q.iter().all(|w| deadlines.iter().any(|(d, _)| d == w)));
+    let st = holder.status().await.unwrap();
+    assert_eq!(st.waiters, q, "status lists the queue in order");
+    holder.release(0).await.unwrap();
+    for t in tasks {
+        t.await.unwrap();
+    }
+    assert_eq!(*order.lock().unwrap(), (1..=8).collect::<Vec<_>>());
+    assert!(queue(&name).await.is_empty());
+    let left: i64 = raw()
+        .await
+        .zcard(format!("redisson_lock_timeout:{{{name}}}"))
+        .await
+        .unwrap();
+    assert_eq!(left, 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_waiter_that_gives_up_leaves_the_queue() {
+    let c = client().await;
+    let name = unique("fair-giveup");
+    let lock = c.fair_lock(&name).unwrap();
+    lock.acquire(1, AcquireOptions::forever()).await.unwrap();
+    // A single try never queues.
+    let err = lock
+        .acquire(2, AcquireOptions::try_once())
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Timeout);
+    assert!(queue(&name).await.is_empty());
+    // A wait that runs out leaves before it returns.
+    let err = lock
+        .acquire(2, AcquireOptions::wait_for(Duration::from_millis(200)))
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Timeout);
+    assert!(queue(&name).await.is_empty());
+    // A cancelled wait leaves in the background.
+    let l = lock.clone();
+    let waiting = tokio::spawn(async move { l.acquire(3, AcquireOptions::forever()).await });
+    queue_until(&name, 1).await;
+    waiting.abort();
+    let _ = waiting.await;
+    queue_until(&name, 0).await;
+    // Reentrant, with a fencing token, like the plain lock.
+    let a = lock.acquire(1, AcquireOptions::forever()).await.unwrap();
+    assert_eq!(a.hold_count, 2);
+    assert_eq!(lock.release(1).await.unwrap(), Released::StillHeld(1));
+    assert_eq!(lock.release(1).await.unwrap(), Released::Freed);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dead_waiter_expires_and_the_rest_keep_their_order() {
+    // A holder and six queued waiters (polylock processes); SIGKILL the third: the other five
+    // still run in order, all done within the holder's time plus 15 s.
+    let name = unique("fair-kill");
+    let opts = ClientOptions {
+        fair_wait_timeout: Duration::from_secs(5),
+        ..ClientOptions::default()
+    };
+    let c = Client::connect_with(&url(), opts).await.unwrap();
+    let holder = c.fair_lock(&name).unwrap();
+    holder.acquire(0, AcquireOptions::forever()).await.unwrap();
+    let log = std::env::temp_dir().join(format!("polylock-fair-{}", uuid::Uuid::new_v4().simple()));
+    let mut waiters = Vec::new();
+    for i in 1..=6 {
+        let child = Command::new(env!("CARGO_BIN_EXE_polylock"))
+            .args([
+                "run",
+                "--url",
+                &url(),
+                "--fair",
+                "--name",
+                &name,
+                "--",
+                "sh",
+                "-c",
+            ])
+            .arg(format!("echo {i} >> {}", log.display()))
+            .stdout(Stdio::null())
+            .spawn()
+            .unwrap();
+        waiters.push(child);
+        queue_until(&name, i).await;
+    }
+    let started = Instant::now();
+    let mut dead = waiters.remove(2);
+    dead.kill().unwrap();
+    let _ = dead.wait();
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    holder.release(0).await.unwrap();
+    for w in &mut waiters {
+        let status = tokio::task::block_in_place(|| w.wait()).unwrap();
+        assert!(status.success());
+    }
+    let took = started.elapsed();
+    let order = std::fs::read_to_string(&log).unwrap();
+    let _ = std::fs::remove_file(&log);
+    let order: Vec<u32> = order.lines().map(|l| l.trim().parse().unwrap()).collect();
+    assert_eq!(
+        order,
+        [1, 2, 4, 5, 6],
+        "the living waiters in the order they asked"
+    );
+    assert!(
+        took < Duration::from_secs(15),
+        "all done within 15 s of the release: {took:?}"
+    );
+    println!("the five living waiters were done {took:?} after the third was killed");
+    assert!(queue(&name).await.is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn zookeeper_fair_lock_is_the_ordinary_lock() {
+    let z = zk_client().await;
+    let path = zk_path("fair");
+    let fair = z.fair_lock(&path).unwrap();
+    let plain = z.lock(&path).unwrap();
+    fair.acquire(1, AcquireOptions::forever()).await.unwrap();
+    assert_eq!(plain.hold_count(1).await.unwrap(), 1, "the same hold");
+    assert_eq!(fair.kind(), polylock::LockKind::Reentrant);
+    plain.release(1).await.unwrap();
+}
