@@ -36,10 +36,16 @@ async fn all_or_nothing_under_a_timeout_leaves_nothing_behind() {
         .await
         .unwrap_err();
     assert_eq!(err.kind(), ErrorKind::Timeout, "{err}");
-    assert!(started.elapsed() < Duration::from_millis(1500), "one deadline for all");
+    assert!(
+        started.elapsed() < Duration::from_millis(1500),
+        "one deadline for all"
+    );
     // Nothing of ours is left on either server.
     let exists: bool = raw().await.exists(&a).await.unwrap();
-    assert!(!exists, "the member taken before the timeout was given back");
+    assert!(
+        !exists,
+        "the member taken before the timeout was given back"
+    );
     zk_children_until(&p, |c| c.is_empty()).await;
     assert!(!multi.is_held_locally());
     // Once b is free the multi-lock takes all three, across Redis and ZooKeeper.
@@ -55,7 +61,11 @@ async fn all_or_nothing_under_a_timeout_leaves_nothing_behind() {
         .iter()
         .map(|m| m.fencing_token(me).unwrap())
         .collect();
-    assert_eq!(held.fencing_token, *tokens.iter().max().unwrap(), "the largest member token");
+    assert_eq!(
+        held.fencing_token,
+        *tokens.iter().max().unwrap(),
+        "the largest member token"
+    );
     assert_eq!(multi.fencing_token(me), Some(held.fencing_token));
     // Reentrant per owner, like its members.
     let again = multi.acquire(me, AcquireOptions::try_once()).await.unwrap();
@@ -64,7 +74,10 @@ async fn all_or_nothing_under_a_timeout_leaves_nothing_behind() {
     assert_eq!(multi.release(me).await.unwrap(), Released::Freed);
     assert!(!multi.is_held_locally());
     zk_children_until(&p, |c| c.is_empty()).await;
-    assert_eq!(multi.release(me).await.unwrap_err().kind(), ErrorKind::NotOwner);
+    assert_eq!(
+        multi.release(me).await.unwrap_err().kind(),
+        ErrorKind::NotOwner
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -73,7 +86,11 @@ async fn two_multi_locks_in_opposite_orders_never_deadlock() {
     let (a, b) = (unique("order-a"), unique("order-b"));
     let m1 = MultiLock::new(vec![c1.lock(&a).unwrap(), c1.lock(&b).unwrap()]).unwrap();
     let m2 = MultiLock::new(vec![c2.lock(&b).unwrap(), c2.lock(&a).unwrap()]).unwrap();
-    assert_eq!(m1.name(), m2.name(), "one canonical order whatever the order given");
+    assert_eq!(
+        m1.name(),
+        m2.name(),
+        "one canonical order whatever the order given"
+    );
     let started = Instant::now();
     let run = |m: polylock::Lock| {
         tokio::spawn(async move {
@@ -94,7 +111,10 @@ async fn two_multi_locks_in_opposite_orders_never_deadlock() {
     })
     .await
     .expect("no deadlock");
-    println!("400 multi-lock sections in opposite orders took {:?}", started.elapsed());
+    println!(
+        "400 multi-lock sections in opposite orders took {:?}",
+        started.elapsed()
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -109,7 +129,10 @@ async fn losing_any_member_fires_the_multi_locks_lost_signal() {
         .await
         .expect("lost in time");
     assert_eq!(reason, Some(LostReason::Deleted));
-    assert_eq!(multi.release(me).await.unwrap_err().kind(), ErrorKind::LockLost);
+    assert_eq!(
+        multi.release(me).await.unwrap_err().kind(),
+        ErrorKind::LockLost
+    );
     let exists: bool = raw().await.exists(&a).await.unwrap();
     assert!(!exists, "the member still held was released");
 }

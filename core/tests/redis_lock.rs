@@ -352,12 +352,8 @@ async fn a_waiter_is_woken_by_the_release_not_by_a_poll() {
         "woken after {latency:?}"
     );
     wlock.release(2).await.unwrap();
-    tokio::time::sleep(Duration::from_millis(100)).await;
-    assert_eq!(
-        waiter.subscribed_channels(),
-        0,
-        "the subscription ends with the last waiter"
-    );
+    // The subscription ends with the last waiter.
+    assert_no_channels_left(&waiter).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -418,7 +414,7 @@ async fn a_cancelled_wait_leaves_nothing_behind() {
         "the cancelled waiter must not hold it"
     );
     assert_eq!(lock.hold_count(2).await.unwrap(), 0);
-    assert_eq!(c.subscribed_channels(), 0);
+    assert_no_channels_left(&c).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -581,7 +577,7 @@ async fn close_ends_waiting_acquires_and_leaves_nothing_held() {
         !hlock.is_locked().await.unwrap(),
         "the closed waiter took nothing"
     );
-    assert_eq!(waiter.subscribed_channels(), 0);
+    assert_no_channels_left(&waiter).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -897,4 +893,73 @@ async fn a_redis_restart_loses_the_hold_reconnects_and_wakes_the_waiter() {
     let again = lock.acquire(1, AcquireOptions::try_once()).await.unwrap();
     assert!(again.fencing_token >= 1);
     lock.release(1).await.unwrap();
+}
+
+/// A waiter that waited longer than the lease it asked for still holds its new lease in full:
+/// the lease starts when the lock is granted, not when the wait began.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lease_starts_when_granted_not_when_the_wait_began() {
+    let c = client().await;
+    let name = unique("lease-after-wait");
+    let holder = c.lock(&name).unwrap();
+    let first = owner::fresh();
+    holder
+        .acquire(first, AcquireOptions::forever())
+        .await
+        .unwrap();
+    let release_later = {
+        let holder = holder.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(1200)).await;
+            holder.release(first).await.unwrap();
+        })
+    };
+    // Watchdog-kept and fixed leases both shorter than the wait.
+    let short = client_with(Duration::from_millis(900)).await;
+    let waiter = owner::fresh();
+    let fixed = short
+        .lock(&name)
+        .unwrap()
+        .acquire(
+            waiter,
+            AcquireOptions::wait_for(Duration::from_secs(5)).with_lease(Duration::from_millis(800)),
+        )
+        .await
+        .unwrap();
+    release_later.await.unwrap();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(
+        fixed.lost.state(),
+        HoldState::Held,
+        "lost right after a long wait"
+    );
+    assert_eq!(
+        short.lock(&name).unwrap().release(waiter).await.unwrap(),
+        Released::Freed
+    );
+
+    holder
+        .acquire(first, AcquireOptions::forever())
+        .await
+        .unwrap();
+    let release_later = {
+        let holder = holder.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(1200)).await;
+            holder.release(first).await.unwrap();
+        })
+    };
+    let kept = short
+        .lock(&name)
+        .unwrap()
+        .acquire(waiter, AcquireOptions::wait_for(Duration::from_secs(5)))
+        .await
+        .unwrap();
+    release_later.await.unwrap();
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    assert_eq!(kept.lost.state(), HoldState::Held, "the watchdog let it go");
+    assert_eq!(
+        short.lock(&name).unwrap().release(waiter).await.unwrap(),
+        Released::Freed
+    );
 }

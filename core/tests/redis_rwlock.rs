@@ -48,7 +48,7 @@ async fn a_cancelled_writer_leaves_nothing() {
     // Nothing of either client is left in the hash.
     let exists: bool = raw().await.exists(&name).await.unwrap();
     assert!(!exists, "the lock's hash is gone");
-    assert_eq!(b.subscribed_channels(), 0);
+    assert_no_channels_left(&b).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -255,3 +255,31 @@ async fn closing_a_client_gives_its_expiring_permits_back() {
     let other = client().await.permit_expirable_semaphore(&name).unwrap();
     assert_eq!(other.available_permits().await.unwrap(), 2);
 }
+
+/// An expiring permit granted after a wait longer than its lease keeps its whole lease.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_permit_lease_starts_when_granted() {
+    let c = client().await;
+    let name = unique("permit-after-wait");
+    let s = c.permit_expirable_semaphore(&name).unwrap();
+    assert!(s.try_set_permits(1).await.unwrap());
+    let first = s.acquire(None, Wait::Forever).await.unwrap();
+    let release_later = {
+        let s = s.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(1200)).await;
+            s.release(&first.id).await.unwrap();
+        })
+    };
+    let p = s
+        .acquire(
+            Some(Duration::from_millis(800)),
+            Wait::For(Duration::from_secs(5)),
+        )
+        .await
+        .unwrap();
+    release_later.await.unwrap();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(!p.lost.is_lost(), "lost right after a long wait");
+    s.release(&p.id).await.unwrap();
+}

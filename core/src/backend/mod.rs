@@ -8,7 +8,7 @@
 //! [`LockOps::queues_waiters`]) so that the one lock primitive can follow them.
 
 use std::sync::{Arc, Weak};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 
@@ -58,6 +58,9 @@ pub(crate) struct Granted {
     /// Where the backend can watch the hold itself (ZooKeeper: its node), what tells when it is
     /// gone. Backends whose leases are renewed learn it at the next renewal instead.
     pub(crate) gone: Option<Gone>,
+    /// Where the server set a lease: when it ends by this client's clock, counted from when the
+    /// granting request was sent (never from when a wait began). `None` for session holds.
+    pub(crate) valid_until: Option<Instant>,
 }
 
 /// One acquire, as a backend sees it.
@@ -243,9 +246,10 @@ pub(crate) trait ExpirableOps: HoldOps {
     /// Add permits (or take them away with a negative `delta`).
     async fn add_permits(&self, name: &str, delta: i64) -> Result<()>;
 
-    /// Take one permit per id of the request, each with the request's lease. False when the wait
-    /// ran out (nothing is then taken).
-    async fn acquire(&self, req: &PermitRequest<'_>) -> Result<bool>;
+    /// Take one permit per id of the request, each with the request's lease. `None` when the
+    /// wait ran out (nothing is then taken); otherwise when the granting request was sent (the
+    /// leases run from then).
+    async fn acquire(&self, req: &PermitRequest<'_>) -> Result<Option<Instant>>;
 
     /// Give back the permit `id`.
     async fn release(&self, name: &str, id: &str) -> Result<PermitRelease>;

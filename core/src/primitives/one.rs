@@ -208,7 +208,7 @@ impl OneLock {
         };
         let deadline = match mode {
             LeaseMode::Session => sent_at + MAX_DURATION,
-            _ => sent_at + lease,
+            _ => granted.valid_until.unwrap_or(sent_at + lease),
         };
         let mut map = self.core.holds.lock();
         let hold = map

@@ -4,7 +4,7 @@
 //! `updateLeaseTime` themselves), and a holder whose permit expired anyway hears the lost signal.
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use crate::backend::{ExpirableOps, PermitRelease, PermitRequest};
 use crate::hold::{ClientCore, Hold, HoldKey, LeaseMode};
@@ -108,7 +108,6 @@ impl PermitExpirableSemaphore {
             lease,
             ids: &ids,
         };
-        let sent_at = Instant::now();
         let stop = self.core.stop.clone();
         let got = tokio::select! {
             biased;
@@ -117,7 +116,7 @@ impl PermitExpirableSemaphore {
                 return Err(Error::state("the polylock client was closed while this acquire waited"))
             }
         };
-        if !got {
+        let Some(sent_at) = got else {
             let waited = match wait {
                 Wait::For(d) => format!("; not acquired within {d:?}"),
                 _ => String::new(),
@@ -129,7 +128,7 @@ impl PermitExpirableSemaphore {
                     self.name
                 ),
             ));
-        }
+        };
         let mut out = Vec::with_capacity(ids.len());
         let mut map = self.core.holds.lock();
         for id in ids {

@@ -133,6 +133,7 @@ impl RedisFairLock {
         queue: bool,
     ) -> Result<std::result::Result<Granted, Option<Duration>>> {
         let token = token_key(name);
+        let sent = Instant::now();
         let mut attempt = 0;
         loop {
             let mut inv = self.scripts.acquire.key(name);
@@ -159,7 +160,7 @@ impl RedisFairLock {
             let mut guard = guard;
             guard.armed = false;
             match reply {
-                Ok(v) => return parse_acquire(name, v),
+                Ok(v) => return parse_acquire(name, v, sent, lease),
                 Err(e) if attempt < RETRIES && retryable(&e) => {
                     attempt += 1;
                     tokio::time::sleep(backoff(attempt)).await;

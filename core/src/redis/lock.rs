@@ -156,9 +156,13 @@ fn drop_call<'s>(
 }
 
 /// Parse the reply of an acquire script: `{1, token, count}` held, `{0, pttl}` busy.
+/// `sent` is when the first try of this acquire was sent: the lease `lease` runs from then at the
+/// latest.
 pub(super) fn parse_acquire(
     name: &str,
     v: Vec<i64>,
+    sent: Instant,
+    lease: Duration,
 ) -> Result<std::result::Result<Granted, Option<Duration>>> {
     match v.as_slice() {
         [1, token, count] => Ok(Ok(Granted {
@@ -166,6 +170,7 @@ pub(super) fn parse_acquire(
             count: (*count).clamp(0, u32::MAX as i64) as u32,
             node: None,
             gone: None,
+            valid_until: Some(sent + lease),
         })),
         [0, pttl] => Ok(Err((*pttl > 0).then(|| Duration::from_millis(*pttl as u64)))),
         _ => Err(Error::new(
@@ -200,6 +205,7 @@ impl RedisLock {
         let token = token_key(name);
         let prefix = (self.flavor == Flavor::Read).then(|| hold_key_prefix(name, field));
         let writer = (self.flavor == Flavor::Read).then(|| format!("{field}:write"));
+        let sent = Instant::now();
         let mut attempt = 0;
         loop {
             let mut inv = self.scripts.acquire.key(name);
@@ -227,7 +233,7 @@ impl RedisLock {
             let mut guard = guard;
             guard.armed = false;
             match reply {
-                Ok(v) => return parse_acquire(name, v),
+                Ok(v) => return parse_acquire(name, v, sent, lease),
                 Err(e) if attempt < RETRIES && retryable(&e) => {
                     attempt += 1;
                     tokio::time::sleep(backoff(attempt)).await;

@@ -183,17 +183,22 @@ impl RedisSemaphore {
 
     /// Wait for permits: `attempt` is one try (`Ok(None)` taken, `Ok(Some(hint))` try again after
     /// at most `hint`), woken by the channel.
-    async fn wait_for<F, Fut>(&self, req: &PermitRequest<'_>, mut attempt: F) -> Result<bool>
+    async fn wait_for<F, Fut>(
+        &self,
+        req: &PermitRequest<'_>,
+        mut attempt: F,
+    ) -> Result<Option<Instant>>
     where
         F: FnMut() -> Fut,
         Fut: std::future::Future<Output = Result<Option<Option<Duration>>>>,
     {
         let deadline = req.wait.deadline();
+        let sent = Instant::now();
         if attempt().await?.is_none() {
-            return Ok(true);
+            return Ok(Some(sent));
         }
         if deadline.is_some_and(|d| Instant::now() >= d) {
-            return Ok(false);
+            return Ok(None);
         }
         // Nothing bounds a plain semaphore's wait: re-check now and then in case a message was
         // lost (a third of the watchdog timeout).
@@ -207,15 +212,16 @@ impl RedisSemaphore {
             let notified = guard.channel.notify.notified();
             tokio::pin!(notified);
             notified.as_mut().enable();
+            let sent = Instant::now();
             let hint = match attempt().await? {
-                None => return Ok(true),
+                None => return Ok(Some(sent)),
                 Some(hint) => hint,
             };
             let mut sleep = hint.unwrap_or(recheck).min(recheck);
             if let Some(d) = deadline {
                 let now = Instant::now();
                 if now >= d {
-                    return Ok(false);
+                    return Ok(None);
                 }
                 sleep = sleep.min(d - now);
             }
@@ -313,7 +319,7 @@ impl SemaphoreOps for RedisSemaphore {
                 Ok((!self.try_take(req.name, req.permits).await?).then_some(None))
             })
             .await?;
-        Ok(got.then(Vec::new))
+        Ok(got.map(|_| Vec::new()))
     }
 
     async fn release(&self, name: &str, permits: u32, _nodes: &[String]) -> Result<()> {
@@ -356,7 +362,7 @@ impl ExpirableOps for RedisSemaphore {
         self.add(name, delta).await
     }
 
-    async fn acquire(&self, req: &PermitRequest<'_>) -> Result<bool> {
+    async fn acquire(&self, req: &PermitRequest<'_>) -> Result<Option<Instant>> {
         let ids = req
             .ids
             .iter()

@@ -172,6 +172,7 @@ impl ZkLock {
                         count: 1,
                         gone: Some(self.session.watch_gone(path, &node)),
                         node: Some(node),
+                        valid_until: None,
                     })
                 }
                 Err(e) if attempts <= 3 && maybe_applied(&e) => {
@@ -183,6 +184,7 @@ impl ZkLock {
                             count: 1,
                             gone: Some(self.session.watch_gone(path, &found)),
                             node: Some(found),
+                            valid_until: None,
                         });
                     }
                 }
@@ -302,6 +304,7 @@ impl LockOps for ZkLock {
                         count: 1,
                         gone: Some(self.session.watch_gone(path, &node)),
                         node: Some(node),
+                        valid_until: None,
                     }));
                 }
                 Err(watch) => watch,

@@ -173,6 +173,7 @@ impl Leases {
                     count: 1,
                     gone: Some(self.session.watch_gone(&leases, &node)),
                     node: Some(format!("leases/{node}")),
+                    valid_until: None,
                 }));
             }
             if deadline.is_some_and(|d| Instant::now() >= d) {

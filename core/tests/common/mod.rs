@@ -204,3 +204,18 @@ pub async fn zk_children_until(path: &str, ok: impl Fn(&[String]) -> bool) -> Ve
 
 pub mod rw;
 pub mod sem;
+
+/// Assert that the client's waiters leave no subscription behind: the last waiter unsubscribes
+/// in a task of its own, so allow it two seconds.
+#[allow(dead_code)]
+pub async fn assert_no_channels_left(c: &Client) {
+    let until = Instant::now() + Duration::from_secs(2);
+    while c.subscribed_channels() != 0 {
+        assert!(
+            Instant::now() < until,
+            "{} channels still subscribed after 2 s",
+            c.subscribed_channels()
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
