@@ -7,13 +7,15 @@
 #   scripts/servers.sh stop        stop the servers this script started
 #   scripts/servers.sh env         print the URLs as shell exports
 #
-# Ports: POLYLOCK_REDIS_PORT (6379), POLYLOCK_ZK_PORT (2181). State lives under target/servers/.
+# Ports: POLYLOCK_REDIS_PORT (6379), POLYLOCK_ZK_PORT (2181), and three independent Redis masters
+# for RedLock, POLYLOCK_REDLOCK_PORTS ("6381 6382 6383"). State lives under target/servers/.
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 state="${POLYLOCK_SERVER_DIR:-$root/target/servers}"
 redis_port="${POLYLOCK_REDIS_PORT:-6379}"
 zk_port="${POLYLOCK_ZK_PORT:-2181}"
+redlock_ports="${POLYLOCK_REDLOCK_PORTS:-6381 6382 6383}"
 zk_home=/usr/share/zookeeper
 
 log() { printf 'servers: %s\n' "$*" >&2; }
@@ -42,22 +44,24 @@ install() {
   fi
 }
 
-redis_up() { redis-cli -h 127.0.0.1 -p "$redis_port" ping 2>/dev/null | grep -q PONG; }
+redis_up() { redis-cli -h 127.0.0.1 -p "$1" ping 2>/dev/null | grep -q PONG; }
 
+# start_redis PORT
 start_redis() {
-  if redis_up; then
-    log "redis already answering on 127.0.0.1:$redis_port"
+  local port=$1
+  if redis_up "$port"; then
+    log "redis already answering on 127.0.0.1:$port"
     return
   fi
-  mkdir -p "$state/redis-$redis_port"
-  redis-server --bind 127.0.0.1 --port "$redis_port" --daemonize yes \
-    --dir "$state/redis-$redis_port" --pidfile "$state/redis-$redis_port/redis.pid" \
-    --logfile "$state/redis-$redis_port/redis.log" --save '' --appendonly no >/dev/null
+  mkdir -p "$state/redis-$port"
+  redis-server --bind 127.0.0.1 --port "$port" --daemonize yes \
+    --dir "$state/redis-$port" --pidfile "$state/redis-$port/redis.pid" \
+    --logfile "$state/redis-$port/redis.log" --save '' --appendonly no >/dev/null
   for _ in $(seq 1 50); do
-    redis_up && { log "redis started on 127.0.0.1:$redis_port"; return; }
+    redis_up "$port" && { log "redis started on 127.0.0.1:$port"; return; }
     sleep 0.1
   done
-  log "redis did not start; see $state/redis-$redis_port/redis.log"
+  log "redis did not start; see $state/redis-$port/redis.log"
   exit 1
 }
 
@@ -109,18 +113,27 @@ start_zk() {
 stop() {
   local zkpid="$state/zk-$zk_port/zookeeper.pid"
   if [ -f "$zkpid" ]; then kill "$(cat "$zkpid")" 2>/dev/null || true; rm -f "$zkpid"; fi
-  local pidfile="$state/redis-$redis_port/redis.pid"
-  if [ -f "$pidfile" ]; then kill "$(cat "$pidfile")" 2>/dev/null || true; rm -f "$pidfile"; fi
+  local port pidfile
+  for port in $redis_port $redlock_ports; do
+    pidfile="$state/redis-$port/redis.pid"
+    if [ -f "$pidfile" ]; then kill "$(cat "$pidfile")" 2>/dev/null || true; rm -f "$pidfile"; fi
+  done
 }
 
 case "${1:-start}" in
   install) install ;;
-  start) install; start_redis; start_zk ;;
+  start)
+    install
+    start_redis "$redis_port"
+    for port in $redlock_ports; do start_redis "$port"; done
+    start_zk
+    ;;
   zk-server) shift; start_zk_server "$@" ;; # used by the ensemble tests
   stop) stop ;;
   env)
     echo "export POLYLOCK_REDIS_URL=redis://127.0.0.1:$redis_port"
     echo "export POLYLOCK_ZK_URL=zk://127.0.0.1:$zk_port"
+    echo "export POLYLOCK_REDLOCK_URLS=$(printf 'redis://127.0.0.1:%s,' $redlock_ports | sed 's/,$//')"
     ;;
   *) echo "usage: $0 install|start|stop|env|zk-server DIR PORT [MYID SERVERS]" >&2; exit 64 ;;
 esac

@@ -58,14 +58,80 @@ impl Client {
                 )))
             }
         };
+        let server = server_key(&url);
+        Client::launch(server, options, move |id, options| async move {
+            if zk {
+                crate::zookeeper::connect(&url, &options).await
+            } else {
+                crate::redis::connect(&url, &options, &id).await
+            }
+        })
+        .await
+    }
+
+    /// Connect a RedLock over independent Redis masters (at least 3, at most 16, each a
+    /// `redis://` or `rediss://` URL of a different server) with default options. Its
+    /// [`lock`](Client::lock) is held while a majority of the masters hold it; see the README's
+    /// RedLock section for what that does and does not promise. A master that does not answer
+    /// now is tried again every second, as long as a majority answers; a wrong password on any
+    /// of them fails the connect.
+    pub async fn connect_redlock<S: AsRef<str>>(urls: &[S]) -> Result<Client> {
+        Client::connect_redlock_with(urls, ClientOptions::default()).await
+    }
+
+    /// [`connect_redlock`](Client::connect_redlock) with options.
+    pub async fn connect_redlock_with<S: AsRef<str>>(
+        urls: &[S],
+        options: ClientOptions,
+    ) -> Result<Client> {
+        options.validate()?;
+        let (min, max) = (
+            crate::redis::REDLOCK_MIN_SERVERS,
+            crate::redis::REDLOCK_MAX_SERVERS,
+        );
+        if urls.len() < min || urls.len() > max {
+            return Err(Error::invalid(format!(
+                "a RedLock needs {min} to {max} independent Redis masters, got {} URL(s): with \
+                 fewer than 3 the majority is every server, and none may fail",
+                urls.len()
+            )));
+        }
+        let mut servers: Vec<(String, String)> = Vec::with_capacity(urls.len());
+        for url in urls {
+            let url = url.as_ref();
+            let scheme = url.split_once("://").map(|(s, _)| s.to_ascii_lowercase());
+            if !matches!(scheme.as_deref(), Some("redis" | "rediss")) {
+                return Err(Error::invalid(format!(
+                    "malformed RedLock URL '{url}': every server must be redis://host:port or \
+                     rediss://host:port"
+                )));
+            }
+            let key = server_key(url);
+            if servers.iter().any(|(_, k)| *k == key) {
+                return Err(Error::invalid(format!(
+                    "{key} is given twice: a RedLock's masters must be independent servers"
+                )));
+            }
+            servers.push((url.to_string(), key));
+        }
+        let keys: Vec<&str> = servers.iter().map(|(_, k)| k.as_str()).collect();
+        let server = format!("redlock:{}", keys.join(","));
+        Client::launch(server, options, move |id, options| async move {
+            crate::redis::connect_redlock(&servers, &options, &id).await
+        })
+        .await
+    }
+
+    /// Connect on polylock's runtime and start the client's watchdog.
+    async fn launch<F, Fut>(server: String, options: ClientOptions, connect: F) -> Result<Client>
+    where
+        F: FnOnce(String, ClientOptions) -> Fut + Send + 'static,
+        Fut: std::future::Future<Output = Result<Box<dyn crate::backend::Backend>>> + Send,
+    {
         let task = runtime::handle().spawn(async move {
             let id = uuid::Uuid::new_v4().to_string();
-            let backend = if zk {
-                crate::zookeeper::connect(&url, &options).await?
-            } else {
-                crate::redis::connect(&url, &options, &id).await?
-            };
-            let core = Arc::new(ClientCore::new(id, server_key(&url), options, backend));
+            let backend = connect(id.clone(), options.clone()).await?;
+            let core = Arc::new(ClientCore::new(id, server, options, backend));
             tokio::spawn(watchdog::run(Arc::downgrade(&core)));
             let sink: Arc<dyn SessionSink> = core.clone();
             core.backend.watch_session(Arc::downgrade(&sink));

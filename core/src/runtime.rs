@@ -66,6 +66,20 @@ pub(crate) fn on_blocking_caller() -> bool {
     BLOCKING_CALLER.with(|b| b.get())
 }
 
+/// Drive `fut` as if no blocked caller drove it: its Redis requests go through the runtime's
+/// multiplexed connections, where several can be in flight at once and each can be cut off by a
+/// timeout, never through a caller's blocking connection (RedLock asks N servers at once).
+pub(crate) async fn off_blocking_caller<F: Future>(fut: F) -> F::Output {
+    let mut fut = std::pin::pin!(fut);
+    std::future::poll_fn(move |cx| {
+        let was = BLOCKING_CALLER.with(|b| b.replace(false));
+        let out = fut.as_mut().poll(cx);
+        BLOCKING_CALLER.with(|b| b.set(was));
+        out
+    })
+    .await
+}
+
 /// True on a thread of polylock's runtime (where a blocking call would deadlock).
 pub fn on_runtime_thread() -> bool {
     ON_WORKER.with(|w| w.get())

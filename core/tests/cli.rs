@@ -665,3 +665,112 @@ async fn permits_on_zookeeper_are_session_leases() {
     let _ = holder.wait();
     zk_children_until(&format!("{path}/leases"), |c| c.is_empty()).await;
 }
+
+/// Several --name: all of them or none; the tokens in the order given; status, one line each.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn several_names_take_a_multi_lock() {
+    let (a, b) = (unique("cli-multi-a"), unique("cli-multi-b"));
+    let out = run(&[
+        "run",
+        "--name",
+        &b,
+        "--name",
+        &a,
+        "--",
+        "sh",
+        "-c",
+        &format!(
+            "echo \"$POLYLOCK_NAME $POLYLOCK_FENCING_TOKENS\"; redis-cli -p {} exists {a} {b}",
+            url().rsplit(':').next().unwrap()
+        ),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert_eq!(lines[0], format!("{b},{a} 1,1"));
+    assert_eq!(lines[1], "2", "both held while the command ran");
+    // One of them held elsewhere: the run waits, times out, and takes nothing.
+    let holder = client().await;
+    holder
+        .lock(&b)
+        .unwrap()
+        .acquire(1, polylock::AcquireOptions::forever())
+        .await
+        .unwrap();
+    let out = run(&[
+        "run", "--name", &a, "--name", &b, "--wait", "300ms", "--", "true",
+    ]);
+    assert_eq!(out.status.code(), Some(75));
+    let mut r = raw().await;
+    let n: i64 = r.exists(&a).await.unwrap();
+    assert_eq!(n, 0, "the free member was given back");
+    let out = run(&["status", "--name", &a, "--name", &b]);
+    let lines: Vec<serde_json::Value> = String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 2);
+    assert_eq!(
+        (lines[0]["locked"].as_bool(), lines[1]["locked"].as_bool()),
+        (Some(false), Some(true))
+    );
+    holder.close().await.unwrap();
+    let out = run(&[
+        "run",
+        "--name",
+        &a,
+        "--name",
+        &b,
+        "--permits",
+        "2",
+        "--",
+        "true",
+    ]);
+    assert_eq!(out.status.code(), Some(64));
+}
+
+/// --url three times: a RedLock over the three masters.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn three_urls_take_a_redlock() {
+    let servers: Vec<OwnRedis> = (0..3).map(|_| OwnRedis::start(&[])).collect();
+    let name = unique("cli-redlock");
+    let mut args = vec!["run".to_string()];
+    for s in &servers {
+        args.extend(["--url".to_string(), s.url()]);
+    }
+    let ports: Vec<String> = servers.iter().map(|s| s.port.to_string()).collect();
+    let script = format!(
+        "for p in {}; do redis-cli -p $p exists {name}; done",
+        ports.join(" ")
+    );
+    args.extend(["--name", &name, "--", "sh", "-c", &script].map(String::from));
+    let out = polylock().args(&args).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    assert_eq!(
+        String::from_utf8(out.stdout).unwrap(),
+        "1\n1\n1\n",
+        "held on every master"
+    );
+    for s in &servers {
+        let mut r = raw_at(&s.url()).await;
+        let n: i64 = r.exists(&name).await.unwrap();
+        assert_eq!(n, 0, "released on every master");
+    }
+    // Two URLs are not a RedLock.
+    let out = polylock()
+        .args([
+            "run",
+            "--url",
+            &servers[0].url(),
+            "--url",
+            &servers[1].url(),
+            "--name",
+            &name,
+            "--",
+            "true",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(64));
+}

@@ -123,6 +123,14 @@ pub(crate) trait HoldOps: Send + Sync {
         Ok(vec![true; holds.len()])
     }
 
+    /// How much of a renewed lease the client must not count on (RedLock: the clock drift
+    /// between independent servers). The hold's deadline is the renewal's send time plus the
+    /// lease minus this.
+    fn lease_margin(&self, lease: Duration) -> Duration {
+        let _ = lease;
+        Duration::ZERO
+    }
+
     /// Remove a hold of `owner` from the server, whatever its count (lost, or its client
     /// closed). True if something was removed.
     async fn drop_hold(&self, name: &str, owner: OwnerId, node: Option<&str>) -> Result<bool>;

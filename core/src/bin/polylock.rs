@@ -10,8 +10,8 @@ use std::time::Duration;
 
 use clap::{Parser, Subcommand, ValueEnum};
 use polylock::{
-    AcquireOptions, Client, ClientOptions, Error, ErrorKind, Lock, LockKind, LostSignal, OwnerId,
-    Permit, PermitExpirableSemaphore, Permits, Semaphore, Wait,
+    AcquireOptions, Client, ClientOptions, Error, ErrorKind, Lock, LockKind, LostSignal, MultiLock,
+    OwnerId, Permit, PermitExpirableSemaphore, Permits, Semaphore, Wait,
 };
 use tokio::signal::unix::{signal, SignalKind};
 
@@ -37,11 +37,13 @@ struct Cli {
 struct Target {
     /// Lock server: redis://[user:password@]host:port[/db], rediss://..., or
     /// zk://[user:password@]host:port[,host:port...][/chroot] (the name is then a znode path).
+    /// Given 3 or more times (redis:// URLs of independent masters): a RedLock across them.
     #[arg(long, env = "POLYLOCK_URL", default_value = "redis://127.0.0.1:6379")]
-    url: String,
-    /// Lock name (a reentrant lock; with --shared or --exclusive, a read-write lock).
+    url: Vec<String>,
+    /// Lock name (a reentrant lock; with --shared or --exclusive, a read-write lock). Given
+    /// several times: a multi-lock that takes all of them or none.
     #[arg(long, value_name = "NAME", required_unless_present_any = ["read", "write"])]
-    name: Option<String>,
+    name: Vec<String>,
     /// The read half of the read-write lock NAME: shared with other readers.
     #[arg(long, value_name = "NAME", conflicts_with_all = ["name", "write"])]
     read: Option<String>,
@@ -61,26 +63,48 @@ struct Target {
 }
 
 impl Target {
-    /// The lock's name and kind, from whichever option named it.
-    fn lock(&self) -> (&str, LockKind) {
-        match (&self.name, &self.read, &self.write) {
-            (_, Some(n), _) => (n, LockKind::Read),
-            (_, _, Some(n)) => (n, LockKind::Write),
-            (Some(n), _, _) if self.shared => (n, LockKind::Read),
-            (Some(n), _, _) if self.exclusive => (n, LockKind::Write),
-            (Some(n), _, _) if self.fair => (n, LockKind::Fair),
-            (Some(n), _, _) => (n, LockKind::Reentrant),
-            (None, None, None) => unreachable!("clap requires a name"),
+    /// The locks' names and kind, from whichever option named them.
+    fn locks(&self) -> (Vec<&str>, LockKind) {
+        let names = || self.name.iter().map(String::as_str).collect();
+        match (&self.read, &self.write) {
+            (Some(n), _) => (vec![n.as_str()], LockKind::Read),
+            (_, Some(n)) => (vec![n.as_str()], LockKind::Write),
+            _ if self.shared => (names(), LockKind::Read),
+            _ if self.exclusive => (names(), LockKind::Write),
+            _ if self.fair => (names(), LockKind::Fair),
+            _ => (names(), LockKind::Reentrant),
         }
     }
 
-    fn handle(&self, client: &Client) -> Result<Lock, Error> {
-        let (name, kind) = self.lock();
-        client.lock_of_kind(name, kind)
+    /// One handle per name.
+    fn handles(&self, client: &Client) -> Result<Vec<Lock>, Error> {
+        let (names, kind) = self.locks();
+        names.iter().map(|n| client.lock_of_kind(n, kind)).collect()
     }
 
-    fn name(&self) -> &str {
-        self.lock().0
+    /// The lock, or the multi-lock over every name.
+    fn handle(&self, client: &Client) -> Result<Lock, Error> {
+        let mut locks = self.handles(client)?;
+        if locks.len() == 1 {
+            return Ok(locks.remove(0));
+        }
+        MultiLock::new(locks)
+    }
+
+    /// The name, or the names joined by commas.
+    fn name(&self) -> String {
+        self.locks().0.join(",")
+    }
+
+    /// Only one name: a semaphore.
+    fn single_name(&self) -> Result<&str, Error> {
+        match self.locks().0.as_slice() {
+            [one] => Ok(one),
+            _ => Err(Error::new(
+                ErrorKind::InvalidArgument,
+                "--permits takes one --name: a semaphore, not a multi-lock",
+            )),
+        }
     }
 }
 
@@ -95,7 +119,8 @@ enum OnLost {
 #[derive(Subcommand, Debug)]
 enum Command {
     /// Acquire the lock, run CMD with POLYLOCK_NAME and POLYLOCK_FENCING_TOKEN set, release it when
-    /// CMD exits, and exit with CMD's code.
+    /// CMD exits, and exit with CMD's code. With several --name: all of them or none, and
+    /// POLYLOCK_FENCING_TOKENS holds their tokens, comma-separated in the order given.
     Run {
         #[command(flatten)]
         target: Target,
@@ -182,12 +207,15 @@ fn fail(e: &Error) -> ExitCode {
     })
 }
 
-async fn connect(url: &str, watchdog: Duration) -> Result<Client, Error> {
+async fn connect(urls: &[String], watchdog: Duration) -> Result<Client, Error> {
     let options = ClientOptions {
         watchdog_timeout: watchdog,
         ..ClientOptions::default()
     };
-    Client::connect_with(url, options).await
+    match urls {
+        [one] => Client::connect_with(one, options).await,
+        many => Client::connect_redlock_with(many, options).await,
+    }
 }
 
 async fn run(cli: Cli) -> Result<ExitCode, Error> {
@@ -232,10 +260,11 @@ async fn run_with(client: &Client, command: Command) -> Result<ExitCode, Error> 
             target,
             permits: true,
         } => {
-            let st = match client.permit_expirable_semaphore(target.name()) {
+            let name = target.single_name()?;
+            let st = match client.permit_expirable_semaphore(name) {
                 Ok(s) => s.status().await?,
                 Err(e) if e.kind() == ErrorKind::Unsupported => {
-                    client.semaphore(target.name())?.status().await?
+                    client.semaphore(name)?.status().await?
                 }
                 Err(e) => return Err(e),
             };
@@ -255,29 +284,34 @@ async fn run_with(client: &Client, command: Command) -> Result<ExitCode, Error> 
             Ok(ExitCode::SUCCESS)
         }
         Command::Status { target, .. } => {
-            let st = target.handle(client)?.status().await?;
-            let holders: Vec<_> = st
-                .holders
-                .iter()
-                .map(|h| serde_json::json!({"owner": h.owner, "count": h.count, "mode": h.mode.word()}))
-                .collect();
-            let line = serde_json::json!({
-                "name": st.name,
-                "locked": st.locked,
-                "mode": st.mode.map(|m| m.word()),
-                "holders": holders,
-                "ttl_ms": st.ttl.map(|d| d.as_millis() as u64),
-                "waiters": st.waiters,
-            });
-            println!("{line}");
+            // One line per name.
+            for lock in target.handles(client)? {
+                let st = lock.status().await?;
+                let holders: Vec<_> = st
+                    .holders
+                    .iter()
+                    .map(|h| serde_json::json!({"owner": h.owner, "count": h.count, "mode": h.mode.word()}))
+                    .collect();
+                let line = serde_json::json!({
+                    "name": st.name,
+                    "locked": st.locked,
+                    "mode": st.mode.map(|m| m.word()),
+                    "holders": holders,
+                    "ttl_ms": st.ttl.map(|d| d.as_millis() as u64),
+                    "waiters": st.waiters,
+                });
+                println!("{line}");
+            }
             Ok(ExitCode::SUCCESS)
         }
         Command::Unlock { target, .. } => {
-            let was = target.handle(client)?.force_unlock().await?;
-            println!(
-                "{}",
-                serde_json::json!({"name": target.name(), "unlocked": was})
-            );
+            for lock in target.handles(client)? {
+                let was = lock.force_unlock().await?;
+                println!(
+                    "{}",
+                    serde_json::json!({"name": lock.name(), "unlocked": was})
+                );
+            }
             Ok(ExitCode::SUCCESS)
         }
         Command::Run {
@@ -345,6 +379,13 @@ enum Held {
         lost: LostSignal,
         token: u64,
     },
+    /// Every lock of a multi-lock.
+    Multi {
+        lock: Lock,
+        owner: OwnerId,
+        lost: LostSignal,
+        tokens: Vec<u64>,
+    },
     /// An expiring permit (Redis).
     Permit {
         semaphore: PermitExpirableSemaphore,
@@ -367,13 +408,35 @@ impl Held {
                 lease: how.lease,
             };
             let held = lock.acquire(owner, options).await?;
-            return Ok(Held::Lock {
+            if !lock.is_multi() {
+                return Ok(Held::Lock {
+                    lock,
+                    owner,
+                    lost: held.lost,
+                    token: held.fencing_token,
+                });
+            }
+            // The tokens in the order the names were given.
+            let members = lock.members();
+            let (names, kind) = target.locks();
+            let tokens = names
+                .iter()
+                .map(|n| {
+                    members
+                        .iter()
+                        .find(|m| m.name() == *n && m.kind() == kind)
+                        .and_then(|m| m.fencing_token(owner))
+                        .unwrap_or(0)
+                })
+                .collect();
+            return Ok(Held::Multi {
                 lock,
                 owner,
                 lost: held.lost,
-                token: held.fencing_token,
+                tokens,
             });
         };
+        let name = target.single_name()?;
         if n == 0 {
             return Err(Error::new(
                 ErrorKind::InvalidArgument,
@@ -383,12 +446,11 @@ impl Held {
         let differs = |set: Option<i64>| {
             if let Some(set) = set.filter(|set| *set != n as i64) {
                 eprintln!(
-                    "polylock: warning: semaphore '{}' was set to {set} permits before; using those, not {n}",
-                    target.name()
+                    "polylock: warning: semaphore '{name}' was set to {set} permits before; using those, not {n}"
                 );
             }
         };
-        match client.permit_expirable_semaphore(target.name()) {
+        match client.permit_expirable_semaphore(name) {
             Ok(semaphore) => {
                 if !semaphore.try_set_permits(n).await? {
                     differs(semaphore.status().await?.permits);
@@ -403,7 +465,7 @@ impl Held {
                         "a semaphore's leases on ZooKeeper last while the session lives; drop --lease",
                     ));
                 }
-                let semaphore = client.semaphore(target.name())?;
+                let semaphore = client.semaphore(name)?;
                 if !semaphore.try_set_permits(n).await? {
                     differs(semaphore.status().await?.permits);
                 }
@@ -416,7 +478,7 @@ impl Held {
 
     fn lost(&self) -> Option<LostSignal> {
         match self {
-            Held::Lock { lost, .. } => Some(lost.clone()),
+            Held::Lock { lost, .. } | Held::Multi { lost, .. } => Some(lost.clone()),
             Held::Permit { permit, .. } => Some(permit.lost.clone()),
             Held::Lease { permits, .. } => permits.lost.clone(),
         }
@@ -426,6 +488,14 @@ impl Held {
     fn env(&self) -> (&'static str, String) {
         match self {
             Held::Lock { token, .. } => ("POLYLOCK_FENCING_TOKEN", token.to_string()),
+            Held::Multi { tokens, .. } => (
+                "POLYLOCK_FENCING_TOKENS",
+                tokens
+                    .iter()
+                    .map(u64::to_string)
+                    .collect::<Vec<_>>()
+                    .join(","),
+            ),
             Held::Permit { permit, .. } => ("POLYLOCK_PERMIT", permit.id.clone()),
             Held::Lease { permits, .. } => ("POLYLOCK_PERMITS", permits.count.to_string()),
         }
@@ -433,7 +503,9 @@ impl Held {
 
     async fn release(&self) -> Result<(), Error> {
         match self {
-            Held::Lock { lock, owner, .. } => lock.release(*owner).await.map(drop),
+            Held::Lock { lock, owner, .. } | Held::Multi { lock, owner, .. } => {
+                lock.release(*owner).await.map(drop)
+            }
             Held::Permit { semaphore, permit } => semaphore.release(&permit.id).await,
             Held::Lease { semaphore, permits } => permits.release(semaphore).await,
         }

@@ -92,6 +92,7 @@ async fn renew_round(core: &Arc<ClientCore>, lease: Duration, interval: Duration
                 })
                 .collect();
             let limit = core.options.command_timeout.min(interval);
+            let valid = lease.saturating_sub(ops.lease_margin(lease));
             match tokio::time::timeout(limit, ops.renew(&holds, lease)).await {
                 Ok(Ok(held)) => {
                     let mut map = core.holds.lock();
@@ -106,7 +107,7 @@ async fn renew_round(core: &Arc<ClientCore>, lease: Duration, interval: Duration
                             continue;
                         }
                         if still {
-                            hold.deadline = hold.deadline.max(sent_at + lease);
+                            hold.deadline = hold.deadline.max(sent_at + valid);
                         } else if !hold.releasing {
                             hold.mark_lost(key, LostReason::Deleted);
                         }

@@ -141,13 +141,14 @@ fn drop_call<'s>(
     name: &str,
     field: &str,
     expected: Option<u32>,
+    publish: &str,
 ) -> redis::ScriptInvocation<'s> {
     let mut inv = scripts.drop.key(name);
     inv.key(channel(flavor, name));
     if flavor == Flavor::Read {
         inv.key(hold_key_prefix(name, field));
     }
-    inv.arg(release_message(flavor)).arg(field).arg(PUBLISH);
+    inv.arg(release_message(flavor)).arg(field).arg(publish);
     match expected {
         Some(n) => inv.arg(n),
         None => inv.arg(""),
@@ -190,12 +191,17 @@ impl RedisLock {
         }
     }
 
-    fn field(&self, owner: OwnerId) -> String {
+    pub(super) fn field(&self, owner: OwnerId) -> String {
         field(&self.conn, self.flavor, owner)
     }
 
+    /// The channel on which releases of `name` are announced, and the client's subscriptions.
+    pub(super) fn wake_channel(&self, name: &str) -> (String, Arc<super::pubsub::Subscriptions>) {
+        (channel(self.flavor, name), self.conn.subs.clone())
+    }
+
     /// One acquire script call, retried on retryable errors without counting a re-entry twice.
-    async fn attempt(
+    pub(super) async fn attempt(
         &self,
         name: &str,
         field: &str,
@@ -243,7 +249,7 @@ impl RedisLock {
         }
     }
 
-    async fn wait_for_undo(&self, name: &str, field: &str) {
+    pub(super) async fn wait_for_undo(&self, name: &str, field: &str) {
         if self
             .undos
             .lock()
@@ -276,6 +282,45 @@ impl RedisLock {
             }
             notified.await;
         }
+    }
+
+    /// Remove the one hold an acquire may have added (the field has exactly `expected` holds if it
+    /// ran), in a task of its own, after whatever is already queued on the connection. The
+    /// owner's next acquire of `name` waits for it ([`RedisLock::wait_for_undo`]), so it can
+    /// never remove a newer hold.
+    pub(super) fn undo_in_background(&self, name: &str, field: &str, expected: u32) {
+        let Ok(rt) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let scripts = self.scripts.clone();
+        let flavor = self.flavor;
+        let (name, field) = (name.to_string(), field.to_string());
+        let mut conn = self.conn.conn();
+        let undos = self.undos.clone();
+        let key = undo_key(&name, &field);
+        let done = Arc::new(tokio::sync::Notify::new());
+        undos
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(key.clone(), done.clone());
+        rt.spawn(async move {
+            let _clear = ClearUndo { undos, key, done };
+            let _: redis::RedisResult<i64> =
+                drop_call(&scripts, flavor, &name, &field, Some(expected), PUBLISH)
+                    .invoke_async(&mut conn)
+                    .await;
+        });
+    }
+
+    /// Give back a hold of one count that nobody else knows of (a RedLock that was granted by a
+    /// minority), without announcing it when `announce` is false. True if it was there.
+    pub(super) async fn give_back(&self, name: &str, field: &str, announce: bool) -> Result<bool> {
+        let publish = if announce { PUBLISH } else { "" };
+        let n: i64 = drop_call(&self.scripts, self.flavor, name, field, Some(1), publish)
+            .invoke_async(&mut self.conn.conn())
+            .await
+            .map_err(|e| map_err(e, "give back a RedLock vote"))?;
+        Ok(n == 1)
     }
 
     /// Run the release script once; `retry` says an earlier attempt's reply was lost.
@@ -337,7 +382,7 @@ impl HoldOps for RedisLock {
 
     async fn drop_hold(&self, name: &str, owner: OwnerId, _node: Option<&str>) -> Result<bool> {
         let field = self.field(owner);
-        let n: i64 = drop_call(&self.scripts, self.flavor, name, &field, None)
+        let n: i64 = drop_call(&self.scripts, self.flavor, name, &field, None, PUBLISH)
             .invoke_async(&mut self.conn.conn())
             .await
             .map_err(|e| map_err(e, "drop the owner's holds"))?;
@@ -545,31 +590,10 @@ struct UndoOnDrop<'a> {
 
 impl Drop for UndoOnDrop<'_> {
     fn drop(&mut self) {
-        if !self.armed {
-            return;
+        if self.armed {
+            self.lock
+                .undo_in_background(self.name, self.field, self.held + 1);
         }
-        let Ok(rt) = tokio::runtime::Handle::try_current() else {
-            return;
-        };
-        // Same connection, queued after the cancelled script: it runs after it, if that ran.
-        let scripts = self.lock.scripts.clone();
-        let flavor = self.lock.flavor;
-        let (name, field, held) = (self.name.to_string(), self.field.to_string(), self.held);
-        let mut conn = self.lock.conn.conn();
-        let undos = self.lock.undos.clone();
-        let key = undo_key(&name, &field);
-        let done = Arc::new(tokio::sync::Notify::new());
-        undos
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .insert(key.clone(), done.clone());
-        rt.spawn(async move {
-            let _clear = ClearUndo { undos, key, done };
-            let _: redis::RedisResult<i64> =
-                drop_call(&scripts, flavor, &name, &field, Some(held + 1))
-                    .invoke_async(&mut conn)
-                    .await;
-        });
     }
 }
 

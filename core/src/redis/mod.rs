@@ -9,6 +9,7 @@ mod fair;
 mod latch;
 mod lock;
 mod pubsub;
+mod redlock;
 mod semaphore;
 mod sync_conn;
 
@@ -167,12 +168,24 @@ pub(crate) struct RedisBackend {
     latch: Arc<RedisLatch>,
 }
 
+pub(crate) use redlock::{
+    connect_redlock, MAX_SERVERS as REDLOCK_MAX_SERVERS, MIN_SERVERS as REDLOCK_MIN_SERVERS,
+};
+
 /// Connect to a `redis://` or `rediss://` URL for the client `client_id`.
 pub(crate) async fn connect(
     url: &str,
     options: &ClientOptions,
     client_id: &str,
 ) -> Result<Box<dyn Backend>> {
+    Ok(Box::new(connect_backend(url, options, client_id).await?))
+}
+
+async fn connect_backend(
+    url: &str,
+    options: &ClientOptions,
+    client_id: &str,
+) -> Result<RedisBackend> {
     let client = redis::Client::open(url).map_err(|e| {
         Error::invalid(format!(
             "malformed Redis URL: {e}; expected redis://[user:password@]host:port[/db] or rediss://..."
@@ -196,7 +209,7 @@ pub(crate) async fn connect(
         subs: Arc::new(Subscriptions::new(client, config)),
         client_id: client_id.to_string(),
     });
-    Ok(Box::new(RedisBackend {
+    Ok(RedisBackend {
         plain: Arc::new(RedisLock::new(conn.clone(), Flavor::Plain)),
         read: Arc::new(RedisLock::new(conn.clone(), Flavor::Read)),
         write: Arc::new(RedisLock::new(conn.clone(), Flavor::Write)),
@@ -205,7 +218,7 @@ pub(crate) async fn connect(
         permits: Arc::new(RedisSemaphore::new(conn.clone(), true)),
         latch: Arc::new(RedisLatch::new(conn.clone())),
         conn,
-    }))
+    })
 }
 
 #[async_trait]

@@ -122,8 +122,18 @@ impl OwnRedis {
 
     /// Kill the server and start it again on the same port; without persistence its data is gone.
     pub fn restart(&mut self) {
-        self.child.kill().unwrap();
+        self.stop();
+        self.start_again();
+    }
+
+    /// Kill the server (SIGKILL: no goodbye to its clients).
+    pub fn stop(&mut self) {
+        let _ = self.child.kill();
         self.child.wait().unwrap();
+    }
+
+    /// Start a stopped server again on its port, empty.
+    pub fn start_again(&mut self) {
         self.child = OwnRedis::spawn(self.port, &self.dir, &self.args);
     }
 
@@ -145,6 +155,7 @@ impl Drop for OwnRedis {
     fn drop(&mut self) {
         let _ = Command::new("kill")
             .args(["-CONT", &self.child.id().to_string()])
+            .stderr(Stdio::null())
             .status();
         let _ = self.child.kill();
         let _ = self.child.wait();
