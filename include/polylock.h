@@ -217,6 +217,23 @@ polylock_result polylock_client_connect(const char *url, polylock_client **out);
 polylock_result polylock_client_connect_with(const char *url, const polylock_options *opts, polylock_client **out);
 
 /*
+ Connect a RedLock over `n` independent Redis masters (3 to 16 `redis://` or `rediss://`
+ URLs of different servers) with default options and store the client in `*out`. Its
+ `polylock_lock_new` locks are held while a majority of the masters hold them; other kinds
+ (read-write, fair, semaphores, latches) are `POLYLOCK_UNSUPPORTED` on it. A master that does
+ not answer now is tried again every second, as long as a majority answers.
+
+ RedLock's safety rests on bounded process pauses and clock drift; read the README's RedLock
+ section before relying on it, and prefer one Redis with replicas (or ZooKeeper) where you can.
+ */
+polylock_result polylock_connect_redlock(const char *const *urls, size_t n, polylock_client **out);
+
+/*
+ Like `polylock_connect_redlock`, with options (`opts` may be NULL for the defaults).
+ */
+polylock_result polylock_connect_redlock_with(const char *const *urls, size_t n, const polylock_options *opts, polylock_client **out);
+
+/*
  Close the client: release every lock its owners still hold, end its waits, close its
  connections (a ZooKeeper session ends before this returns, so its nodes are gone), and refuse
  later calls with `POLYLOCK_INVALID_STATE`. Idempotent. The handle must still be freed.
@@ -284,6 +301,26 @@ polylock_result polylock_lock_new(polylock_client *client, const char *name, pol
  owner of this client may release it. `POLYLOCK_UNSUPPORTED` on Redis.
  */
 polylock_result polylock_mutex_new(polylock_client *client, const char *path, polylock_lock **out);
+
+/*
+ A fair lock for `name`: granted in the order of asking, across polylock and Redisson clients
+ (Redisson's RFairLock on Redis; a waiter that stops asking loses its place after
+ `polylock_options.fair_wait_timeout_ms`, 5 s by default, where Redisson waits 5 minutes). On
+ ZooKeeper every lock is fair: this is the ordinary lock. A `polylock_lock`; free it with
+ `polylock_lock_free`.
+ */
+polylock_result polylock_client_fair_lock(polylock_client *client, const char *name, polylock_lock **out);
+
+/*
+ A multi-lock over `n` locks (from any clients, Redis and ZooKeeper mixed): acquire takes all of
+ them or none within one wait, release gives back all. Members are taken in one order (by name,
+ then server, then kind) whatever order they are given in, so two multi-locks over overlapping
+ sets never deadlock. The handle in `*out` is a `polylock_lock` that every lock function
+ accepts; free it with `polylock_lock_free`. The member handles stay usable (and must be freed
+ by the caller): `polylock_lock_fencing_token` on a member gives that member's token.
+ `POLYLOCK_INVALID_ARGUMENT` for `n == 0` or the same lock twice.
+ */
+polylock_result polylock_multi_lock_new(polylock_lock *const *locks, size_t n, polylock_lock **out);
 
 /*
  One half of the read-write lock `name` (Redisson's RReadWriteLock on Redis, Curator's

@@ -80,28 +80,105 @@ pub unsafe extern "C" fn polylock_client_connect_with(
             Ok(u) => u.to_string(),
             Err(r) => return r,
         };
-        let d = ClientOptions::default();
-        let options = if opts.is_null() {
-            d
-        } else {
-            // SAFETY: not NULL, points to a polylock_options (caller contract).
-            let o = unsafe { &*opts };
-            ClientOptions {
-                watchdog_timeout: opt_ms(o.watchdog_timeout_ms, d.watchdog_timeout),
-                connect_timeout: opt_ms(o.connect_timeout_ms, d.connect_timeout),
-                command_timeout: opt_ms(o.command_timeout_ms, d.command_timeout),
-                session_timeout: opt_ms(o.session_timeout_ms, d.session_timeout),
-                fair_wait_timeout: opt_ms(o.fair_wait_timeout_ms, d.fair_wait_timeout),
-            }
-        };
-        match block(async move { Client::connect_with(&url, options).await }) {
-            Ok(client) => {
-                // SAFETY: checked above.
-                unsafe { *out = Box::into_raw(Box::new(polylock_client { client })) };
-                POLYLOCK_OK
-            }
-            Err(e) => fail(&e),
+        // SAFETY: NULL or a polylock_options (caller contract).
+        let options = unsafe { options_from(opts) };
+        // SAFETY: `out` is writable (checked above).
+        unsafe {
+            store(
+                out,
+                block(async move { Client::connect_with(&url, options).await }),
+            )
         }
+    })
+}
+
+/// The options behind `opts`, defaults where it is NULL or a field is zero.
+///
+/// # Safety
+/// `opts` is NULL or points to a `polylock_options`.
+unsafe fn options_from(opts: *const polylock_options) -> ClientOptions {
+    let d = ClientOptions::default();
+    // SAFETY: the caller's contract.
+    let Some(o) = (unsafe { opts.as_ref() }) else {
+        return d;
+    };
+    ClientOptions {
+        watchdog_timeout: opt_ms(o.watchdog_timeout_ms, d.watchdog_timeout),
+        connect_timeout: opt_ms(o.connect_timeout_ms, d.connect_timeout),
+        command_timeout: opt_ms(o.command_timeout_ms, d.command_timeout),
+        session_timeout: opt_ms(o.session_timeout_ms, d.session_timeout),
+        fair_wait_timeout: opt_ms(o.fair_wait_timeout_ms, d.fair_wait_timeout),
+    }
+}
+
+/// Store a connected client in `*out`, or report the error.
+///
+/// # Safety
+/// `out` is writable.
+unsafe fn store(
+    out: *mut *mut polylock_client,
+    connected: polylock::Result<Client>,
+) -> polylock_result {
+    match connected {
+        Ok(client) => {
+            // SAFETY: the caller's contract.
+            unsafe { *out = Box::into_raw(Box::new(polylock_client { client })) };
+            POLYLOCK_OK
+        }
+        Err(e) => fail(&e),
+    }
+}
+
+/// Connect a RedLock over `n` independent Redis masters (3 to 16 `redis://` or `rediss://`
+/// URLs of different servers) with default options and store the client in `*out`. Its
+/// `polylock_lock_new` locks are held while a majority of the masters hold them; other kinds
+/// (read-write, fair, semaphores, latches) are `POLYLOCK_UNSUPPORTED` on it. A master that does
+/// not answer now is tried again every second, as long as a majority answers.
+///
+/// RedLock's safety rests on bounded process pauses and clock drift; read the README's RedLock
+/// section before relying on it, and prefer one Redis with replicas (or ZooKeeper) where you can.
+#[no_mangle]
+pub unsafe extern "C" fn polylock_connect_redlock(
+    urls: *const *const c_char,
+    n: usize,
+    out: *mut *mut polylock_client,
+) -> polylock_result {
+    // SAFETY: forwarded contract.
+    unsafe { polylock_connect_redlock_with(urls, n, std::ptr::null(), out) }
+}
+
+/// Like `polylock_connect_redlock`, with options (`opts` may be NULL for the defaults).
+#[no_mangle]
+pub unsafe extern "C" fn polylock_connect_redlock_with(
+    urls: *const *const c_char,
+    n: usize,
+    opts: *const polylock_options,
+    out: *mut *mut polylock_client,
+) -> polylock_result {
+    boundary(|| {
+        if out.is_null() {
+            return null("out");
+        }
+        // SAFETY: `out` is not NULL and points to writable storage (caller contract).
+        unsafe { *out = std::ptr::null_mut() };
+        if urls.is_null() {
+            return null("urls");
+        }
+        let mut list = Vec::with_capacity(n.min(64));
+        for i in 0..n {
+            // SAFETY: `urls` has `n` entries (caller contract).
+            let u = unsafe { *urls.add(i) };
+            // SAFETY: each entry is NULL or NUL-terminated (caller contract).
+            match unsafe { text(u, "urls[i]") } {
+                Ok(u) => list.push(u.to_string()),
+                Err(r) => return r,
+            }
+        }
+        // SAFETY: NULL or a polylock_options (caller contract).
+        let options = unsafe { options_from(opts) };
+        let connected = block(async move { Client::connect_redlock_with(&list, options).await });
+        // SAFETY: `out` is writable (checked above).
+        unsafe { store(out, connected) }
     })
 }
 

@@ -1,11 +1,12 @@
 //! `polylock_lock`: one handle for every lock-like primitive (a reentrant lock, a mutex, either
-//! half of a read-write lock), acquiring, releasing, queries and lost callbacks.
+//! half of a read-write lock, a fair lock, a multi-lock, a RedLock client's lock), acquiring,
+//! releasing, queries and lost callbacks.
 
 use std::ffi::{c_char, c_void, CString};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::{Arc, Mutex};
 
-use polylock::{runtime, AcquireOptions, Lock, LockKind};
+use polylock::{runtime, AcquireOptions, Lock, LockKind, MultiLock};
 
 use crate::client::{client_ref, polylock_client};
 use crate::result::{
@@ -117,6 +118,67 @@ pub unsafe extern "C" fn polylock_mutex_new(
 ) -> polylock_result {
     // SAFETY: forwarded contract.
     unsafe { new_lock(client, path, out, Ok(LockKind::Mutex)) }
+}
+
+/// A fair lock for `name`: granted in the order of asking, across polylock and Redisson clients
+/// (Redisson's RFairLock on Redis; a waiter that stops asking loses its place after
+/// `polylock_options.fair_wait_timeout_ms`, 5 s by default, where Redisson waits 5 minutes). On
+/// ZooKeeper every lock is fair: this is the ordinary lock. A `polylock_lock`; free it with
+/// `polylock_lock_free`.
+#[no_mangle]
+pub unsafe extern "C" fn polylock_client_fair_lock(
+    client: *mut polylock_client,
+    name: *const c_char,
+    out: *mut *mut polylock_lock,
+) -> polylock_result {
+    // SAFETY: forwarded contract.
+    unsafe { new_lock(client, name, out, Ok(LockKind::Fair)) }
+}
+
+/// A multi-lock over `n` locks (from any clients, Redis and ZooKeeper mixed): acquire takes all of
+/// them or none within one wait, release gives back all. Members are taken in one order (by name,
+/// then server, then kind) whatever order they are given in, so two multi-locks over overlapping
+/// sets never deadlock. The handle in `*out` is a `polylock_lock` that every lock function
+/// accepts; free it with `polylock_lock_free`. The member handles stay usable (and must be freed
+/// by the caller): `polylock_lock_fencing_token` on a member gives that member's token.
+/// `POLYLOCK_INVALID_ARGUMENT` for `n == 0` or the same lock twice.
+#[no_mangle]
+pub unsafe extern "C" fn polylock_multi_lock_new(
+    locks: *const *mut polylock_lock,
+    n: usize,
+    out: *mut *mut polylock_lock,
+) -> polylock_result {
+    boundary(|| {
+        if out.is_null() {
+            return null("out");
+        }
+        // SAFETY: `out` is writable (caller contract).
+        unsafe { *out = std::ptr::null_mut() };
+        if locks.is_null() {
+            return null("locks");
+        }
+        let mut members = Vec::with_capacity(n.min(1024));
+        for i in 0..n {
+            // SAFETY: `locks` has `n` entries, each NULL or a live handle (caller contract).
+            match unsafe { lock_ref(*locks.add(i)) } {
+                Ok(l) => members.push(l.lock.clone()),
+                Err(r) => return r,
+            }
+        }
+        match MultiLock::new(members) {
+            Ok(lock) => {
+                let handle = polylock_lock {
+                    name: CString::new(lock.name()).expect("member names have no NUL"),
+                    lock,
+                    callbacks: Arc::default(),
+                };
+                // SAFETY: checked above.
+                unsafe { *out = Box::into_raw(Box::new(handle)) };
+                POLYLOCK_OK
+            }
+            Err(e) => fail(&e),
+        }
+    })
 }
 
 /// One half of the read-write lock `name` (Redisson's RReadWriteLock on Redis, Curator's

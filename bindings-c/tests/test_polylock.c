@@ -713,6 +713,206 @@ static void test_expiring_permits(void) {
     polylock_client_free(c);
 }
 
+/* ---- fair lock, multi-lock, RedLock ---- */
+
+struct fair_shared {
+    polylock_lock *lock;
+    atomic_int next;      /* the position of the next thread to get the lock */
+    int order[6];         /* who got it, in the order they got it */
+    polylock_result error;
+};
+
+struct fair_worker { struct fair_shared *s; int index; };
+
+static void *fair_work(void *arg) {
+    struct fair_worker *w = arg;
+    uint64_t me = polylock_owner_current_thread();
+    polylock_result r = polylock_lock_acquire(w->s->lock, me, 30000, POLYLOCK_WATCHDOG);
+    if (r != POLYLOCK_OK) {
+        w->s->error = r;
+        return NULL;
+    }
+    w->s->order[atomic_fetch_add(&w->s->next, 1)] = w->index;
+    sleep_ms(10);
+    r = polylock_lock_release(w->s->lock, me);
+    if (r != POLYLOCK_OK) w->s->error = r;
+    return NULL;
+}
+
+/* Six threads that ask while the lock is held get it in the order they asked. */
+static void test_fair_lock_grants_in_order(void) {
+    polylock_client *c = connect_redis();
+    if (!c) return;
+    char name[128];
+    unique(name, sizeof name, "c-fair");
+    struct fair_shared s = {0};
+    CHECK(polylock_client_fair_lock(c, name, &s.lock) == POLYLOCK_OK && s.lock != NULL);
+    if (!s.lock) return;
+    CHECK(polylock_lock_acquire(s.lock, 1, POLYLOCK_WAIT_FOREVER, POLYLOCK_WATCHDOG) == POLYLOCK_OK);
+    pthread_t t[6];
+    struct fair_worker w[6];
+    for (int i = 0; i < 6; i++) {
+        w[i] = (struct fair_worker){&s, i};
+        pthread_create(&t[i], NULL, fair_work, &w[i]);
+        sleep_ms(100); /* each has joined the queue before the next asks */
+    }
+    CHECK(polylock_lock_release(s.lock, 1) == POLYLOCK_OK);
+    for (int i = 0; i < 6; i++) pthread_join(t[i], NULL);
+    CHECK(s.error == POLYLOCK_OK);
+    CHECK(atomic_load(&s.next) == 6);
+    for (int i = 0; i < 6; i++) CHECK(s.order[i] == i);
+    bool locked = true;
+    CHECK(polylock_lock_is_locked(s.lock, &locked) == POLYLOCK_OK && !locked);
+    polylock_lock_free(s.lock);
+    polylock_client_free(c);
+}
+
+/* A Redis lock and a ZooKeeper lock together: all or nothing, tokens of members, bad input. */
+static void test_multi_lock_all_or_nothing(void) {
+    polylock_client *r = connect_redis();
+    polylock_client *z = NULL, *other = NULL;
+    CHECK(polylock_client_connect(zk_url(), &z) == POLYLOCK_OK);
+    CHECK(polylock_client_connect(zk_url(), &other) == POLYLOCK_OK);
+    if (!r || !z || !other) return;
+    char a_name[128], b_name[160];
+    unique(a_name, sizeof a_name, "c-multi");
+    snprintf(b_name, sizeof b_name, "/polylock-test/%s", a_name);
+    polylock_lock *a = NULL, *b = NULL, *b_other = NULL, *m = NULL;
+    CHECK(polylock_lock_new(r, a_name, &a) == POLYLOCK_OK);
+    CHECK(polylock_lock_new(z, b_name, &b) == POLYLOCK_OK);
+    CHECK(polylock_lock_new(other, b_name, &b_other) == POLYLOCK_OK);
+    polylock_lock *members[2] = {b, a};
+    CHECK(polylock_multi_lock_new(members, 2, &m) == POLYLOCK_OK && m != NULL);
+
+    uint64_t me = polylock_owner_current_thread();
+    CHECK(polylock_lock_acquire(m, me, 5000, POLYLOCK_WATCHDOG) == POLYLOCK_OK);
+    bool locked = false;
+    CHECK(polylock_lock_is_locked(a, &locked) == POLYLOCK_OK && locked);
+    uint64_t ta = 0, tb = 0;
+    CHECK(polylock_lock_fencing_token(a, me, &ta) == POLYLOCK_OK && ta > 0);
+    CHECK(polylock_lock_fencing_token(b, me, &tb) == POLYLOCK_OK && tb > 0);
+    CHECK(polylock_lock_acquire(m, me, 0, POLYLOCK_WATCHDOG) == POLYLOCK_OK); /* re-entry */
+    CHECK(polylock_lock_release(m, me) == POLYLOCK_OK);
+    CHECK(polylock_lock_release(m, me) == POLYLOCK_OK);
+    CHECK(polylock_lock_is_locked(a, &locked) == POLYLOCK_OK && !locked);
+    CHECK(polylock_lock_release(m, me) == POLYLOCK_NOT_OWNER);
+
+    /* The ZooKeeper member held elsewhere: the wait runs out and the Redis member is given back. */
+    CHECK(polylock_lock_acquire(b_other, 7, POLYLOCK_WAIT_FOREVER, POLYLOCK_WATCHDOG) == POLYLOCK_OK);
+    CHECK(polylock_lock_acquire(m, me, 300, POLYLOCK_WATCHDOG) == POLYLOCK_TIMEOUT);
+    CHECK(polylock_lock_is_locked(a, &locked) == POLYLOCK_OK && !locked);
+    CHECK(polylock_lock_release(b_other, 7) == POLYLOCK_OK);
+
+    polylock_lock *bad = NULL;
+    CHECK(polylock_multi_lock_new(members, 0, &bad) == POLYLOCK_INVALID_ARGUMENT && bad == NULL);
+    polylock_lock *twice[2] = {a, a};
+    CHECK(polylock_multi_lock_new(twice, 2, &bad) == POLYLOCK_INVALID_ARGUMENT && bad == NULL);
+    polylock_lock *with_null[2] = {a, NULL};
+    CHECK(polylock_multi_lock_new(with_null, 2, &bad) == POLYLOCK_NULL_PARAMETER && bad == NULL);
+    CHECK(polylock_multi_lock_new(NULL, 2, &bad) == POLYLOCK_NULL_PARAMETER);
+    CHECK(polylock_multi_lock_new(members, 2, NULL) == POLYLOCK_NULL_PARAMETER);
+
+    polylock_lock_free(m);
+    polylock_lock_free(a);
+    polylock_lock_free(b);
+    polylock_lock_free(b_other);
+    CHECK(polylock_client_close(z) == POLYLOCK_OK);
+    CHECK(polylock_client_close(other) == POLYLOCK_OK);
+    polylock_client_free(r);
+    polylock_client_free(z);
+    polylock_client_free(other);
+}
+
+/* The three RedLock masters of scripts/servers.sh (POLYLOCK_REDLOCK_URLS, comma-separated). */
+static int redlock_urls(char *buf, size_t len, const char *urls[3]) {
+    const char *env = getenv("POLYLOCK_REDLOCK_URLS");
+    snprintf(buf, len, "%s",
+             env ? env : "redis://127.0.0.1:6381,redis://127.0.0.1:6382,redis://127.0.0.1:6383");
+    int n = 0;
+    char *save = NULL;
+    for (char *u = strtok_r(buf, ",", &save); u && n < 3; u = strtok_r(NULL, ",", &save)) urls[n++] = u;
+    return n;
+}
+
+struct redlock_shared {
+    polylock_client *clients[2];
+    const char *name;
+    atomic_int inside, overlaps;
+    long counter;
+    polylock_result error;
+};
+
+struct redlock_worker { struct redlock_shared *s; int index; };
+
+static void *redlock_work(void *arg) {
+    struct redlock_worker *w = arg;
+    struct redlock_shared *s = w->s;
+    polylock_lock *l = NULL;
+    if (polylock_lock_new(s->clients[w->index % 2], s->name, &l) != POLYLOCK_OK) {
+        s->error = POLYLOCK_INTERNAL;
+        return NULL;
+    }
+    uint64_t me = polylock_owner_current_thread();
+    for (int i = 0; i < 15; i++) {
+        polylock_result r = polylock_lock_acquire(l, me, 30000, POLYLOCK_WATCHDOG);
+        if (r != POLYLOCK_OK) {
+            s->error = r;
+            break;
+        }
+        if (atomic_fetch_add(&s->inside, 1) != 0) atomic_fetch_add(&s->overlaps, 1);
+        long v = s->counter;
+        sleep_ms(1);
+        s->counter = v + 1;
+        atomic_fetch_sub(&s->inside, 1);
+        r = polylock_lock_release(l, me);
+        if (r != POLYLOCK_OK) {
+            s->error = r;
+            break;
+        }
+    }
+    polylock_lock_free(l);
+    return NULL;
+}
+
+static void test_redlock(void) {
+    char buf[512];
+    const char *urls[3];
+    CHECK(redlock_urls(buf, sizeof buf, urls) == 3);
+    char name[128];
+    unique(name, sizeof name, "c-redlock");
+    struct redlock_shared s = {.name = name};
+    CHECK(polylock_connect_redlock(urls, 3, &s.clients[0]) == POLYLOCK_OK);
+    polylock_options opts = {.watchdog_timeout_ms = 5000};
+    CHECK(polylock_connect_redlock_with(urls, 3, &opts, &s.clients[1]) == POLYLOCK_OK);
+    if (!s.clients[0] || !s.clients[1]) return;
+    pthread_t t[4];
+    struct redlock_worker w[4];
+    for (int i = 0; i < 4; i++) {
+        w[i] = (struct redlock_worker){&s, i};
+        pthread_create(&t[i], NULL, redlock_work, &w[i]);
+    }
+    for (int i = 0; i < 4; i++) pthread_join(t[i], NULL);
+    CHECK(s.error == POLYLOCK_OK);
+    CHECK(atomic_load(&s.overlaps) == 0);
+    CHECK(s.counter == 60);
+
+    polylock_lock *l = NULL;
+    CHECK(polylock_client_fair_lock(s.clients[0], name, &l) == POLYLOCK_UNSUPPORTED && l == NULL);
+    polylock_client *bad = NULL;
+    CHECK(polylock_connect_redlock(urls, 2, &bad) == POLYLOCK_INVALID_ARGUMENT && bad == NULL);
+    const char *dup[3] = {urls[0], urls[1], urls[0]};
+    CHECK(polylock_connect_redlock(dup, 3, &bad) == POLYLOCK_INVALID_ARGUMENT && bad == NULL);
+    const char *with_null[3] = {urls[0], NULL, urls[2]};
+    CHECK(polylock_connect_redlock(with_null, 3, &bad) == POLYLOCK_NULL_PARAMETER && bad == NULL);
+    CHECK(polylock_connect_redlock(NULL, 3, &bad) == POLYLOCK_NULL_PARAMETER);
+    const char *down[3] = {urls[0], "redis://127.0.0.1:1", "redis://127.0.0.1:2"};
+    CHECK(polylock_connect_redlock(down, 3, &bad) == POLYLOCK_CONNECTION && bad == NULL);
+    CHECK(polylock_client_close(s.clients[0]) == POLYLOCK_OK);
+    CHECK(polylock_client_close(s.clients[1]) == POLYLOCK_OK);
+    polylock_client_free(s.clients[0]);
+    polylock_client_free(s.clients[1]);
+}
+
 int main(void) {
     srand((unsigned)time(NULL));
     RUN(test_version_matches_header_and_cargo);
@@ -732,6 +932,9 @@ int main(void) {
     RUN(test_semaphore_and_latch_on_redis);
     RUN(test_semaphore_and_latch_on_zookeeper);
     RUN(test_expiring_permits);
+    RUN(test_fair_lock_grants_in_order);
+    RUN(test_multi_lock_all_or_nothing);
+    RUN(test_redlock);
     printf("\n%d passed, %d failed\n", passed, failed);
     return failed ? 1 : 0;
 }
