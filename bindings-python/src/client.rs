@@ -8,25 +8,42 @@ use crate::errors::err;
 use crate::lock::NativeLock;
 use crate::semaphore::{NativeLatch, NativePermitSemaphore, NativeSemaphore};
 
-/// Connect to a lock server; durations in seconds.
+/// The options of a connect, a tuple of durations in seconds (checked here): the watchdog
+/// timeout, connect timeout, command timeout, session timeout and fair wait timeout.
+#[derive(FromPyObject)]
+pub(crate) struct Options(f64, f64, f64, f64, f64);
+
+impl Options {
+    fn checked(&self) -> PyResult<ClientOptions> {
+        Ok(ClientOptions {
+            watchdog_timeout: seconds(self.0, "watchdog_timeout")?,
+            connect_timeout: seconds(self.1, "connect_timeout")?,
+            command_timeout: seconds(self.2, "command_timeout")?,
+            session_timeout: seconds(self.3, "session_timeout")?,
+            fair_wait_timeout: seconds(self.4, "fair_wait_timeout")?,
+        })
+    }
+}
+
+/// Connect to a lock server; `options` is a tuple of durations in seconds (see `Options`).
 #[pyfunction]
-#[pyo3(signature = (url, watchdog_timeout, connect_timeout, command_timeout, session_timeout))]
-pub(crate) fn connect(
-    py: Python<'_>,
-    url: String,
-    watchdog_timeout: f64,
-    connect_timeout: f64,
-    command_timeout: f64,
-    session_timeout: f64,
-) -> PyResult<NativeClient> {
-    let options = ClientOptions {
-        watchdog_timeout: seconds(watchdog_timeout, "watchdog_timeout")?,
-        connect_timeout: seconds(connect_timeout, "connect_timeout")?,
-        command_timeout: seconds(command_timeout, "command_timeout")?,
-        session_timeout: seconds(session_timeout, "session_timeout")?,
-        ..ClientOptions::default()
-    };
+pub(crate) fn connect(py: Python<'_>, url: String, options: Options) -> PyResult<NativeClient> {
+    let options = options.checked()?;
     let client = blocking(py, async move { Client::connect_with(&url, options).await })?;
+    Ok(NativeClient { inner: client })
+}
+
+/// Connect a RedLock over independent Redis masters.
+#[pyfunction]
+pub(crate) fn connect_redlock(
+    py: Python<'_>,
+    urls: Vec<String>,
+    options: Options,
+) -> PyResult<NativeClient> {
+    let options = options.checked()?;
+    let client = blocking(py, async move {
+        Client::connect_redlock_with(&urls, options).await
+    })?;
     Ok(NativeClient { inner: client })
 }
 
@@ -38,7 +55,7 @@ pub(crate) struct NativeClient {
 
 #[pymethods]
 impl NativeClient {
-    /// A handle of any lock kind: "reentrant", "mutex", "read" or "write".
+    /// A handle of any lock kind: "reentrant", "mutex", "read", "write" or "fair".
     fn lock(&self, name: &str, kind: &str) -> PyResult<NativeLock> {
         self.inner
             .lock_of_kind(name, kind_arg(kind)?)

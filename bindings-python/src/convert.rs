@@ -43,6 +43,7 @@ pub(crate) fn kind_arg(kind: &str) -> PyResult<LockKind> {
         "mutex" => Ok(LockKind::Mutex),
         "read" => Ok(LockKind::Read),
         "write" => Ok(LockKind::Write),
+        "fair" => Ok(LockKind::Fair),
         other => Err(err(polylock::Error::new(
             ErrorKind::InvalidArgument,
             format!("unknown lock kind '{other}'"),
@@ -64,6 +65,7 @@ pub(crate) fn kind_name(kind: LockKind) -> &'static str {
         LockKind::Mutex => "mutex",
         LockKind::Read => "read",
         LockKind::Write => "write",
+        LockKind::Fair => "fair",
         _ => "other",
     }
 }

@@ -3,7 +3,7 @@
 //! A thin adapter: it converts arguments, releases the GIL around everything that waits, maps
 //! core's errors to the classes of `polylock._errors`, and calls the core. Owner ids are chosen by
 //! the Python side (per thread for sync calls, per task for asyncio). One lock handle serves every
-//! lock kind (reentrant lock, mutex, the halves of a read-write lock).
+//! lock kind (reentrant lock, mutex, the halves of a read-write lock, fair lock, multi-lock).
 
 mod call;
 mod client;
@@ -23,6 +23,8 @@ fn fresh_owner() -> u64 {
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(client::connect, m)?)?;
+    m.add_function(wrap_pyfunction!(client::connect_redlock, m)?)?;
+    m.add_function(wrap_pyfunction!(lock::multi_lock, m)?)?;
     m.add_function(wrap_pyfunction!(fresh_owner, m)?)?;
     m.add_function(wrap_pyfunction!(errors::error_table, m)?)?;
     m.add_class::<client::NativeClient>()?;

@@ -1,12 +1,12 @@
 //! `NativeLock`: one handle for every lock kind; blocking calls release the GIL, async calls
 //! run on polylock's runtime and report to asyncio through a callback.
 
-use polylock::{runtime, AcquireOptions, ErrorKind, Lock, Wait};
+use polylock::{runtime, AcquireOptions, ErrorKind, Lock, MultiLock, Wait};
 use pyo3::prelude::*;
 
 use crate::call::{interruptible, NativeCall, Outcome, Reply};
 use crate::convert::{blocking, kind_name, lease_arg, wait_arg};
-use crate::errors::to_py;
+use crate::errors::{err, to_py};
 
 /// A lock handle (see `polylock.Lock`); every call names its owner.
 #[pyclass(frozen, module = "polylock._native")]
@@ -18,6 +18,13 @@ impl NativeLock {
     pub(crate) fn new(inner: Lock) -> NativeLock {
         NativeLock { inner }
     }
+}
+
+/// A multi-lock over `locks` (see `polylock.MultiLock`).
+#[pyfunction]
+pub(crate) fn multi_lock(locks: Vec<PyRef<'_, NativeLock>>) -> PyResult<NativeLock> {
+    let members = locks.iter().map(|l| l.inner.clone()).collect();
+    MultiLock::new(members).map(NativeLock::new).map_err(err)
 }
 
 #[pymethods]

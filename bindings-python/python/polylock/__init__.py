@@ -9,6 +9,8 @@
     rw = client.read_write_lock("catalog")                    # many readers or one writer
     with rw.read_lock():
         ...
+    with polylock.MultiLock([client.lock("a"), client.lock("b")]):   # all or none
+        ...
 
 Locks are shaped like ``threading.Lock``: ``acquire(blocking=True, timeout=-1)`` returns a bool,
 ``release()`` raises ``NotOwnerError`` (a ``RuntimeError``) when the caller does not hold it.
@@ -18,7 +20,7 @@ Every call that touches the network or waits releases the GIL.
 from __future__ import annotations
 
 from . import _errors, _native
-from ._client import Client, connect
+from ._client import Client, connect, connect_redlock
 from ._errors import (
     AuthError,
     BackendError,
@@ -34,10 +36,10 @@ from ._errors import (
     UnsupportedError,
     UpgradeNotSupportedError,
 )
-from ._lock import Lock, ReadWriteLock
+from ._lock import Lock, MultiLock, ReadWriteLock
 from ._semaphore import CountDownLatch, PermitExpirableSemaphore, Semaphore
 
 __version__: str = _native.VERSION
 
-__all__ = ["connect", "Client", "Lock", "ReadWriteLock", "Semaphore", "PermitExpirableSemaphore", "CountDownLatch"]
+__all__ = ["connect", "connect_redlock", "Client", "Lock", "MultiLock", "ReadWriteLock", "Semaphore", "PermitExpirableSemaphore", "CountDownLatch"]
 __all__ += _errors.__all__

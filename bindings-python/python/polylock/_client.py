@@ -7,7 +7,7 @@ import functools
 import inspect
 import weakref
 from types import TracebackType
-from typing import Any, Callable, Optional, TypeVar, cast
+from typing import Any, Callable, Optional, Sequence, TypeVar, cast
 
 from . import _native
 from ._errors import InvalidArgumentError, LockTimeoutError
@@ -31,6 +31,20 @@ def _close_at_exit() -> None:
             pass
 
 
+def _options(**durations: float) -> "tuple[float, float, float, float, float]":
+    for name, value in durations.items():
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise InvalidArgumentError(f"{name} must be a number of seconds, got {value!r}")
+    d = durations
+    return (
+        float(d["watchdog_timeout"]),
+        float(d["connect_timeout"]),
+        float(d["command_timeout"]),
+        float(d["session_timeout"]),
+        float(d["fair_wait_timeout"]),
+    )
+
+
 def connect(
     url: str,
     *,
@@ -38,23 +52,48 @@ def connect(
     connect_timeout: float = 5.0,
     command_timeout: float = 5.0,
     session_timeout: float = 10.0,
+    fair_wait_timeout: float = 5.0,
 ) -> "Client":
     """Connect to ``redis://[user:password@]host:port[/db]``, ``rediss://...`` or
-    ``zk://[user:password@]host:port[,host:port...][/chroot]``. Durations are in seconds."""
+    ``zk://[user:password@]host:port[,host:port...][/chroot]``. Durations are in seconds;
+    ``fair_wait_timeout`` is how long a fair lock's waiter that stopped asking keeps its place."""
     if not isinstance(url, str):
         raise InvalidArgumentError(f"url must be a str, got {type(url).__name__}")
-    for name, value in (
-        ("watchdog_timeout", watchdog_timeout),
-        ("connect_timeout", connect_timeout),
-        ("command_timeout", command_timeout),
-        ("session_timeout", session_timeout),
-    ):
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise InvalidArgumentError(f"{name} must be a number of seconds, got {value!r}")
-    native = _native.connect(
-        url, float(watchdog_timeout), float(connect_timeout), float(command_timeout), float(session_timeout)
+    options = _options(
+        watchdog_timeout=watchdog_timeout,
+        connect_timeout=connect_timeout,
+        command_timeout=command_timeout,
+        session_timeout=session_timeout,
+        fair_wait_timeout=fair_wait_timeout,
     )
-    return Client(native)
+    return Client(_native.connect(url, options))
+
+
+def connect_redlock(
+    urls: "Sequence[str]",
+    *,
+    watchdog_timeout: float = 30.0,
+    connect_timeout: float = 5.0,
+    command_timeout: float = 5.0,
+) -> "Client":
+    """A RedLock over 3 to 16 independent Redis masters (``redis://`` or ``rediss://`` URLs of
+    different servers): its ``lock(name)`` is held while a majority of them hold it.
+
+    A master that does not answer now is tried again every second as long as a majority answers;
+    a wrong password on any of them raises ``AuthError``. Only ``lock()`` exists on such a client
+    (``UnsupportedError`` for the others). RedLock's safety rests on bounded process pauses and
+    clock drift: read the README's RedLock section, and prefer one Redis with replicas or
+    ZooKeeper where you can."""
+    if isinstance(urls, str) or not all(isinstance(u, str) for u in urls):
+        raise InvalidArgumentError("urls must be a list of str (one URL per master)")
+    options = _options(
+        watchdog_timeout=watchdog_timeout,
+        connect_timeout=connect_timeout,
+        command_timeout=command_timeout,
+        session_timeout=10.0,
+        fair_wait_timeout=5.0,
+    )
+    return Client(_native.connect_redlock(list(urls), options))
 
 
 class Client:
@@ -88,6 +127,13 @@ class Client:
         """A reentrant lock: per thread for sync calls, per task for asyncio calls. On ZooKeeper
         ``name`` is a znode path (Curator's InterProcessMutex)."""
         return self._handle(name, "reentrant")
+
+    def fair_lock(self, name: str) -> "Lock":
+        """A fair lock: granted in the order of asking, across polylock and Redisson clients
+        (Redisson's ``RFairLock`` on Redis; a waiter that stops asking loses its place after
+        ``fair_wait_timeout``, 5 s by default, where Redisson waits 5 minutes). On ZooKeeper every
+        lock is fair: this is the ordinary lock."""
+        return self._handle(name, "fair")
 
     def mutex(self, path: str) -> "Lock":
         """A non-reentrant ZooKeeper mutex (Curator's InterProcessSemaphoreMutex): one holder; any

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from types import TracebackType
-from typing import Any, Callable, Optional, cast
+from typing import Any, Callable, Iterable, Optional, cast
 
 from . import _aio, _native, _owner
 from ._errors import InvalidArgumentError
@@ -41,7 +41,7 @@ class Lock:
 
     @property
     def kind(self) -> str:
-        """``"reentrant"``, ``"mutex"``, ``"read"`` or ``"write"``."""
+        """``"reentrant"``, ``"mutex"``, ``"read"``, ``"write"`` or ``"fair"``."""
         return self._native.kind
 
     def acquire(self, blocking: bool = True, timeout: float = -1, lease: Optional[float] = None) -> bool:
@@ -179,3 +179,43 @@ class ReadWriteLock:
 
     def __repr__(self) -> str:
         return f"<polylock.ReadWriteLock {self.name!r}>"
+
+
+class MultiLock(Lock):
+    """All of several locks or none (Redisson's ``RedissonMultiLock``, Curator's
+    ``InterProcessMultiLock``), even from different clients and servers::
+
+        both = polylock.MultiLock([redis_client.lock("stock"), zk_client.lock("/orders")])
+        with both:
+            ...
+
+    ``acquire`` takes every member within the one timeout, or gives back what it took and returns
+    False; ``release`` gives back all. Members are taken in one order (by name, then server, then
+    kind) whatever order they are given in, so multi-locks over overlapping sets never deadlock.
+    Reentrant per thread or task, like its members. ``fencing_token`` is the largest of the
+    members'; each member's stays readable on the member. ``on_lost`` fires when any member's hold
+    is lost."""
+
+    def __init__(self, locks: Iterable[Lock]) -> None:
+        if isinstance(locks, Lock):
+            raise InvalidArgumentError("MultiLock takes a list of locks, not one lock")
+        members = list(locks)
+        for m in members:
+            if not isinstance(m, Lock):
+                raise InvalidArgumentError(f"MultiLock takes polylock locks, got {type(m).__name__}")
+        super().__init__(_native.multi_lock([m._native for m in members]), lambda _: None)
+        self._members = members
+
+    @property
+    def members(self) -> "list[Lock]":
+        """The locks, as given."""
+        return list(self._members)
+
+    def on_lost(self, callback: Callable[["Lock"], Any]) -> None:
+        if not callable(callback):
+            raise InvalidArgumentError("callback must be callable")
+        for m in self._members:
+            m.on_lost(lambda _member: callback(self))
+
+    def __repr__(self) -> str:
+        return f"<polylock.MultiLock {self.name!r}>"
