@@ -10,6 +10,8 @@ export interface ConnectOptions {
   commandTimeoutMs?: number;
   /** ZooKeeper session timeout. Default 10000. */
   sessionTimeoutMs?: number;
+  /** How long a fair lock's waiter that stopped asking keeps its place. Default 5000. */
+  fairWaitTimeoutMs?: number;
 }
 
 export interface AcquireOptions {
@@ -43,8 +45,8 @@ export class PolylockError extends Error {
 
 export class Lock extends EventEmitter {
   readonly name: string;
-  /** `reentrant`, `mutex`, `read` or `write`. */
-  readonly kind: 'reentrant' | 'mutex' | 'read' | 'write';
+  /** `reentrant`, `mutex`, `read`, `write`, `fair`, or `multi`. */
+  readonly kind: 'reentrant' | 'mutex' | 'read' | 'write' | 'fair' | 'multi';
   /** How many times this handle holds the lock (the handle is the owner). */
   readonly holdCount: number;
   readonly fencingToken: number | null;
@@ -60,6 +62,15 @@ export class Lock extends EventEmitter {
   on(event: string | symbol, listener: (...args: any[]) => void): this;
   once(event: 'lost', listener: (event: LostEvent) => void): this;
   once(event: string | symbol, listener: (...args: any[]) => void): this;
+}
+
+/** All of several locks or none, from any clients and servers; this handle owns the members'
+ * holds. Members are taken in one order (name, server, kind) whatever order they are given in. */
+export class MultiLock extends Lock {
+  constructor(locks: Lock[]);
+  readonly members: Lock[];
+  /** Each member's fencing token for this handle's hold, in the order given (null where none). */
+  readonly fencingTokens: Array<number | null>;
 }
 
 /** Many readers or one writer; this handle is the owner of both halves. A read holder asking for
@@ -137,6 +148,8 @@ export class Client {
   readonly id: string;
   readonly closed: boolean;
   lock(name: string): Lock;
+  /** Granted in the order of asking (Redisson's RFairLock; on ZooKeeper the ordinary lock). */
+  fairLock(name: string): Lock;
   mutex(path: string): Lock;
   readWriteLock(name: string): ReadWriteLock;
   semaphore(name: string): Semaphore;
@@ -146,4 +159,6 @@ export class Client {
 }
 
 export function connect(url: string, options?: ConnectOptions): Promise<Client>;
+/** A RedLock over 3 to 16 independent Redis masters; only `lock()` exists on its client. */
+export function connectRedlock(urls: string[], options?: ConnectOptions): Promise<Client>;
 export const version: string;

@@ -111,31 +111,47 @@ function timeoutError(what, waitMs) {
   return new PolylockError(`${what} not acquired within ${waitMs} ms`, 'TIMEOUT');
 }
 
-/**
- * Connect to `redis://[user:password@]host:port[/db]`, `rediss://...` or
- * `zk://[user:password@]host:port[,host:port...][/chroot]`.
- */
-async function connect(url, options = {}) {
-  name(url, 'url');
+function durations(options) {
   if (options === null || typeof options !== 'object') throw argError(TypeError, 'options must be an object');
   const {
     watchdogTimeoutMs = 30000,
     connectTimeoutMs = 5000,
     commandTimeoutMs = 5000,
     sessionTimeoutMs = 10000,
+    fairWaitTimeoutMs = 5000,
   } = options;
+  return [
+    ms(watchdogTimeoutMs, 'watchdogTimeoutMs'),
+    ms(connectTimeoutMs, 'connectTimeoutMs'),
+    ms(commandTimeoutMs, 'commandTimeoutMs'),
+    ms(sessionTimeoutMs, 'sessionTimeoutMs'),
+    ms(fairWaitTimeoutMs, 'fairWaitTimeoutMs'),
+  ];
+}
+
+/**
+ * Connect to `redis://[user:password@]host:port[/db]`, `rediss://...` or
+ * `zk://[user:password@]host:port[,host:port...][/chroot]`.
+ */
+async function connect(url, options = {}) {
+  name(url, 'url');
   const slot = new native.ClientSlot();
-  const outcome = await call(() =>
-    native.connect(
-      url,
-      ms(watchdogTimeoutMs, 'watchdogTimeoutMs'),
-      ms(connectTimeoutMs, 'connectTimeoutMs'),
-      ms(commandTimeoutMs, 'commandTimeoutMs'),
-      ms(sessionTimeoutMs, 'sessionTimeoutMs'),
-      slot,
-    ),
-  );
-  check(outcome);
+  check(await call(() => native.connect(url, durations(options), slot)));
+  return new Client(slot.take());
+}
+
+/**
+ * A RedLock over 3 to 16 independent Redis masters (`redis://` or `rediss://` URLs of different
+ * servers): its `lock(name)` is held while a majority of them hold it. A master that does not
+ * answer now is tried again every second as long as a majority answers. Only `lock()` exists on
+ * such a client. RedLock's safety rests on bounded process pauses and clock drift: read the
+ * README's RedLock section, and prefer one Redis with replicas or ZooKeeper where you can.
+ */
+async function connectRedlock(urls, options = {}) {
+  if (!Array.isArray(urls)) throw argError(TypeError, 'urls must be an array of URL strings');
+  urls.forEach((u, i) => name(u, `urls[${i}]`));
+  const slot = new native.ClientSlot();
+  check(await call(() => native.connectRedlock(urls, durations(options), slot)));
   return new Client(slot.take());
 }
 
@@ -183,6 +199,17 @@ class Client {
     return new Lock(this, call(() => this._native.lock(lockName, 'reentrant')));
   }
 
+  /**
+   * A fair lock: granted in the order of asking, across polylock and Redisson clients (Redisson's
+   * RFairLock on Redis; a waiter that stops asking loses its place after `fairWaitTimeoutMs`, 5 s
+   * by default, where Redisson waits 5 minutes). On ZooKeeper every lock is fair: this is the
+   * ordinary lock.
+   */
+  fairLock(lockName) {
+    name(lockName, 'name');
+    return new Lock(this, call(() => this._native.lock(lockName, 'fair')));
+  }
+
   /** A non-reentrant ZooKeeper mutex (Curator's InterProcessSemaphoreMutex). */
   mutex(lockPath) {
     name(lockPath, 'path');
@@ -227,8 +254,9 @@ class Client {
     check(await this._native.close());
   }
 
-  _watch(lock) {
-    const key = lock.kind === 'permit' ? `permit:${lock.name}` : `${lock._owner}:${lock.kind}`;
+  /** Send the lost events of `lock`'s owner on locks of `kind` (default: its own) to `lock`. */
+  _watch(lock, kind = lock.kind) {
+    const key = kind === 'permit' ? `permit:${lock.name}` : `${lock._owner}:${kind}`;
     this._watched.set(key, new WeakRef(lock));
     if (this._watching) return;
     this._watching = true;
@@ -251,15 +279,19 @@ class Lock extends EventEmitter {
     this._owner = owner;
     this._holds = 0;
     this.on('newListener', (event) => {
-      if (event === 'lost') client._watch(this);
+      if (event === 'lost') this._watchLost();
     });
+  }
+
+  _watchLost() {
+    this._client._watch(this);
   }
 
   get name() {
     return this._native.name;
   }
 
-  /** `reentrant`, `mutex`, `read` or `write`. */
+  /** `reentrant`, `mutex`, `read`, `write`, `fair`, or `multi`. */
   get kind() {
     return this._native.kind;
   }
@@ -354,6 +386,42 @@ class Lock extends EventEmitter {
   async remainingLeaseMs() {
     const o = check(await this._native.remainingLease());
     return o.value ? o.number : null;
+  }
+}
+
+/**
+ * All of several locks or none (Redisson's RedissonMultiLock, Curator's InterProcessMultiLock),
+ * even from different clients and servers: `new MultiLock([redisLock, zkLock])`. A Lock: acquire
+ * takes every member within the one `waitMs` or gives back what it took and resolves false;
+ * release gives back all. Members are taken in one order (by name, then server, then kind) whatever
+ * order they are given in, so multi-locks over overlapping sets never deadlock. The multi-lock
+ * handle is the owner of its members' holds (not the member handles); `fencingTokens` lists each
+ * member's token, `fencingToken` is the largest. 'lost' fires when any member's hold is lost.
+ */
+class MultiLock extends Lock {
+  constructor(locks) {
+    if (!Array.isArray(locks)) throw argError(TypeError, 'MultiLock takes an array of locks');
+    locks.forEach((l, i) => {
+      if (!(l instanceof Lock)) throw argError(TypeError, `locks[${i}] is not a polylock Lock`);
+    });
+    const builder = new native.MultiLockBuilder();
+    for (const l of locks) builder.add(l._native);
+    super(null, call(() => builder.build()));
+    this._members = [...locks];
+  }
+
+  /** The locks, as given. */
+  get members() {
+    return [...this._members];
+  }
+
+  /** Each member's fencing token for this handle's hold (null where it holds none). */
+  get fencingTokens() {
+    return this._members.map((m) => m._native.fencingToken(this._owner) ?? null);
+  }
+
+  _watchLost() {
+    for (const m of this._members) m._client._watch(this, m.kind);
   }
 }
 
@@ -562,8 +630,10 @@ class CountDownLatch {
 
 module.exports = {
   connect,
+  connectRedlock,
   Client,
   Lock,
+  MultiLock,
   ReadWriteLock,
   Semaphore,
   PermitExpirableSemaphore,

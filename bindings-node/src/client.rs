@@ -13,30 +13,29 @@ use crate::lock::NativeLock;
 use crate::outcome::{failed, outcome, promise, sync_err};
 use crate::semaphore::{NativeLatch, NativePermitSemaphore, NativeSemaphore};
 
-/// Connect; durations in ms. Resolves `{ ok }` and then `take_client()` returns the client.
-#[napi]
-pub fn connect<'e>(
-    env: &'e Env,
-    url: String,
-    watchdog_ms: f64,
-    connect_ms: f64,
-    command_ms: f64,
-    session_ms: f64,
-    slot: &ClientSlot,
-) -> Result<Object<'e>> {
-    let options = (|| {
+/// Client options from durations in ms: watchdog, connect, command, session, fair wait.
+fn options_of(d: [f64; 5]) -> Result<ClientOptions> {
+    (|| {
         Ok::<_, polylock::Error>(ClientOptions {
-            watchdog_timeout: ms(watchdog_ms, "watchdogTimeoutMs")?,
-            connect_timeout: ms(connect_ms, "connectTimeoutMs")?,
-            command_timeout: ms(command_ms, "commandTimeoutMs")?,
-            session_timeout: ms(session_ms, "sessionTimeoutMs")?,
-            ..ClientOptions::default()
+            watchdog_timeout: ms(d[0], "watchdogTimeoutMs")?,
+            connect_timeout: ms(d[1], "connectTimeoutMs")?,
+            command_timeout: ms(d[2], "commandTimeoutMs")?,
+            session_timeout: ms(d[3], "sessionTimeoutMs")?,
+            fair_wait_timeout: ms(d[4], "fairWaitTimeoutMs")?,
         })
     })()
-    .map_err(sync_err)?;
+    .map_err(sync_err)
+}
+
+/// Resolve the connect Promise, leaving the client in the slot.
+fn settle<'e>(
+    env: &'e Env,
+    slot: &ClientSlot,
+    connect: impl std::future::Future<Output = polylock::Result<Client>> + Send + 'static,
+) -> Result<Object<'e>> {
     let slot = slot.inner.clone();
     promise(env, async move {
-        match Client::connect_with(&url, options).await {
+        match connect.await {
             Ok(c) => {
                 *slot.lock().unwrap_or_else(|e| e.into_inner()) = Some(c);
                 outcome(true, None)
@@ -44,6 +43,40 @@ pub fn connect<'e>(
             Err(e) => failed(&e),
         }
     })
+}
+
+/// Connect; `durations` in ms (see `options_of`). Resolves `{ ok }` and then `take_client()`
+/// returns the client.
+#[napi]
+pub fn connect<'e>(
+    env: &'e Env,
+    url: String,
+    durations: Vec<f64>,
+    slot: &ClientSlot,
+) -> Result<Object<'e>> {
+    let options = options_of(five(&durations)?)?;
+    settle(env, slot, async move {
+        Client::connect_with(&url, options).await
+    })
+}
+
+/// Connect a RedLock over independent Redis masters; as `connect`.
+#[napi]
+pub fn connect_redlock<'e>(
+    env: &'e Env,
+    urls: Vec<String>,
+    durations: Vec<f64>,
+    slot: &ClientSlot,
+) -> Result<Object<'e>> {
+    let options = options_of(five(&durations)?)?;
+    settle(env, slot, async move {
+        Client::connect_redlock_with(&urls, options).await
+    })
+}
+
+fn five(d: &[f64]) -> Result<[f64; 5]> {
+    d.try_into()
+        .map_err(|_| Error::from_reason("INTERNAL\u{1}five durations expected"))
 }
 
 /// Receives the client of a `connect` call (a Promise cannot carry a native class from another
@@ -86,7 +119,7 @@ impl Default for ClientSlot {
 pub struct LostEventJs {
     /// The lock's name.
     pub name: String,
-    /// The kind of lock: `reentrant`, `mutex`, `read` or `write`.
+    /// The kind of lock: `reentrant`, `mutex`, `read`, `write`, `fair`, or `permit`.
     pub kind: String,
     /// The owner (lock handle) whose hold was lost.
     pub owner: f64,
@@ -102,7 +135,7 @@ pub struct NativeClient {
 
 #[napi]
 impl NativeClient {
-    /// A lock handle of any kind: `reentrant`, `mutex`, `read` or `write`.
+    /// A lock handle of any kind: `reentrant`, `mutex`, `read`, `write` or `fair`.
     #[napi]
     pub fn lock(&self, name: String, kind: String) -> Result<NativeLock> {
         let kind = kind_arg(&kind).map_err(sync_err)?;

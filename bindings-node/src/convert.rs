@@ -14,6 +14,7 @@ pub(crate) fn kind_arg(kind: &str) -> std::result::Result<LockKind, polylock::Er
         "mutex" => Ok(LockKind::Mutex),
         "read" => Ok(LockKind::Read),
         "write" => Ok(LockKind::Write),
+        "fair" => Ok(LockKind::Fair),
         other => Err(polylock::Error::new(
             ErrorKind::InvalidArgument,
             format!("unknown lock kind '{other}'"),
@@ -35,6 +36,7 @@ pub(crate) fn kind_name(kind: LockKind) -> &'static str {
         LockKind::Mutex => "mutex",
         LockKind::Read => "read",
         LockKind::Write => "write",
+        LockKind::Fair => "fair",
         _ => "other",
     }
 }

@@ -3,7 +3,7 @@
 
 use napi::bindgen_prelude::*;
 use napi_derive::napi;
-use polylock::{AcquireOptions, ErrorKind, Lock};
+use polylock::{AcquireOptions, ErrorKind, Lock, MultiLock};
 
 use crate::cancel::{aborted, CancelToken, Ran};
 use crate::convert::{kind_name, ms, wait_arg};
@@ -21,6 +21,43 @@ impl NativeLock {
     }
 }
 
+/// Collects the members of a multi-lock (a Promise-free way to pass several native handles).
+#[napi]
+pub struct MultiLockBuilder {
+    members: Vec<Lock>,
+}
+
+#[napi]
+impl MultiLockBuilder {
+    /// No members yet.
+    #[napi(constructor)]
+    pub fn new() -> Self {
+        MultiLockBuilder {
+            members: Vec::new(),
+        }
+    }
+
+    /// Add a member.
+    #[napi]
+    pub fn add(&mut self, lock: &NativeLock) {
+        self.members.push(lock.inner.clone());
+    }
+
+    /// The multi-lock over the members added (see `MultiLock` in index.js).
+    #[napi]
+    pub fn build(&mut self) -> Result<NativeLock> {
+        MultiLock::new(std::mem::take(&mut self.members))
+            .map(NativeLock::new)
+            .map_err(sync_err)
+    }
+}
+
+impl Default for MultiLockBuilder {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
 #[napi]
 impl NativeLock {
     /// The lock's name.
@@ -29,9 +66,12 @@ impl NativeLock {
         self.inner.name().to_string()
     }
 
-    /// `reentrant`, `mutex`, `read` or `write`.
+    /// `reentrant`, `mutex`, `read`, `write` or `fair` (a multi-lock: `multi`).
     #[napi(getter)]
     pub fn kind(&self) -> &'static str {
+        if self.inner.is_multi() {
+            return "multi";
+        }
         kind_name(self.inner.kind())
     }
 
