@@ -64,6 +64,7 @@ pub extern "system" fn Java_io_polylock_Native_connect<'l>(
             connect_timeout: millis(connect_ms, "connect timeout")?,
             command_timeout: millis(command_ms, "command timeout")?,
             session_timeout: millis(session_ms, "session timeout")?,
+            ..ClientOptions::default()
         };
         let c = block(async move { Client::connect_with(&url, options).await })?;
         Ok(Box::into_raw(Box::new(c)) as jlong)
@@ -137,8 +138,8 @@ pub extern "system" fn Java_io_polylock_Native_queuesWaiters<'l>(
 }
 
 /// Call `target.onLost(name, kind, owner, message)` from a runtime thread for every hold of this
-/// client that is lost from now on (`kind` numbered as in `convert`). The task ends when the
-/// client is freed.
+/// client that is lost from now on, a lock's or a permit's (`kind` numbered as in `convert`). The
+/// task ends when the client is freed.
 #[no_mangle]
 pub extern "system" fn Java_io_polylock_Native_watchLost<'l>(
     mut env: JNIEnv<'l>,
@@ -160,17 +161,15 @@ pub extern "system" fn Java_io_polylock_Native_watchLost<'l>(
                 };
                 call_java(|env| {
                     let name = env.new_string(&*ev.name)?;
-                    let message = env.new_string(ev.reason.error(&ev.name).message())?;
+                    let error = ev.reason.error_for(ev.kind, &ev.name);
+                    let message = env.new_string(error.message())?;
                     env.call_method(
                         target.as_obj(),
                         "onLost",
                         "(Ljava/lang/String;IJLjava/lang/String;)V",
                         &[
                             JValue::Object(&name),
-                            JValue::Int(match ev.kind {
-                                polylock::HoldKind::Lock(k) => kind_number(k),
-                                _ => -1,
-                            }),
+                            JValue::Int(kind_number(ev.kind)),
                             JValue::Long(ev.owner as i64),
                             JValue::Object(&message),
                         ],

@@ -1,45 +1,63 @@
-//! Java arguments to core values, and back: strings, durations in milliseconds, owners, lock
-//! kinds, booleans; and running a core future with the calling Java thread blocked.
+//! Java arguments to core values, and back: strings, durations in milliseconds, owners, kinds of
+//! hold, permits, booleans; and running a core future with the calling Java thread blocked.
 
 use std::time::Duration;
 
 use jni::objects::JString;
 use jni::sys::{jboolean, jint, jlong, JNI_FALSE, JNI_TRUE};
 use jni::JNIEnv;
-use polylock::{runtime, Error, ErrorKind, LockKind, Wait};
+use polylock::{runtime, Error, ErrorKind, HoldKind, LockKind, Wait};
 
 use crate::error::Result;
 
-/// The numbers of the lock kinds, shared with the `KIND_*` constants of `Native.java`: the one
-/// table on this side. A number never changes meaning; a kind added to core gets the next number
-/// here and a constant there, and every lock native serves it with no new entry point.
-const KINDS: [(jint, LockKind); 4] = [
-    (0, LockKind::Reentrant),
-    (1, LockKind::Mutex),
-    (2, LockKind::Read),
-    (3, LockKind::Write),
+/// The numbers of the kinds of hold, shared with the `KIND_*` constants of `Native.java`: the one
+/// table on this side. Lock natives take a lock kind as their `kind` argument; lost holds are
+/// reported with theirs (a permit's too). A number never changes meaning; a kind added to core
+/// gets the next number here and a constant there, and every lock native serves a new lock kind
+/// with no new entry point.
+const KINDS: [(jint, HoldKind); 5] = [
+    (0, HoldKind::Lock(LockKind::Reentrant)),
+    (1, HoldKind::Lock(LockKind::Mutex)),
+    (2, HoldKind::Lock(LockKind::Read)),
+    (3, HoldKind::Lock(LockKind::Write)),
+    (4, HoldKind::Permit),
 ];
 
-/// The lock kind of a `kind` argument.
+/// The lock kind of a `kind` argument (a permit's number is not one).
 pub(crate) fn lock_kind(number: jint) -> Result<LockKind> {
-    KINDS
-        .iter()
-        .find(|(n, _)| *n == number)
-        .map(|(_, k)| *k)
-        .ok_or_else(|| {
-            Error::new(
-                ErrorKind::InvalidArgument,
-                format!("unknown lock kind {number}"),
-            )
-        })
+    match KINDS.iter().find(|(n, _)| *n == number) {
+        Some((_, HoldKind::Lock(k))) => Ok(*k),
+        _ => Err(Error::new(
+            ErrorKind::InvalidArgument,
+            format!("unknown lock kind {number}"),
+        )),
+    }
 }
 
 /// The number of `kind` for Java, or -1 for a kind the table does not have yet.
-pub(crate) fn kind_number(kind: LockKind) -> jint {
+pub(crate) fn kind_number(kind: HoldKind) -> jint {
     KINDS
         .iter()
         .find(|(_, k)| *k == kind)
         .map_or(-1, |(n, _)| *n)
+}
+
+/// Core's word for a kind number ("lock", "read lock", "permit", ...).
+pub(crate) fn kind_word(number: jint) -> Option<&'static str> {
+    KINDS
+        .iter()
+        .find(|(n, _)| *n == number)
+        .map(|(_, k)| k.word())
+}
+
+/// A number of permits (at least 1; core refuses 0 with its own message).
+pub(crate) fn permits(v: jint) -> Result<u32> {
+    u32::try_from(v).map_err(|_| {
+        Error::new(
+            ErrorKind::InvalidArgument,
+            format!("permits must be at least 1, got {v}"),
+        )
+    })
 }
 
 /// A Java string argument; null is an `InvalidArgument` naming `what`.

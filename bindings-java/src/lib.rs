@@ -7,9 +7,10 @@
 //! handle is freed only when no call uses it.
 //!
 //! Short calls (one round trip) block the calling Java thread on core's runtime. Calls that wait
-//! for another holder are started here and complete a Java `NativeFuture` from a runtime thread, so
-//! that Java can wait on it interruptibly and cancel the native wait on `Thread.interrupt()`. The
-//! future is completed exactly once on every path, including cancellation and panics.
+//! for somebody else (an acquire, a latch's wait) are started here and complete a Java
+//! `NativeFuture` from a runtime thread, so that Java can wait on it interruptibly and cancel the
+//! native wait on `Thread.interrupt()`. The future is completed exactly once on every path,
+//! including cancellation and panics, and what a cancelled call got is given back.
 //!
 //! The files follow what they wrap:
 //! - `error`: the panic boundary of every entry point, and core errors thrown as Java exceptions;
@@ -17,12 +18,17 @@
 //! - `convert`: Java arguments to core values (strings, durations, owners, lock kinds);
 //! - `client`: connecting, closing and freeing a client, its queries, its lost-hold stream;
 //! - `lock`: the calls on one lock of any kind (a lock, a mutex, either half of a read-write
-//!   lock), which never wait;
-//! - `wait`: the waiting acquire that completes a `NativeFuture`, and its cancellation.
+//!   lock);
+//! - `semaphore`: the calls on a semaphore (counting, or of expiring permits) and its leases;
+//! - `latch`: the calls on a count-down latch;
+//! - `wait`: every waiting call's `NativeFuture`, its cancellation and the give-back of what a
+//!   cancelled call got.
 
 mod client;
 mod convert;
 mod error;
 mod jvm;
+mod latch;
 mod lock;
+mod semaphore;
 mod wait;

@@ -1,15 +1,16 @@
-//! The calls on one lock that never wait for another holder, for every kind of lock: each takes
-//! the lock's `kind` (numbered in `convert`) and makes the core handle with
-//! `Client::lock_of_kind`, so a kind added to core needs no new native method.
+//! The calls on one lock, for every kind of lock: each takes the lock's `kind` (numbered in
+//! `convert`) and makes the core handle with `Client::lock_of_kind`, so a kind added to core needs
+//! no new native method. The waiting acquire completes a `NativeFuture` (see `wait`).
 
-use jni::objects::{JClass, JString};
+use jni::objects::{JClass, JObject, JString};
 use jni::sys::{jboolean, jint, jlong, jstring, JNI_FALSE};
 use jni::JNIEnv;
-use polylock::{Lock, Released};
+use polylock::{AcquireOptions, Lock, Released};
 
 use crate::client::client;
-use crate::convert::{block, jbool, lease_arg, lock_kind, owner, string};
+use crate::convert::{block, jbool, kind_word, lease_arg, lock_kind, owner, string, wait_arg};
 use crate::error::{entry, jni_error, Result};
+use crate::wait::{start, Won};
 
 /// The core handle of the lock `name` of `kind` (name and kind checked, no round trip).
 pub(crate) fn lock(env: &mut JNIEnv, handle: jlong, name: &JString, kind: jint) -> Result<Lock> {
@@ -18,8 +19,8 @@ pub(crate) fn lock(env: &mut JNIEnv, handle: jlong, name: &JString, kind: jint) 
     c.lock_of_kind(&name, lock_kind(kind)?)
 }
 
-/// Core's word for a kind number ("lock", "read lock", ...), or null for an unknown number
-/// (tests compare it with the `KIND_*` constants of `Native.java`).
+/// Core's word for a kind number ("lock", "read lock", ..., "permit"), or null for an unknown
+/// number (tests compare it with the `KIND_*` constants of `Native.java`).
 #[no_mangle]
 pub extern "system" fn Java_io_polylock_Native_kindName<'l>(
     mut env: JNIEnv<'l>,
@@ -27,12 +28,9 @@ pub extern "system" fn Java_io_polylock_Native_kindName<'l>(
     kind: jint,
 ) -> jstring {
     entry(&mut env, std::ptr::null_mut(), |env| {
-        match lock_kind(kind) {
-            Ok(k) => env
-                .new_string(k.word())
-                .map(|s| s.into_raw())
-                .map_err(jni_error),
-            Err(_) => Ok(std::ptr::null_mut()),
+        match kind_word(kind) {
+            Some(w) => env.new_string(w).map(|s| s.into_raw()).map_err(jni_error),
+            None => Ok(std::ptr::null_mut()),
         }
     })
 }
@@ -65,6 +63,37 @@ pub extern "system" fn Java_io_polylock_Native_tryAcquire<'l>(
         let (owner, lease) = (owner(owner_id)?, lease_arg(lease_ms)?);
         let got = block(async move { l.try_acquire(owner, lease).await })?;
         Ok(got.map_or(-1, |a| a.fencing_token as jlong))
+    })
+}
+
+/// Start a waiting acquire that completes `future` with the fencing token, or TIMEOUT; an
+/// acquire cancelled as it arrived releases the hold it got. Returns the cancel handle.
+#[no_mangle]
+#[allow(clippy::too_many_arguments)]
+pub extern "system" fn Java_io_polylock_Native_acquireAsync<'l>(
+    mut env: JNIEnv<'l>,
+    _: JClass<'l>,
+    handle: jlong,
+    name: JString<'l>,
+    kind: jint,
+    owner_id: jlong,
+    wait_ms: jlong,
+    lease_ms: jlong,
+    future: JObject<'l>,
+) -> jlong {
+    entry(&mut env, 0, |env| {
+        let l = lock(env, handle, &name, kind)?;
+        let owner = owner(owner_id)?;
+        let options = AcquireOptions {
+            wait: wait_arg(wait_ms)?,
+            lease: lease_arg(lease_ms)?,
+        };
+        start(env, &future, async move {
+            let a = l.acquire(owner, options).await?;
+            Ok(Won::value(a.fencing_token as i64).give_back(async move {
+                let _ = l.release(owner).await;
+            }))
+        })
     })
 }
 

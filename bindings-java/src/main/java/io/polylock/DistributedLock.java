@@ -2,7 +2,6 @@ package io.polylock;
 
 import java.util.Objects;
 import java.util.concurrent.CopyOnWriteArrayList;
-import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.Condition;
 import java.util.concurrent.locks.Lock;
@@ -51,12 +50,14 @@ public final class DistributedLock implements Lock, AutoCloseable {
     /** One of {@code Native.KIND_*}. */
     private final int kind;
     private final CopyOnWriteArrayList<Listener> listeners = new CopyOnWriteArrayList<>();
+    private final LostRoute route;
     private volatile boolean closed;
 
     DistributedLock(PolylockClient client, String name, int kind) {
         this.client = client;
         this.name = name;
         this.kind = kind;
+        this.route = new LostRoute(name, kind, this::fireLost);
     }
 
     /** The lock's name (a ZooKeeper path on ZooKeeper). */
@@ -256,17 +257,15 @@ public final class DistributedLock implements Lock, AutoCloseable {
     public void addListener(Listener listener) {
         Objects.requireNonNull(listener, "listener");
         checkOpen();
-        if (listeners.isEmpty()) {
-            client.addListening(this);
-        }
         listeners.add(listener);
+        client.addListening(route);
     }
 
     /** Stop a listener; true if it was registered. */
     public boolean removeListener(Listener listener) {
         boolean removed = listeners.remove(listener);
         if (listeners.isEmpty()) {
-            client.removeListening(this);
+            client.removeListening(route);
         }
         return removed;
     }
@@ -285,7 +284,7 @@ public final class DistributedLock implements Lock, AutoCloseable {
     public void close() {
         closed = true;
         listeners.clear();
-        client.removeListening(this);
+        client.removeListening(route);
     }
 
     @Override
@@ -337,18 +336,12 @@ public final class DistributedLock implements Lock, AutoCloseable {
 
     // ---- internals --------------------------------------------------------------------------
 
-    /** One of {@code Native.KIND_*}: which lost holds this handle's listeners hear of. */
-    int kind() {
-        return kind;
-    }
-
-    void fireLost(long owner, LockLostException e) {
+    private void fireLost(long owner, LockLostException e) {
         for (Listener l : listeners) {
             try {
                 l.onAbort(this, e);
             } catch (RuntimeException | Error thrown) {
-                Thread t = Thread.currentThread();
-                t.getUncaughtExceptionHandler().uncaughtException(t, thrown);
+                LostRoute.uncaught(thrown);
             }
         }
     }
@@ -414,97 +407,25 @@ public final class DistributedLock implements Lock, AutoCloseable {
             }
             long remaining = waitMs;
             if (waitMs > 0) {
-                remaining = waitMs - TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start);
+                remaining = Waits.remaining(waitMs, start);
                 if (remaining <= 0) {
                     return -1;
                 }
             }
             NativeFuture future = new NativeFuture();
             long cancel = Native.acquireAsync(h, name, kind, owner, remaining, leaseMs, future);
-            try {
-                return await(future, cancel, h, owner, interruptible);
-            } finally {
-                Native.freeCancel(cancel);
-            }
+            NativeFuture done = Waits.await(future, cancel, interruptible);
+            return done.succeeded() ? done.value() : -1;
         } finally {
             client.exit();
         }
     }
 
-    private long await(NativeFuture future, long cancel, long h, long owner, boolean interruptible)
-            throws InterruptedException {
-        boolean interrupted = false;
-        try {
-            while (true) {
-                try {
-                    long r = future.get();
-                    if (r == NativeFuture.FAILED) {
-                        throw future.error();
-                    }
-                    return r;
-                } catch (ExecutionException e) {
-                    throw new AssertionError("a NativeFuture is never completed exceptionally", e);
-                } catch (InterruptedException e) {
-                    if (!interruptible) {
-                        interrupted = true;
-                        continue;
-                    }
-                    Native.cancel(cancel);
-                    long r = getUninterruptibly(future);
-                    if (r >= 0) {
-                        // Acquired just before the cancel reached it: give it back. The caller
-                        // still counts as in flight on the client, so the handle is valid.
-                        try {
-                            Native.release(h, name, kind, owner);
-                        } catch (RuntimeException releaseFailed) {
-                            e.addSuppressed(releaseFailed);
-                        }
-                    }
-                    throw e;
-                }
-            }
-        } finally {
-            if (interrupted) {
-                Thread.currentThread().interrupt();
-            }
-        }
-    }
-
-    private static long getUninterruptibly(NativeFuture future) {
-        boolean interrupted = false;
-        try {
-            while (true) {
-                try {
-                    return future.get();
-                } catch (InterruptedException e) {
-                    interrupted = true;
-                } catch (ExecutionException e) {
-                    throw new AssertionError(e);
-                }
-            }
-        } finally {
-            if (interrupted) {
-                Thread.currentThread().interrupt();
-            }
-        }
-    }
-
     private static long waitMs(long time, TimeUnit unit) {
-        Objects.requireNonNull(unit, "unit");
-        if (time <= 0) {
-            return 0;
-        }
-        return Math.max(1, unit.toMillis(time));
+        return Waits.waitMs(time, unit);
     }
 
     private static long leaseMs(long leaseTime, TimeUnit unit) {
-        Objects.requireNonNull(unit, "unit");
-        if (leaseTime == -1) {
-            return -1;
-        }
-        if (leaseTime <= 0) {
-            throw new IllegalArgumentException("leaseTime must be positive (or -1 for the watchdog), got " + leaseTime);
-        }
-        return Math.max(1, unit.toMillis(leaseTime));
+        return Waits.leaseMs(leaseTime, unit);
     }
 }

@@ -19,10 +19,11 @@ import java.util.Properties;
 final class Native {
     static final String LIBRARY = "polylock_java";
 
-    // The kinds of lock, passed as {@code int kind} to every lock native: one set of natives
-    // serves every kind. This is the one table on the Java side; the native side's twin is
-    // {@code KINDS} in bindings-java/src/convert.rs (NativeTest compares them through kindName).
-    // A number never changes meaning; a new kind gets the next number on both sides.
+    // The kinds of hold: a lock kind is passed as {@code int kind} to every lock native (one set
+    // of natives serves every kind of lock), and every lost hold is reported with its kind. This
+    // is the one table on the Java side; the native side's twin is {@code KINDS} in
+    // bindings-java/src/convert.rs (NativeTest compares them through kindName). A number never
+    // changes meaning; a new kind gets the next number on both sides.
     /** A reentrant lock (Redisson {@code RLock}, Curator {@code InterProcessMutex}). */
     static final int KIND_LOCK = 0;
     /** A non-reentrant ZooKeeper mutex (Curator {@code InterProcessSemaphoreMutex}). */
@@ -31,6 +32,15 @@ final class Native {
     static final int KIND_READ = 2;
     /** The write half of a read-write lock (exclusive). */
     static final int KIND_WRITE = 3;
+    /** A permit of a semaphore (never a lock native's kind; only lost permits are reported with it). */
+    static final int KIND_PERMIT = 4;
+
+    // The kinds of semaphore, passed as {@code int kind} to the natives both kinds share; the
+    // twins are the constants of bindings-java/src/semaphore.rs.
+    /** Redisson's {@code RSemaphore}, Curator's {@code InterProcessSemaphoreV2}. */
+    static final int SEMAPHORE = 0;
+    /** Redisson's {@code RPermitExpirableSemaphore} (Redis only). */
+    static final int SEMAPHORE_EXPIRABLE = 1;
 
     /** The version of this JAR (from Maven), which the native library must match. */
     static final String JAR_VERSION;
@@ -142,7 +152,12 @@ final class Native {
     static native long acquireAsync(long client, String name, int kind, long owner, long waitMs,
             long leaseMs, NativeFuture future);
 
+    // ---- every waiting call (see Waits) ----
+
     static native void cancel(long cancel);
+
+    /** Give back what a call got that completed only after {@link #cancel}. */
+    static native void giveBack(long cancel);
 
     static native void freeCancel(long cancel);
 
@@ -161,6 +176,63 @@ final class Native {
     static native long fencingToken(long client, String name, int kind, long owner);
 
     static native boolean isLost(long client, String name, int kind, long owner);
+
+    // ---- semaphores (kind: SEMAPHORE or SEMAPHORE_EXPIRABLE) ----
+
+    static native void validateSemaphore(long client, String name, int kind);
+
+    static native boolean semaphoreTrySetPermits(long client, String name, int kind, int permits);
+
+    static native void semaphoreAddPermits(long client, String name, int kind, int delta);
+
+    static native long semaphoreAvailable(long client, String name, int kind);
+
+    // ---- counting semaphores ----
+
+    /** One try: 0 if not taken, else 1, or a lease handle when {@code lease}. */
+    static native long semaphoreTryAcquire(long client, String name, int permits, boolean lease);
+
+    /** Completes {@code future} with 1, or a lease handle when {@code lease}. */
+    static native long semaphoreAcquireAsync(long client, String name, int permits, long waitMs, boolean lease,
+            NativeFuture future);
+
+    static native void semaphoreRelease(long client, String name, int permits);
+
+    static native long semaphoreDrain(long client, String name);
+
+    static native int semaphoreHeld(long client, String name);
+
+    /** Gives back a lease's own permits and frees the handle (always, however it ends). */
+    static native void leaseReturn(long lease);
+
+    static native boolean leaseIsLost(long lease);
+
+    // ---- semaphores of expiring permits ----
+
+    /** One try: the permit's id, or null. */
+    static native String permitTryAcquire(long client, String name, long leaseMs);
+
+    /** Completes {@code future} with the permit's id as its text. */
+    static native long permitAcquireAsync(long client, String name, long waitMs, long leaseMs, NativeFuture future);
+
+    static native void permitRelease(long client, String name, String id);
+
+    static native boolean permitTryRelease(long client, String name, String id);
+
+    // ---- count-down latches ----
+
+    static native void validateLatch(long client, String name);
+
+    static native boolean latchTrySetCount(long client, String name, long count);
+
+    static native void latchCountDown(long client, String name);
+
+    static native long latchCount(long client, String name);
+
+    static native boolean latchDelete(long client, String name);
+
+    /** Completes {@code future} with 1 when the latch opened, 0 when the wait ran out. */
+    static native long latchAwaitAsync(long client, String name, long waitMs, NativeFuture future);
 
     /** Calls {@code target.onLost(name, kind, owner, message)} for every lost hold. */
     static native void watchLost(long client, PolylockClient target);

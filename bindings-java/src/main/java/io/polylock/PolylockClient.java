@@ -15,9 +15,11 @@ import java.util.concurrent.atomic.AtomicInteger;
 /**
  * A connection to one lock server (Redisson's {@code RedissonClient}, Curator's
  * {@code CuratorFramework}). Thread-safe; one per application is the usual shape. Closing it
- * releases every lock its threads still hold and ends their waits; it is idempotent.
+ * releases every lock its threads still hold (and every permit or lease it holds) and ends their
+ * waits; it is idempotent.
  *
- * <p>Lock-lost {@link DistributedLock.Listener listeners} run on this client's
+ * <p>Lost-hold listeners ({@link DistributedLock.Listener}, {@link DistributedSemaphore.Listener},
+ * {@link DistributedPermitExpirableSemaphore.Listener}) run on this client's
  * {@code polylock-events} daemon thread, one at a time in the order of the losses. They may call
  * any polylock method, including blocking ones.
  */
@@ -65,7 +67,7 @@ public final class PolylockClient implements AutoCloseable {
     private final AtomicBoolean freed = new AtomicBoolean();
     private final String id;
     private final boolean queuesWaiters;
-    private final Map<String, List<DistributedLock>> listened = new ConcurrentHashMap<>();
+    private final Map<String, CopyOnWriteArrayList<LostRoute>> listened = new ConcurrentHashMap<>();
     private final ThreadPoolExecutor events;
 
     PolylockClient(long handle) {
@@ -124,6 +126,62 @@ public final class PolylockClient implements AutoCloseable {
      */
     public DistributedReadWriteLock getReadWriteLock(String name) {
         return new DistributedReadWriteLock(newLock(name, Native.KIND_READ), newLock(name, Native.KIND_WRITE));
+    }
+
+    /**
+     * A counting semaphore on {@code name}: Redisson's {@code RSemaphore} on Redis (permits belong
+     * to nobody: anyone may release, a crashed holder's permits are not given back), Curator's
+     * {@code InterProcessSemaphoreV2} on a ZooKeeper path with its permits in a {@code
+     * SharedCount} at {@code <path>/count} (permits are leases of this client, freed when its
+     * session ends). See {@link DistributedSemaphore}. Cheap, like {@link #getLock}.
+     *
+     * @throws IllegalArgumentException for an empty, oversized or NUL-containing name, or a bad
+     *     ZooKeeper path
+     */
+    public DistributedSemaphore getSemaphore(String name) {
+        validateSemaphore(name, Native.SEMAPHORE);
+        return new DistributedSemaphore(this, name);
+    }
+
+    /**
+     * A semaphore of expiring permits with ids on {@code name}, in Redisson's {@code
+     * RPermitExpirableSemaphore} format (see {@link DistributedPermitExpirableSemaphore}).
+     *
+     * @throws UnsupportedOperationException on ZooKeeper (use {@link #getSemaphore}, whose leases
+     *     end with their session)
+     * @throws IllegalArgumentException for an empty, oversized or NUL-containing name
+     */
+    public DistributedPermitExpirableSemaphore getPermitExpirableSemaphore(String name) {
+        validateSemaphore(name, Native.SEMAPHORE_EXPIRABLE);
+        return new DistributedPermitExpirableSemaphore(this, name);
+    }
+
+    /**
+     * A count-down latch on {@code name}: Redisson's {@code RCountDownLatch} on Redis, a Curator
+     * {@code SharedCount} at the path on ZooKeeper (see {@link DistributedCountDownLatch}).
+     *
+     * @throws IllegalArgumentException for an empty, oversized or NUL-containing name, or a bad
+     *     ZooKeeper path
+     */
+    public DistributedCountDownLatch getCountDownLatch(String name) {
+        Objects.requireNonNull(name, "name");
+        long h = enter();
+        try {
+            Native.validateLatch(h, name);
+        } finally {
+            exit();
+        }
+        return new DistributedCountDownLatch(this, name);
+    }
+
+    private void validateSemaphore(String name, int kind) {
+        Objects.requireNonNull(name, "name");
+        long h = enter();
+        try {
+            Native.validateSemaphore(h, name, kind);
+        } finally {
+            exit();
+        }
     }
 
     private DistributedLock newLock(String name, int kind) {
@@ -194,39 +252,40 @@ public final class PolylockClient implements AutoCloseable {
         }
     }
 
-    void addListening(DistributedLock lock) {
-        listened.computeIfAbsent(lock.getName(), k -> new CopyOnWriteArrayList<>()).add(lock);
+    void addListening(LostRoute route) {
+        listened.computeIfAbsent(route.name, k -> new CopyOnWriteArrayList<>()).addIfAbsent(route);
     }
 
-    void removeListening(DistributedLock lock) {
-        List<DistributedLock> l = listened.get(lock.getName());
+    void removeListening(LostRoute route) {
+        List<LostRoute> l = listened.get(route.name);
         if (l != null) {
-            l.remove(lock);
+            l.remove(route);
         }
     }
 
     /**
      * Called by the native library, on one of its runtime threads, for every lost hold, with its
-     * kind ({@code Native.KIND_*}; a read and a write hold of one name are two holds) and the
-     * message of core's LOCK_LOST error. Only handles of that kind hear of it.
+     * kind ({@code Native.KIND_*}: a read and a write hold of one name are two holds, a permit is
+     * {@code KIND_PERMIT}) and the message of core's LOCK_LOST error. Only handles of that name
+     * and kind hear of it.
      */
     void onLost(String name, int kind, long owner, String message) {
-        List<DistributedLock> locks = listened.get(name);
-        if (locks == null || locks.isEmpty()) {
+        List<LostRoute> routes = listened.get(name);
+        if (routes == null || routes.isEmpty()) {
             return;
         }
-        List<DistributedLock> targets = new ArrayList<>();
-        for (DistributedLock l : locks) {
-            if (l.kind() == kind) {
-                targets.add(l);
+        List<LostRoute> targets = new ArrayList<>();
+        for (LostRoute r : routes) {
+            if (r.kind == kind) {
+                targets.add(r);
             }
         }
         if (targets.isEmpty()) {
             return;
         }
         events.execute(() -> {
-            for (DistributedLock l : targets) {
-                l.fireLost(owner, new LockLostException(message));
+            for (LostRoute r : targets) {
+                r.target.fireLost(owner, new LockLostException(message));
             }
         });
     }

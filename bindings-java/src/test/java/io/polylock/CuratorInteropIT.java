@@ -3,19 +3,26 @@ package io.polylock;
 import static io.polylock.Servers.zkPath;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.Collection;
 import java.util.Collections;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.AtomicReference;
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.CuratorFrameworkFactory;
 import org.apache.curator.framework.recipes.locks.InterProcessMutex;
 import org.apache.curator.framework.recipes.locks.InterProcessReadWriteLock;
 import org.apache.curator.framework.recipes.locks.InterProcessSemaphoreMutex;
+import org.apache.curator.framework.recipes.locks.InterProcessSemaphoreV2;
+import org.apache.curator.framework.recipes.locks.Lease;
+import org.apache.curator.framework.recipes.shared.SharedCount;
 import org.apache.curator.retry.ExponentialBackoffRetry;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
@@ -316,5 +323,136 @@ class CuratorInteropIT {
             assertTrue(m < 200, "woken in " + all + " ms");
         }
         assertEquals(0, contenders(path), "no node left behind");
+    }
+
+    // ---- InterProcessSemaphoreV2 ------------------------------------------------------------
+
+    @Test
+    void semaphoreLeasesAreCountedOnceAcrossBoth() throws Exception {
+        String path = zkPath("curator-sem");
+        DistributedSemaphore p = polylock.getSemaphore(path);
+        assertTrue(p.trySetPermits(3));
+        // Curator's semaphore with polylock's SharedCount as its number of permits.
+        SharedCount count = new SharedCount(curator, path + "/count", 0);
+        count.start();
+        try {
+            assertEquals(3, count.getCount(), "Curator reads polylock's SharedCount");
+            InterProcessSemaphoreV2 c = new InterProcessSemaphoreV2(curator, path, count);
+            // 3 permits: 2 taken by polylock, 1 by Curator; the next try of either fails.
+            assertTrue(p.tryAcquire(2));
+            Lease cl = c.acquire(1, TimeUnit.SECONDS);
+            assertNotNull(cl, "Curator gets the third");
+            assertEquals(0, p.availablePermits());
+            assertFalse(p.tryAcquire());
+            assertFalse(p.tryAcquire(100, TimeUnit.MILLISECONDS));
+            assertNull(c.acquire(100, TimeUnit.MILLISECONDS));
+            c.returnLease(cl);
+            assertEquals(1, p.availablePermits());
+            p.release(2);
+            assertEquals(3, p.availablePermits());
+            // 2 taken by Curator, 1 by polylock.
+            Collection<Lease> two = c.acquire(2, 1, TimeUnit.SECONDS);
+            assertNotNull(two);
+            try (DistributedSemaphore.Lease mine = p.acquireLease(1, TimeUnit.SECONDS)) {
+                assertNotNull(mine);
+                assertNull(c.acquire(100, TimeUnit.MILLISECONDS));
+                assertNull(p.acquireLease(100, TimeUnit.MILLISECONDS));
+            }
+            c.returnAll(two);
+            // polylock's addPermits moves Curator's SharedCount.
+            p.addPermits(1);
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(5);
+            while (count.getCount() != 4 && System.nanoTime() < deadline) {
+                Thread.sleep(5);
+            }
+            assertEquals(4, count.getCount());
+            assertEquals(4, p.availablePermits());
+        } finally {
+            count.close();
+        }
+        // A Curator semaphore with a constant maxLeases equal to polylock's permits agrees too.
+        InterProcessSemaphoreV2 fixed = new InterProcessSemaphoreV2(curator, path, 4);
+        Collection<Lease> three = fixed.acquire(3, 1, TimeUnit.SECONDS);
+        assertNotNull(three);
+        assertTrue(p.tryAcquire());
+        assertFalse(p.tryAcquire());
+        assertNull(fixed.acquire(100, TimeUnit.MILLISECONDS));
+        fixed.returnAll(three);
+        p.release();
+        assertEquals(4, p.availablePermits());
+        assertEquals(0, contenders(path + "/leases"), "no lease node left behind by either");
+    }
+
+    @Test
+    void aSemaphoreReleaseByEitherWakesTheOthersWaiter() throws Exception {
+        String path = zkPath("curator-sem-wake");
+        DistributedSemaphore p = polylock.getSemaphore(path);
+        p.trySetPermits(1);
+        SharedCount count = new SharedCount(curator, path + "/count", 0);
+        count.start();
+        try {
+            InterProcessSemaphoreV2 c = new InterProcessSemaphoreV2(curator, path, count);
+            AtomicReference<Lease> held = new AtomicReference<>();
+            AtomicReference<Lease> waited = new AtomicReference<>();
+            Holder.Step pa = p::acquire;
+            Holder.Step prl = p::release;
+            Holder.Step ca = () -> held.set(c.acquire());
+            Holder.Step crl = () -> c.returnLease(held.get());
+            Holder.Step cw = () -> waited.set(c.acquire());
+            Holder.Step cwd = () -> c.returnLease(waited.get());
+            List<Long> all = new ArrayList<>();
+            for (int round = 0; round < 3; round++) {
+                // The waiter's lease node appears beside the holder's while it waits.
+                long curatorWoke = wakeMs(path + "/leases", "Curator acquire after a polylock release", pa, prl, cw, cwd);
+                long polylockWoke = wakeMs(path + "/leases", "polylock acquire after a Curator release", ca, crl, pa, prl);
+                System.out.printf("interop semaphore wake-up: Curator after a polylock release %d ms, "
+                        + "polylock after a Curator release %d ms%n", curatorWoke, polylockWoke);
+                all.add(curatorWoke);
+                all.add(polylockWoke);
+            }
+            for (long m : all) {
+                assertTrue(m < 200, "woken in " + all + " ms");
+            }
+        } finally {
+            count.close();
+        }
+        assertEquals(1, p.availablePermits());
+        assertEquals(0, contenders(path + "/leases"), "no lease node left behind");
+    }
+
+    @Test
+    void aLatchIsASharedCountThatCuratorCountsDown() throws Exception {
+        String path = zkPath("curator-latch");
+        DistributedCountDownLatch p = polylock.getCountDownLatch(path);
+        assertTrue(p.trySetCount(2));
+        SharedCount count = new SharedCount(curator, path, 0);
+        count.start();
+        try {
+            assertEquals(2, count.getCount(), "Curator reads polylock's count");
+            Holder waiter = Holder.start("polylock-await", () -> assertTrue(p.await(10, TimeUnit.SECONDS)), () -> { });
+            Thread.sleep(200);
+            // Curator counts down with versioned sets, as polylock does.
+            assertTrue(count.trySetCount(count.getVersionedValue(), 1));
+            assertEquals(1, p.getCount());
+            Thread.sleep(100);
+            assertFalse(waiter.isHeld(), "still counting");
+            long opened = System.nanoTime();
+            assertTrue(count.trySetCount(count.getVersionedValue(), 0));
+            assertTrue(waiter.awaitHeld(10_000), "Curator's count down to 0 opened polylock's latch");
+            long ms = TimeUnit.NANOSECONDS.toMillis(waiter.heldAt() - opened);
+            waiter.release();
+            System.out.printf("interop latch wake-up: polylock waiter %d ms after Curator set the SharedCount to 0%n", ms);
+            assertTrue(ms < 200, "woken in " + ms + " ms");
+            // polylock's count down moves Curator's SharedCount.
+            assertTrue(p.trySetCount(1));
+            p.countDown();
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(5);
+            while (count.getCount() != 0 && System.nanoTime() < deadline) {
+                Thread.sleep(5);
+            }
+            assertEquals(0, count.getCount());
+        } finally {
+            count.close();
+        }
     }
 }

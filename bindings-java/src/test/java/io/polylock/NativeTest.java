@@ -54,7 +54,8 @@ class NativeTest {
         assertEquals("mutex", Native.kindName(Native.KIND_MUTEX));
         assertEquals("read lock", Native.kindName(Native.KIND_READ));
         assertEquals("write lock", Native.kindName(Native.KIND_WRITE));
-        assertNull(Native.kindName(Native.KIND_WRITE + 1), "no kinds beyond the constants");
+        assertEquals("permit", Native.kindName(Native.KIND_PERMIT), "a semaphore's permit, as lost holds report it");
+        assertNull(Native.kindName(Native.KIND_PERMIT + 1), "no kinds beyond the constants");
         assertNull(Native.kindName(-1));
     }
 

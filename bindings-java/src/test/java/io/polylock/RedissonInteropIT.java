@@ -3,7 +3,9 @@ package io.polylock;
 import static io.polylock.Servers.unique;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -12,13 +14,17 @@ import java.util.List;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.AtomicReference;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.redisson.Redisson;
+import org.redisson.api.RCountDownLatch;
 import org.redisson.api.RFencedLock;
 import org.redisson.api.RLock;
+import org.redisson.api.RPermitExpirableSemaphore;
 import org.redisson.api.RReadWriteLock;
+import org.redisson.api.RSemaphore;
 import org.redisson.api.RedissonClient;
 import org.redisson.config.Config;
 
@@ -286,5 +292,202 @@ class RedissonInteropIT {
         assertTrue(worst < 200, "woken in " + all + " ms");
         assertFalse(p.readLock().isLocked());
         assertFalse(p.writeLock().isLocked());
+    }
+
+    // ---- semaphores and the count-down latch ------------------------------------------------
+
+    @Test
+    void semaphorePermitsAreCountedOnceAcrossBoth() throws Exception {
+        String name = unique("redisson-sem");
+        RSemaphore r = redisson.getSemaphore(name);
+        DistributedSemaphore p = polylock.getSemaphore(name);
+        assertTrue(p.trySetPermits(3));
+        assertFalse(r.trySetPermits(5), "Redisson sees polylock's permits");
+        assertEquals(3, r.availablePermits());
+        // 3 permits: 2 taken by polylock, 1 by Redisson; the next try of either fails.
+        assertTrue(p.tryAcquire(2));
+        assertEquals(1, r.availablePermits());
+        assertTrue(r.tryAcquire());
+        assertEquals(0, p.availablePermits());
+        assertFalse(p.tryAcquire());
+        assertFalse(r.tryAcquire());
+        assertFalse(p.tryAcquire(100, TimeUnit.MILLISECONDS));
+        assertFalse(r.tryAcquire(java.time.Duration.ofMillis(100)));
+        // Permits belong to nobody in both: each gives back what the other took.
+        r.release(2);
+        p.release();
+        assertEquals(3, r.availablePermits());
+        assertEquals(3, p.drainPermits());
+        assertEquals(0, r.availablePermits());
+        r.addPermits(2);
+        assertEquals(2, p.availablePermits());
+        p.addPermits(-1);
+        assertEquals(1, r.availablePermits());
+
+        // Redisson sets, polylock reads.
+        String other = unique("redisson-sem-set");
+        assertTrue(redisson.getSemaphore(other).trySetPermits(2));
+        assertFalse(polylock.getSemaphore(other).trySetPermits(9));
+        assertEquals(2, polylock.getSemaphore(other).availablePermits());
+    }
+
+    @Test
+    void aSemaphoreReleaseByEitherWakesTheOthersWaiter() throws Exception {
+        String name = unique("redisson-sem-wake");
+        RSemaphore r = redisson.getSemaphore(name);
+        DistributedSemaphore p = polylock.getSemaphore(name);
+        p.trySetPermits(1);
+        Holder.Step pa = p::acquire;
+        Holder.Step prl = p::release;
+        Holder.Step ra = r::acquire;
+        Holder.Step rrl = r::release;
+        List<Long> all = new ArrayList<>();
+        for (int round = 0; round < 3; round++) {
+            long redissonWoke = wakeMs("Redisson acquire after a polylock release", pa, prl, ra, rrl);
+            long polylockWoke = wakeMs("polylock acquire after a Redisson release", ra, rrl, pa, prl);
+            System.out.printf("interop semaphore wake-up: Redisson after a polylock release %d ms, "
+                    + "polylock after a Redisson release %d ms%n", redissonWoke, polylockWoke);
+            all.add(redissonWoke);
+            all.add(polylockWoke);
+        }
+        for (long ms : all) {
+            assertTrue(ms < 200, "woken in " + all + " ms");
+        }
+        assertEquals(1, r.availablePermits());
+    }
+
+    @Test
+    void expiringPermitsAreCountedOnceAndEitherReleasesTheOthersIds() throws Exception {
+        String name = unique("redisson-permits");
+        RPermitExpirableSemaphore r = redisson.getPermitExpirableSemaphore(name);
+        DistributedPermitExpirableSemaphore p = polylock.getPermitExpirableSemaphore(name);
+        assertTrue(p.trySetPermits(3));
+        assertFalse(r.trySetPermits(5), "Redisson sees polylock's permits");
+        assertEquals(3, r.availablePermits());
+        // 2 taken by polylock (one kept by the watchdog, one with a lease), 1 by Redisson.
+        String p1 = p.acquire();
+        String p2 = p.acquire(30, TimeUnit.SECONDS);
+        String r1 = r.acquire();
+        assertTrue(r1.matches("[0-9a-f]{32}"), "Redisson's id: " + r1);
+        assertEquals(0, r.availablePermits());
+        assertEquals(0, p.availablePermits());
+        assertNull(p.tryAcquire());
+        assertNull(r.tryAcquire());
+        assertNull(p.tryAcquire(100, TimeUnit.MILLISECONDS));
+        assertNull(r.tryAcquire(100, TimeUnit.MILLISECONDS));
+        // Each releases the other's ids (both store 16 raw bytes, shown as 32 hex characters).
+        p.release(r1);
+        assertEquals(1, r.availablePermits());
+        r.release(p1);
+        assertTrue(r.tryRelease(p2));
+        assertEquals(3, p.availablePermits());
+        assertFalse(p.tryRelease(r1), "released before");
+        assertFalse(r.tryRelease(p1), "released before");
+        // polylock throws what Redisson throws (Redisson wraps it in a RedisException).
+        IllegalArgumentException ours = assertThrows(IllegalArgumentException.class, () -> p.release(r1));
+        RuntimeException theirs = assertThrows(RuntimeException.class, () -> r.release(p1));
+        Throwable cause = theirs;
+        while (cause.getCause() != null) {
+            cause = cause.getCause();
+        }
+        assertInstanceOf(IllegalArgumentException.class, cause);
+        assertEquals("Permit with id " + p1 + " has already been released or doesn't exist", cause.getMessage());
+        assertTrue(ours.getMessage().startsWith("Permit with id " + r1 + " has already been released or doesn't exist"),
+                ours.getMessage());
+        // Redisson's leased permit, released by polylock.
+        String r2 = r.tryAcquire(1, 30, TimeUnit.SECONDS);
+        assertNotNull(r2);
+        assertEquals(2, p.availablePermits());
+        p.release(r2);
+        assertEquals(3, r.availablePermits());
+    }
+
+    @Test
+    void anExpiringPermitReleaseByEitherWakesTheOthersWaiter() throws Exception {
+        String name = unique("redisson-permits-wake");
+        RPermitExpirableSemaphore r = redisson.getPermitExpirableSemaphore(name);
+        DistributedPermitExpirableSemaphore p = polylock.getPermitExpirableSemaphore(name);
+        p.trySetPermits(1);
+        AtomicReference<String> held = new AtomicReference<>();
+        AtomicReference<String> waited = new AtomicReference<>();
+        Holder.Step pa = () -> held.set(p.acquire());
+        Holder.Step prl = () -> p.release(held.get());
+        Holder.Step ra = () -> held.set(r.acquire());
+        Holder.Step rrl = () -> r.release(held.get());
+        Holder.Step rw = () -> waited.set(r.tryAcquire(10, TimeUnit.SECONDS));
+        Holder.Step rwd = () -> r.release(waited.get());
+        Holder.Step pw = () -> waited.set(p.tryAcquire(10, TimeUnit.SECONDS));
+        Holder.Step pwd = () -> p.release(waited.get());
+        List<Long> all = new ArrayList<>();
+        for (int round = 0; round < 3; round++) {
+            long redissonWoke = wakeMs("Redisson tryAcquire after a polylock release", pa, prl, rw, rwd);
+            long polylockWoke = wakeMs("polylock tryAcquire after a Redisson release", ra, rrl, pw, pwd);
+            System.out.printf("interop expiring-permit wake-up: Redisson after a polylock release %d ms, "
+                    + "polylock after a Redisson release %d ms%n", redissonWoke, polylockWoke);
+            all.add(redissonWoke);
+            all.add(polylockWoke);
+        }
+        for (long ms : all) {
+            assertTrue(ms < 200, "woken in " + all + " ms");
+        }
+        assertEquals(1, p.availablePermits());
+    }
+
+    @Test
+    void countDownLatchesAreSharedAndEitherOpensTheOthersWaiters() throws Exception {
+        String name = unique("redisson-latch");
+        RCountDownLatch r = redisson.getCountDownLatch(name);
+        DistributedCountDownLatch p = polylock.getCountDownLatch(name);
+        assertTrue(r.trySetCount(2));
+        assertFalse(p.trySetCount(5), "polylock sees Redisson's count");
+        assertEquals(2, p.getCount());
+        List<Long> all = new ArrayList<>();
+        for (int round = 0; round < 2; round++) {
+            // Waiters of both libraries; one count down by each; the last one opens.
+            Holder pw = Holder.start("polylock-await", () -> assertTrue(p.await(10, TimeUnit.SECONDS)), () -> { });
+            Holder rw = Holder.start("redisson-await", () -> assertTrue(r.await(10, TimeUnit.SECONDS)), () -> { });
+            Thread.sleep(200);
+            assertFalse(pw.isHeld());
+            assertFalse(rw.isHeld());
+            if (round == 0) {
+                p.countDown();
+                assertEquals(1, r.getCount());
+            } else {
+                r.countDown();
+                assertEquals(1, p.getCount());
+            }
+            Thread.sleep(100);
+            assertFalse(pw.isHeld(), "still counting");
+            assertFalse(rw.isHeld(), "still counting");
+            long opened = System.nanoTime();
+            if (round == 0) {
+                r.countDown();
+            } else {
+                p.countDown();
+            }
+            assertTrue(pw.awaitHeld(10_000));
+            assertTrue(rw.awaitHeld(10_000));
+            long polylockWoke = TimeUnit.NANOSECONDS.toMillis(pw.heldAt() - opened);
+            long redissonWoke = TimeUnit.NANOSECONDS.toMillis(rw.heldAt() - opened);
+            pw.release();
+            rw.release();
+            System.out.printf("interop latch wake-up (opened by %s): polylock waiter %d ms, Redisson waiter %d ms%n",
+                    round == 0 ? "Redisson" : "polylock", polylockWoke, redissonWoke);
+            all.add(polylockWoke);
+            all.add(redissonWoke);
+            assertEquals(0, r.getCount());
+            assertEquals(0, p.getCount());
+            assertTrue(p.trySetCount(2), "open again: either may set it");
+            assertEquals(2, r.getCount());
+        }
+        for (long ms : all) {
+            assertTrue(ms < 200, "woken in " + all + " ms");
+        }
+        // Either deletes the other's latch.
+        assertTrue(r.delete());
+        assertEquals(0, p.getCount());
+        assertTrue(p.trySetCount(3));
+        assertTrue(p.delete());
+        assertEquals(0, r.getCount());
     }
 }

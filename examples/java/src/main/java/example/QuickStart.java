@@ -1,11 +1,16 @@
 package example;
 
+import io.polylock.DistributedCountDownLatch;
 import io.polylock.DistributedLock;
+import io.polylock.DistributedSemaphore;
 import io.polylock.Polylock;
 import io.polylock.PolylockClient;
 import java.util.concurrent.TimeUnit;
 
-/** Lock, work, unlock: {@code java example.QuickStart [redis://127.0.0.1:6379 | zk://127.0.0.1:2181]}. */
+/**
+ * Lock, work, unlock; then a semaphore and a count-down latch:
+ * {@code java example.QuickStart [redis://127.0.0.1:6379 | zk://127.0.0.1:2181]}.
+ */
 public final class QuickStart {
     public static void main(String[] args) throws Exception {
         String url = args.length > 0 ? args[0] : "redis://127.0.0.1:6379";
@@ -25,6 +30,26 @@ public final class QuickStart {
                 System.out.printf("held again, fencing token %d%n", hold.getFencingToken());
             }
             System.out.println("unlocked: " + !lock.isLocked());
+
+            // At most 2 downloads at once, across every process (RSemaphore / InterProcessSemaphoreV2).
+            DistributedSemaphore downloads = client.getSemaphore(name + "-downloads");
+            downloads.trySetPermits(2); // only the first caller sets it
+            if (downloads.tryAcquire(1, TimeUnit.SECONDS)) {
+                try {
+                    System.out.printf("downloading; %d permits left%n", downloads.availablePermits());
+                } finally {
+                    downloads.release();
+                }
+            }
+            try (DistributedSemaphore.Lease lease = downloads.acquireLease()) { // Curator's words
+                System.out.printf("leased %d permit%n", lease.getPermits());
+            }
+
+            // Wait until 1 worker has reported (RCountDownLatch / a SharedCount on ZooKeeper).
+            DistributedCountDownLatch ready = client.getCountDownLatch(name + "-ready");
+            ready.trySetCount(1);
+            ready.countDown();
+            System.out.println("latch open: " + ready.await(1, TimeUnit.SECONDS));
         }
     }
 

@@ -1,5 +1,6 @@
 package io.polylock.bench;
 
+import io.polylock.DistributedSemaphore;
 import io.polylock.Polylock;
 import io.polylock.PolylockClient;
 import java.io.InputStream;
@@ -15,13 +16,16 @@ import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.locks.Lock;
 import java.util.function.Function;
 import org.redisson.Redisson;
+import org.redisson.api.RSemaphore;
 import org.redisson.api.RedissonClient;
 import org.redisson.config.Config;
 
 /**
  * polylock beside Redisson in the same run, on the same Redis: uncontended lock/unlock pairs,
- * 64 threads on distinct keys, 4 threads on one lock. Also prints the Redis PING round trip (the
- * physical floor: a pair is at least two round trips). Run by bindings-java/bench.sh.
+ * 64 threads on distinct keys, 4 threads on one lock, and uncontended semaphore acquire/release
+ * pairs (polylock's DistributedSemaphore beside Redisson's RSemaphore, and beside polylock's own
+ * lock pair). Also prints the Redis PING round trip (the physical floor: a pair is at least two
+ * round trips). Run by bindings-java/bench.sh.
  */
 public final class LockBench {
     private static final int ROUNDS = 2;
@@ -39,6 +43,8 @@ public final class LockBench {
             // Warm up both (JIT, connections, scripts loaded).
             uncontended(redissonLock, 2000);
             uncontended(polylockLock, 2000);
+            pairs(redissonSemaphore(redisson), 2000);
+            pairs(polylockSemaphore(polylock), 2000);
             double[] ping = ping(url, 5000);
             System.out.printf("Redis PING round trip (raw socket): p50 %.1f us, p99 %.1f us%n", ping[0], ping[1]);
             for (int r = 1; r <= ROUNDS; r++) {
@@ -55,6 +61,15 @@ public final class LockBench {
                 double pol4 = threads(polylockLock, 4, true, seconds);
                 System.out.printf("4 threads, one lock        redisson %8.0f pairs/s | polylock %8.0f pairs/s | %.2fx%n",
                         red4, pol4, pol4 / red4);
+                // Semaphores: acquire()+release() of one permit, uncontended, beside Redisson's
+                // RSemaphore and beside polylock's own lock pair, in alternating sub-rounds so
+                // that a change in the machine's load hits the three alike; medians of 7.
+                double[][] sem = alternating(new Pair[] {
+                    redissonSemaphore(redisson), polylockSemaphore(polylock), lockPair(polylockLock)}, 7, 1000);
+                System.out.printf("semaphore pair    redisson p50 %7.1f us %8.0f pairs/s | polylock p50 %7.1f us %8.0f pairs/s | %.2fx (target >= 1.5)%n",
+                        sem[0][0], sem[0][1], sem[1][0], sem[1][1], sem[1][1] / sem[0][1]);
+                System.out.printf("polylock semaphore pair p50 %.1f us beside its lock pair p50 %.1f us: %.2fx (target <= 1.2)%n",
+                        sem[1][0], sem[2][0], sem[1][0] / sem[2][0]);
             }
         } finally {
             polylock.close();
@@ -99,6 +114,80 @@ public final class LockBench {
             long t0 = System.nanoTime();
             lock.lock();
             lock.unlock();
+            t[i] = System.nanoTime() - t0;
+        }
+        double secs = (System.nanoTime() - start) / 1e9;
+        return new double[] {pct(t, 50), n / secs};
+    }
+
+    /** An acquire+release pair of one permit. */
+    interface Pair {
+        void run() throws Exception;
+    }
+
+    static Pair redissonSemaphore(RedissonClient redisson) {
+        RSemaphore sem = redisson.getSemaphore("polylock-bench:java:rsemaphore:" + System.nanoTime());
+        sem.trySetPermits(1);
+        return () -> {
+            sem.acquire();
+            sem.release();
+        };
+    }
+
+    static Pair polylockSemaphore(PolylockClient polylock) {
+        DistributedSemaphore sem = polylock.getSemaphore("polylock-bench:java:semaphore:" + System.nanoTime());
+        sem.trySetPermits(1);
+        return () -> {
+            sem.acquire();
+            sem.release();
+        };
+    }
+
+    static Pair lockPair(Function<String, Lock> locks) {
+        Lock lock = locks.apply("polylock-bench:java:lockpair:" + System.nanoTime());
+        return () -> {
+            lock.lock();
+            lock.unlock();
+        };
+    }
+
+    /**
+     * {@code rounds} sub-rounds of {@code n} pairs of each of {@code pairs} in turn; for each, the
+     * median over the sub-rounds of its p50 (us) and of its pairs per second.
+     */
+    static double[][] alternating(Pair[] pairs, int rounds, int n) throws Exception {
+        double[][] p50 = new double[pairs.length][rounds];
+        double[][] rate = new double[pairs.length][rounds];
+        for (int r = 0; r < rounds; r++) {
+            for (int k = 0; k < pairs.length; k++) {
+                double[] m = pairs(pairs[k], n);
+                p50[k][r] = m[0];
+                rate[k][r] = m[1];
+            }
+        }
+        double[][] out = new double[pairs.length][];
+        for (int k = 0; k < pairs.length; k++) {
+            out[k] = new double[] {median(p50[k]), median(rate[k])};
+        }
+        return out;
+    }
+
+    static double median(double[] v) {
+        double[] s = v.clone();
+        Arrays.sort(s);
+        return s[s.length / 2];
+    }
+
+    /** p50 of a pair in microseconds, and pairs per second, on one thread (after 200 unmeasured). */
+    static double[] pairs(Pair pair, int n) throws Exception {
+        for (int i = 0; i < 200; i++) {
+            pair.run();
+        }
+        long[] t = new long[n];
+        long start = System.nanoTime();
+        for (int i = 0; i < n; i++) {
+            long t0 = System.nanoTime();
+            pair.run();
             t[i] = System.nanoTime() - t0;
         }
         double secs = (System.nanoTime() - start) / 1e9;

@@ -1,0 +1,386 @@
+//! The calls on a semaphore: Redisson's `RSemaphore` / Curator's `InterProcessSemaphoreV2`
+//! (`DistributedSemaphore`, its `Lease`s) and Redisson's `RPermitExpirableSemaphore`
+//! (`DistributedPermitExpirableSemaphore`). What both kinds do (check the name, set and add
+//! permits, count the free ones) takes the semaphore's `kind` (numbered here and in the
+//! `SEMAPHORE_*` constants of `Native.java`); taking and giving back differ (a count, or a permit
+//! id) and have natives of their own. Waiting acquires complete a `NativeFuture` (see `wait`).
+//!
+//! A `Lease` is a handle on the `Permits` of one acquire (a `Box<LeaseHandle>` as a `long`), so
+//! that returning it gives back exactly its own ZooKeeper leases (and reports their loss), not
+//! any of this client's.
+
+use std::time::Duration;
+
+use jni::objects::{JClass, JObject, JString};
+use jni::sys::{jboolean, jint, jlong, jstring, JNI_FALSE};
+use jni::JNIEnv;
+use polylock::{Error, ErrorKind, PermitExpirableSemaphore, Permits, Semaphore, Wait};
+
+use crate::client::client;
+use crate::convert::{block, jbool, lease_arg, permits, string, wait_arg};
+use crate::error::{entry, jni_error, Result};
+use crate::wait::{start_with_grace, Won};
+
+/// How long a cancelled acquire of permits runs on before it is dropped. Core's semaphore
+/// acquires are not cancel-safe at every await: dropped while a Redis script that takes permits is
+/// in flight, the permits are taken on the server and nobody gets them (a plain semaphore's are
+/// gone for good, an expiring permit's until its lease ends); on ZooKeeper a granted lease
+/// disarms its node's cleanup and then awaits the delete of the internal mutex node
+/// (`Leases::acquire_one`), and a multi-permit acquire keeps its first leases while it waits for
+/// the next, so a drop there leaves lease nodes nobody holds until the session ends. An interrupt
+/// usually comes while the acquire sleeps between tries (where a drop is safe), or races a
+/// release, which is when a try is in flight: the acquire is given this long to finish that try,
+/// and what it got is given back. To remove once core's acquires are cancel-safe.
+const CANCEL_GRACE: Duration = Duration::from_millis(100);
+
+/// `Native.SEMAPHORE`: Redisson's `RSemaphore`, Curator's `InterProcessSemaphoreV2`.
+const SEMAPHORE: jint = 0;
+/// `Native.SEMAPHORE_EXPIRABLE`: Redisson's `RPermitExpirableSemaphore` (Redis only).
+const SEMAPHORE_EXPIRABLE: jint = 1;
+
+/// A semaphore of either kind, for the calls they share.
+enum AnySemaphore {
+    Counting(Semaphore),
+    Expirable(PermitExpirableSemaphore),
+}
+
+fn any(env: &mut JNIEnv, handle: jlong, name: &JString, kind: jint) -> Result<AnySemaphore> {
+    match kind {
+        SEMAPHORE => semaphore(env, handle, name).map(AnySemaphore::Counting),
+        SEMAPHORE_EXPIRABLE => expirable(env, handle, name).map(AnySemaphore::Expirable),
+        _ => Err(Error::new(
+            ErrorKind::InvalidArgument,
+            format!("unknown semaphore kind {kind}"),
+        )),
+    }
+}
+
+/// The core handle of the semaphore `name` (name checked, no round trip).
+fn semaphore(env: &mut JNIEnv, handle: jlong, name: &JString) -> Result<Semaphore> {
+    let c = client(handle)?;
+    c.semaphore(&string(env, name, "semaphore name")?)
+}
+
+/// The core handle of the semaphore of expiring permits `name` (`Unsupported` on ZooKeeper).
+fn expirable(env: &mut JNIEnv, handle: jlong, name: &JString) -> Result<PermitExpirableSemaphore> {
+    let c = client(handle)?;
+    c.permit_expirable_semaphore(&string(env, name, "semaphore name")?)
+}
+
+/// The permits of one acquire, behind a `Lease`.
+struct LeaseHandle {
+    semaphore: Semaphore,
+    permits: Permits,
+}
+
+impl LeaseHandle {
+    fn into_raw(semaphore: Semaphore, permits: Permits) -> jlong {
+        Box::into_raw(Box::new(LeaseHandle { semaphore, permits })) as jlong
+    }
+
+    /// Take back a handle from `into_raw`.
+    ///
+    /// # Safety
+    /// `lease` came from `into_raw` and is taken back once.
+    unsafe fn from_raw(lease: jlong) -> Box<LeaseHandle> {
+        // SAFETY: see above.
+        unsafe { Box::from_raw(lease as *mut LeaseHandle) }
+    }
+
+    async fn give_back(self) -> Result<()> {
+        self.permits.release(&self.semaphore).await
+    }
+}
+
+/// What Java gets for permits taken: 1, or a lease handle when `lease` is true.
+fn taken(s: Semaphore, p: Permits, lease: bool) -> Won {
+    if lease {
+        let handle = LeaseHandle::into_raw(s, p);
+        // SAFETY: run only if Java never takes (or refuses) the handle, which it then forgets.
+        Won::value(handle).give_back(async move {
+            let _ = unsafe { LeaseHandle::from_raw(handle) }.give_back().await;
+        })
+    } else {
+        Won::value(1).give_back(async move {
+            let _ = p.release(&s).await;
+        })
+    }
+}
+
+/// Check a semaphore's name, and its kind against the server (`Unsupported`).
+#[no_mangle]
+pub extern "system" fn Java_io_polylock_Native_validateSemaphore<'l>(
+    mut env: JNIEnv<'l>,
+    _: JClass<'l>,
+    handle: jlong,
+    name: JString<'l>,
+    kind: jint,
+) {
+    entry(&mut env, (), |env| any(env, handle, &name, kind).map(drop))
+}
+
+/// Set the number of permits if nobody set it yet; true if this call set it.
+#[no_mangle]
+pub extern "system" fn Java_io_polylock_Native_semaphoreTrySetPermits<'l>(
+    mut env: JNIEnv<'l>,
+    _: JClass<'l>,
+    handle: jlong,
+    name: JString<'l>,
+    kind: jint,
+    n: jint,
+) -> jboolean {
+    entry(&mut env, JNI_FALSE, |env| {
+        let n = u32::try_from(n).map_err(|_| {
+            Error::new(
+                ErrorKind::InvalidArgument,
+                format!("permits must not be negative, got {n}"),
+            )
+        })?;
+        let set = match any(env, handle, &name, kind)? {
+            AnySemaphore::Counting(s) => block(async move { s.try_set_permits(n).await })?,
+            AnySemaphore::Expirable(s) => block(async move { s.try_set_permits(n).await })?,
+        };
+        Ok(jbool(set))
+    })
+}
+
+/// Add permits (or take free ones away with a negative `delta`).
+#[no_mangle]
+pub extern "system" fn Java_io_polylock_Native_semaphoreAddPermits<'l>(
+    mut env: JNIEnv<'l>,
+    _: JClass<'l>,
+    handle: jlong,
+    name: JString<'l>,
+    kind: jint,
+    delta: jint,
+) {
+    entry(&mut env, (), |env| {
+        let delta = i64::from(delta);
+        match any(env, handle, &name, kind)? {
+            AnySemaphore::Counting(s) => block(async move { s.add_permits(delta).await }),
+            AnySemaphore::Expirable(s) => block(async move { s.add_permits(delta).await }),
+        }
+    })
+}
+
+/// The permits free now.
+#[no_mangle]
+pub extern "system" fn Java_io_polylock_Native_semaphoreAvailable<'l>(
+    mut env: JNIEnv<'l>,
+    _: JClass<'l>,
+    handle: jlong,
+    name: JString<'l>,
+    kind: jint,
+) -> jlong {
+    entry(&mut env, 0, |env| match any(env, handle, &name, kind)? {
+        AnySemaphore::Counting(s) => block(async move { s.available_permits().await }),
+        AnySemaphore::Expirable(s) => block(async move { s.available_permits().await }),
+    })
+}
+
+/// One try for `n` permits: 0 if they were not free, else 1, or a lease handle when `lease`.
+#[no_mangle]
+pub extern "system" fn Java_io_polylock_Native_semaphoreTryAcquire<'l>(
+    mut env: JNIEnv<'l>,
+    _: JClass<'l>,
+    handle: jlong,
+    name: JString<'l>,
+    n: jint,
+    lease: jboolean,
+) -> jlong {
+    entry(&mut env, 0, |env| {
+        let s = semaphore(env, handle, &name)?;
+        let n = permits(n)?;
+        let t = s.clone();
+        match block(async move { t.try_acquire(n, Wait::Never).await })? {
+            None => Ok(0),
+            Some(p) if lease != JNI_FALSE => Ok(LeaseHandle::into_raw(s, p)),
+            Some(_) => Ok(1),
+        }
+    })
+}
+
+/// Start a waiting acquire of `n` permits that completes `future` with 1 (or a lease handle when
+/// `lease`), or TIMEOUT; permits got as it was cancelled are given back. Returns the cancel handle.
+#[no_mangle]
+pub extern "system" fn Java_io_polylock_Native_semaphoreAcquireAsync<'l>(
+    mut env: JNIEnv<'l>,
+    _: JClass<'l>,
+    handle: jlong,
+    name: JString<'l>,
+    n: jint,
+    wait_ms: jlong,
+    lease: jboolean,
+    future: JObject<'l>,
+) -> jlong {
+    entry(&mut env, 0, |env| {
+        let s = semaphore(env, handle, &name)?;
+        let (n, wait) = (permits(n)?, wait_arg(wait_ms)?);
+        let lease = lease != JNI_FALSE;
+        start_with_grace(env, &future, CANCEL_GRACE, async move {
+            let p = s.acquire(n, wait).await?;
+            Ok(taken(s, p, lease))
+        })
+    })
+}
+
+/// Give back `n` permits (Redis: anyone may; ZooKeeper: `n` of this client's leases).
+#[no_mangle]
+pub extern "system" fn Java_io_polylock_Native_semaphoreRelease<'l>(
+    mut env: JNIEnv<'l>,
+    _: JClass<'l>,
+    handle: jlong,
+    name: JString<'l>,
+    n: jint,
+) {
+    entry(&mut env, (), |env| {
+        let s = semaphore(env, handle, &name)?;
+        let n = permits(n)?;
+        block(async move { s.release(n).await })
+    })
+}
+
+/// Take every permit free now; how many.
+#[no_mangle]
+pub extern "system" fn Java_io_polylock_Native_semaphoreDrain<'l>(
+    mut env: JNIEnv<'l>,
+    _: JClass<'l>,
+    handle: jlong,
+    name: JString<'l>,
+) -> jlong {
+    entry(&mut env, 0, |env| {
+        let s = semaphore(env, handle, &name)?;
+        block(async move { s.drain_permits().await })
+    })
+}
+
+/// The permits this client holds (ZooKeeper leases; 0 on Redis). Local.
+#[no_mangle]
+pub extern "system" fn Java_io_polylock_Native_semaphoreHeld<'l>(
+    mut env: JNIEnv<'l>,
+    _: JClass<'l>,
+    handle: jlong,
+    name: JString<'l>,
+) -> jint {
+    entry(&mut env, 0, |env| {
+        let s = semaphore(env, handle, &name)?;
+        Ok(s.held_permits().min(i32::MAX as u32) as jint)
+    })
+}
+
+/// Give back a lease's permits (exactly its own leases on ZooKeeper) and free its handle, which
+/// is freed however the release ends.
+#[no_mangle]
+pub extern "system" fn Java_io_polylock_Native_leaseReturn<'l>(
+    mut env: JNIEnv<'l>,
+    _: JClass<'l>,
+    lease: jlong,
+) {
+    entry(&mut env, (), |_| {
+        if lease == 0 {
+            return Ok(());
+        }
+        // SAFETY: a handle from `semaphoreTryAcquire`/`semaphoreAcquireAsync` that Java returns
+        // once (Lease.close is idempotent).
+        let handle = unsafe { LeaseHandle::from_raw(lease) };
+        block(async move { handle.give_back().await })
+    })
+}
+
+/// Whether a lease's permits were lost (ZooKeeper: its session ended). Local.
+#[no_mangle]
+pub extern "system" fn Java_io_polylock_Native_leaseIsLost<'l>(
+    mut env: JNIEnv<'l>,
+    _: JClass<'l>,
+    lease: jlong,
+) -> jboolean {
+    entry(&mut env, JNI_FALSE, |_| {
+        if lease == 0 {
+            return Ok(JNI_FALSE);
+        }
+        // SAFETY: a live handle (Java checks that the lease is not returned, under its lock).
+        let handle = unsafe { &*(lease as *const LeaseHandle) };
+        Ok(jbool(handle.permits.is_lost()))
+    })
+}
+
+/// One try for an expiring permit: its id, or null if none was free. `lease_ms` -1: the watchdog.
+#[no_mangle]
+pub extern "system" fn Java_io_polylock_Native_permitTryAcquire<'l>(
+    mut env: JNIEnv<'l>,
+    _: JClass<'l>,
+    handle: jlong,
+    name: JString<'l>,
+    lease_ms: jlong,
+) -> jstring {
+    entry(&mut env, std::ptr::null_mut(), |env| {
+        let s = expirable(env, handle, &name)?;
+        let lease = lease_arg(lease_ms)?;
+        match block(async move { s.try_acquire(lease, Wait::Never).await })? {
+            Some(p) => env
+                .new_string(p.id)
+                .map(|s| s.into_raw())
+                .map_err(jni_error),
+            None => Ok(std::ptr::null_mut()),
+        }
+    })
+}
+
+/// Start a waiting acquire of an expiring permit that completes `future` with its id as the
+/// text, or TIMEOUT; a permit got as it was cancelled is released. Returns the cancel handle.
+#[no_mangle]
+pub extern "system" fn Java_io_polylock_Native_permitAcquireAsync<'l>(
+    mut env: JNIEnv<'l>,
+    _: JClass<'l>,
+    handle: jlong,
+    name: JString<'l>,
+    wait_ms: jlong,
+    lease_ms: jlong,
+    future: JObject<'l>,
+) -> jlong {
+    entry(&mut env, 0, |env| {
+        let s = expirable(env, handle, &name)?;
+        let (wait, lease) = (wait_arg(wait_ms)?, lease_arg(lease_ms)?);
+        start_with_grace(env, &future, CANCEL_GRACE, async move {
+            let p = s.acquire(lease, wait).await?;
+            let id = p.id.clone();
+            Ok(Won::text(p.id).give_back(async move {
+                let _ = s.release(&id).await;
+            }))
+        })
+    })
+}
+
+/// Release the expiring permit `id` (any client may): NOT_OWNER if there is no such permit,
+/// LOCK_LOST if its lease had run out (counted back all the same), INVALID_ARGUMENT for an id
+/// that is not 32 hexadecimal characters.
+#[no_mangle]
+pub extern "system" fn Java_io_polylock_Native_permitRelease<'l>(
+    mut env: JNIEnv<'l>,
+    _: JClass<'l>,
+    handle: jlong,
+    name: JString<'l>,
+    id: JString<'l>,
+) {
+    entry(&mut env, (), |env| {
+        let s = expirable(env, handle, &name)?;
+        let id = string(env, &id, "permit id")?;
+        block(async move { s.release(&id).await })
+    })
+}
+
+/// Redisson's `tryRelease`: true if the permit was there (expired or not).
+#[no_mangle]
+pub extern "system" fn Java_io_polylock_Native_permitTryRelease<'l>(
+    mut env: JNIEnv<'l>,
+    _: JClass<'l>,
+    handle: jlong,
+    name: JString<'l>,
+    id: JString<'l>,
+) -> jboolean {
+    entry(&mut env, JNI_FALSE, |env| {
+        let s = expirable(env, handle, &name)?;
+        let id = string(env, &id, "permit id")?;
+        Ok(jbool(block(async move { s.try_release(&id).await })?))
+    })
+}
