@@ -283,3 +283,80 @@ async fn a_permit_lease_starts_when_granted() {
     assert!(!p.lost.is_lost(), "lost right after a long wait");
     s.release(&p.id).await.unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cancelled_acquires_keep_nothing() {
+    let (a, b) = (client().await, client().await);
+    sem::cancelled_acquires_keep_nothing(&a, &b, &unique("sem-cancel-1"), 1, 1500).await;
+    sem::cancelled_acquires_keep_nothing(&a, &b, &unique("sem-cancel-2"), 2, 1500).await;
+}
+
+/// Expiring permits: acquires cancelled at every moment keep nothing (asked of the server).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cancelled_permit_acquires_keep_nothing() {
+    let c = client().await;
+    let s = c
+        .permit_expirable_semaphore(&unique("permit-cancel"))
+        .unwrap();
+    assert!(s.try_set_permits(1).await.unwrap());
+    let mut granted = 0;
+    for i in 0..150u64 {
+        let busy = if i % 2 == 1 {
+            Some(
+                s.acquire(None, Wait::For(Duration::from_secs(10)))
+                    .await
+                    .expect("a permit leaked"),
+            )
+        } else {
+            None
+        };
+        let task = {
+            let s = s.clone();
+            tokio::spawn(async move { s.acquire(None, Wait::Forever).await })
+        };
+        if let Some(p) = busy {
+            let s = s.clone();
+            tokio::spawn(async move { s.release(&p.id).await.unwrap() });
+        }
+        let until = Instant::now() + Duration::from_micros((i * 53) % 1500);
+        while Instant::now() < until {
+            tokio::task::yield_now().await;
+        }
+        task.abort();
+        if let Ok(Ok(p)) = task.await {
+            granted += 1;
+            s.release(&p.id).await.unwrap();
+        }
+    }
+    println!("{granted} of 150 cancelled acquires were granted first");
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while s.available_permits().await.unwrap() != 1 {
+        assert!(
+            Instant::now() < deadline,
+            "a cancelled acquire kept its permit"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(s.status().await.unwrap().holders.is_empty());
+}
+
+/// Releasing an expired permit that another call already counted back says LockLost, not
+/// NotOwner: the client knows it held it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_expired_permit_counted_back_by_another_call_is_lost() {
+    let c = client().await;
+    let s = c
+        .permit_expirable_semaphore(&unique("permit-reclaimed"))
+        .unwrap();
+    assert!(s.try_set_permits(1).await.unwrap());
+    let p = s
+        .acquire(Some(Duration::from_millis(200)), Wait::Never)
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    assert_eq!(s.available_permits().await.unwrap(), 1, "reclaimed");
+    let err = s.release(&p.id).await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::LockLost, "{err}");
+    let err = s.release(&p.id).await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::NotOwner, "a second release: {err}");
+}

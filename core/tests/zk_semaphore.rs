@@ -129,3 +129,15 @@ async fn expiring_permits_are_unsupported_and_timeouts_leave_no_lease() {
     assert!(zk_children(&format!("{path}/locks")).await.is_empty());
     p.release(&s).await.unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cancelled_acquires_keep_nothing() {
+    let (a, b) = (zk_client().await, zk_client().await);
+    for want in [1, 2] {
+        let path = zk_path("sem-cancel");
+        sem::cancelled_acquires_keep_nothing(&a, &b, &path, want, 20_000).await;
+        // No lease node is left on the server.
+        let leases = zk_children_until(&format!("{path}/leases"), |c| c.is_empty()).await;
+        assert!(leases.is_empty(), "{leases:?}");
+    }
+}

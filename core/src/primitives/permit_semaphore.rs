@@ -168,9 +168,13 @@ impl PermitExpirableSemaphore {
     /// `LockLost` if its lease had run out (it is counted back all the same).
     pub async fn release(&self, id: &str) -> Result<()> {
         match self.try_release_inner(id).await? {
-            PermitRelease::Released => Ok(()),
-            PermitRelease::Expired => Err(LostReason::Expired.error_for(HoldKind::Permit, &self.name)),
-            PermitRelease::Unknown => Err(Error::new(
+            (PermitRelease::Released, _) => Ok(()),
+            // Ours and gone from the server: its lease ran out (and another call may have counted
+            // it back already).
+            (PermitRelease::Expired, _) | (PermitRelease::Unknown, true) => {
+                Err(LostReason::Expired.error_for(HoldKind::Permit, &self.name))
+            }
+            (PermitRelease::Unknown, false) => Err(Error::new(
                 ErrorKind::NotOwner,
                 format!(
                     "semaphore '{}' has no permit {id}: it was never acquired, was released before, or expired and was taken again",
@@ -182,10 +186,11 @@ impl PermitExpirableSemaphore {
 
     /// Redisson's `tryRelease`: true if the permit was there (expired or not).
     pub async fn try_release(&self, id: &str) -> Result<bool> {
-        Ok(self.try_release_inner(id).await? != PermitRelease::Unknown)
+        Ok(self.try_release_inner(id).await?.0 != PermitRelease::Unknown)
     }
 
-    async fn try_release_inner(&self, id: &str) -> Result<PermitRelease> {
+    /// What the server found, and whether this client held the permit.
+    async fn try_release_inner(&self, id: &str) -> Result<(PermitRelease, bool)> {
         self.core.check_usable()?;
         let local = {
             let mut map = self.core.holds.lock();
@@ -198,6 +203,7 @@ impl PermitExpirableSemaphore {
             key.and_then(|k| map.remove(&k).map(|h| (k, h)))
         };
         let outcome = self.ops.release(&self.name, id).await;
+        let ours = local.is_some();
         match (&outcome, local) {
             (Ok(PermitRelease::Released), Some((_, h))) => h.mark_released(),
             (Ok(_), Some((k, mut h))) => {
@@ -210,7 +216,7 @@ impl PermitExpirableSemaphore {
             }
             (_, None) => {}
         }
-        outcome
+        outcome.map(|found| (found, ours))
     }
 
     /// The permits free now (expired ones are reclaimed first, as Redisson does).

@@ -98,6 +98,64 @@ fn backoff(attempt: usize) -> Duration {
     Duration::from_millis(20 << attempt.min(4))
 }
 
+/// Await `fut`, a script call that takes something (permits) and owns what it needs. If the
+/// caller is dropped after the call was sent, the call still runs on the server: its reply is then
+/// awaited in a task of its own and handed to `orphaned`, which gives back what was taken. A
+/// cancelled acquire therefore never keeps anything.
+pub(crate) async fn hand_over_on_drop<T, F, O, OF>(fut: F, orphaned: O) -> T
+where
+    T: Send + 'static,
+    F: std::future::Future<Output = T> + Send + 'static,
+    O: FnOnce(T) -> OF + Send + 'static,
+    OF: std::future::Future<Output = ()> + Send + 'static,
+{
+    struct Guard<T, F, O, OF>
+    where
+        T: Send + 'static,
+        F: std::future::Future<Output = T> + Send + 'static,
+        O: FnOnce(T) -> OF + Send + 'static,
+        OF: std::future::Future<Output = ()> + Send + 'static,
+    {
+        fut: Option<std::pin::Pin<Box<F>>>,
+        orphaned: Option<O>,
+        sent: bool,
+    }
+    impl<T, F, O, OF> Drop for Guard<T, F, O, OF>
+    where
+        T: Send + 'static,
+        F: std::future::Future<Output = T> + Send + 'static,
+        O: FnOnce(T) -> OF + Send + 'static,
+        OF: std::future::Future<Output = ()> + Send + 'static,
+    {
+        fn drop(&mut self) {
+            let (Some(fut), Some(orphaned)) = (self.fut.take(), self.orphaned.take()) else {
+                return;
+            };
+            if !self.sent {
+                return; // never polled: never sent
+            }
+            if let Ok(rt) = tokio::runtime::Handle::try_current() {
+                rt.spawn(async move { orphaned(fut.await).await });
+            }
+        }
+    }
+    let mut guard = Guard {
+        fut: Some(Box::pin(fut)),
+        orphaned: Some(orphaned),
+        sent: false,
+    };
+    let out = std::future::poll_fn(|cx| {
+        guard.sent = true;
+        match guard.fut.as_mut() {
+            Some(f) => f.as_mut().poll(cx),
+            None => std::task::Poll::Pending,
+        }
+    })
+    .await;
+    guard.fut = None;
+    out
+}
+
 /// The connections of one client, shared by its Redis primitives.
 pub(crate) struct RedisConn {
     conn: ConnectionManager,

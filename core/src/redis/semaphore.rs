@@ -18,13 +18,19 @@ use async_trait::async_trait;
 use redis::{RedisError, Script};
 
 use super::pubsub::Wake;
-use super::{backoff, epoch_ms, map_err, ms, retryable, tagged, RedisConn, RETRIES};
+use super::{
+    backoff, epoch_ms, hand_over_on_drop, map_err, ms, retryable, tagged, RedisConn, RETRIES,
+};
 use crate::backend::{
     ExpirableOps, Granted, HoldOps, PermitRelease, PermitRequest, RenewItem, SemaphoreOps,
 };
 use crate::model::error::{Error, ErrorKind, Result};
 use crate::model::outcome::{PermitHolder, SemaphoreStatus};
 use crate::model::owner::OwnerId;
+use crate::runtime;
+
+/// A give-back of a cancelled acquire, run in a task of its own.
+type GiveBack = std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>;
 
 const PUBLISH: &str = "publish";
 /// Redisson's score of a permit without a lease.
@@ -143,11 +149,49 @@ impl RedisSemaphore {
         Ok(())
     }
 
-    /// One try at the plain semaphore: true when taken.
+    /// Give back `permits` plain permits in the background (those of a cancelled acquire).
+    fn give_back_later(&self, name: &str) -> impl FnOnce(i64) -> GiveBack {
+        let (scripts, mut conn, name) = (self.scripts.clone(), self.conn.conn(), name.to_string());
+        move |permits: i64| -> GiveBack {
+            Box::pin(async move {
+                if permits <= 0 {
+                    return;
+                }
+                let mut inv = scripts.release.key(&name);
+                inv.key(channel(&name)).arg(permits).arg(PUBLISH);
+                let _: redis::RedisResult<i64> = inv.invoke_async(&mut conn).await;
+            })
+        }
+    }
+
+    /// One try at the plain semaphore: true when taken. Cancel-safe: permits taken by a try whose
+    /// caller is gone are given back.
     async fn try_take(&self, name: &str, permits: u32) -> Result<bool> {
-        let mut inv = self.scripts.acquire.key(name);
-        inv.arg(permits);
-        let n: i64 = self.call(&inv, false, "acquire permits").await?;
+        if runtime::on_blocking_caller() {
+            // On the caller's own connection, within one poll: it cannot be dropped in flight.
+            let mut inv = self.scripts.acquire.key(name);
+            inv.arg(permits);
+            let n: i64 = self.call(&inv, false, "acquire permits").await?;
+            return Ok(n == 1);
+        }
+        let (scripts, mut conn, key) = (self.scripts.clone(), self.conn.conn(), name.to_string());
+        let give_back = self.give_back_later(name);
+        let n = hand_over_on_drop(
+            async move {
+                let mut inv = scripts.acquire.key(&key);
+                inv.arg(permits);
+                inv.invoke_async::<i64>(&mut conn).await
+            },
+            move |reply| {
+                give_back(if matches!(reply, Ok(1)) {
+                    permits as i64
+                } else {
+                    0
+                })
+            },
+        )
+        .await
+        .map_err(|e| map_err(e, "acquire permits"))?;
         Ok(n == 1)
     }
 
@@ -160,17 +204,22 @@ impl RedisSemaphore {
         lease: Duration,
     ) -> Result<Option<Option<Duration>>> {
         let now = epoch_ms();
-        let mut inv = self.scripts.permit_acquire.key(name);
-        inv.key(timeout_key(name))
-            .key(channel(name))
-            .arg(now)
-            .arg(now.saturating_add(ms(lease)).min(NO_EXPIRY))
-            .arg(PUBLISH);
-        for id in ids {
-            inv.arg(id.as_slice());
-        }
-        // Safe to retry: the permits' ids are unique, and a retry that finds them taken says so.
-        let v: Vec<i64> = self.call(&inv, true, "acquire permits").await?;
+        let v: Vec<i64> = if runtime::on_blocking_caller() {
+            // On the caller's own connection, within one poll: it cannot be dropped in flight.
+            let mut inv = self.scripts.permit_acquire.key(name);
+            inv.key(timeout_key(name))
+                .key(channel(name))
+                .arg(now)
+                .arg(now.saturating_add(ms(lease)).min(NO_EXPIRY))
+                .arg(PUBLISH);
+            for id in ids {
+                inv.arg(id.as_slice());
+            }
+            // Safe to retry: the ids are unique, and a retry that finds them taken says so.
+            self.call(&inv, true, "acquire permits").await?
+        } else {
+            self.take_ids_cancel_safe(name, ids, now, lease).await?
+        };
         match v.as_slice() {
             [1] => Ok(None),
             [0, next] => Ok(Some((*next >= 0).then(|| Duration::from_millis(*next as u64)))),
@@ -178,6 +227,61 @@ impl RedisSemaphore {
                 ErrorKind::Backend,
                 format!("Redis: unexpected reply {v:?} from the permit script; is '{name}' a Redisson semaphore?"),
             )),
+        }
+    }
+
+    /// The permit script of [`RedisSemaphore::try_take_ids`] where the caller may be dropped in
+    /// flight: the ids of a try whose caller is gone are given back.
+    async fn take_ids_cancel_safe(
+        &self,
+        name: &str,
+        ids: &[Vec<u8>],
+        now: u64,
+        lease: Duration,
+    ) -> Result<Vec<i64>> {
+        let mut attempt = 0;
+        loop {
+            let (scripts, mut conn) = (self.scripts.clone(), self.conn.conn());
+            let (key, owned_ids) = (name.to_string(), ids.to_vec());
+            let (scripts2, mut conn2) = (self.scripts.clone(), self.conn.conn());
+            let (key2, ids2) = (name.to_string(), ids.to_vec());
+            let reply = hand_over_on_drop(
+                async move {
+                    let mut inv = scripts.permit_acquire.key(&key);
+                    inv.key(timeout_key(&key))
+                        .key(channel(&key))
+                        .arg(now)
+                        .arg(now.saturating_add(ms(lease)).min(NO_EXPIRY))
+                        .arg(PUBLISH);
+                    for id in &owned_ids {
+                        inv.arg(id.as_slice());
+                    }
+                    inv.invoke_async::<Vec<i64>>(&mut conn).await
+                },
+                move |reply| async move {
+                    if !matches!(reply.as_deref(), Ok([1])) {
+                        return;
+                    }
+                    for id in ids2 {
+                        let mut inv = scripts2.permit_release.key(&key2);
+                        inv.key(timeout_key(&key2))
+                            .key(channel(&key2))
+                            .arg(id)
+                            .arg(epoch_ms())
+                            .arg(PUBLISH);
+                        let _: redis::RedisResult<i64> = inv.invoke_async(&mut conn2).await;
+                    }
+                },
+            )
+            .await;
+            match reply {
+                Ok(v) => return Ok(v),
+                Err(e) if attempt < RETRIES && retryable(&e) => {
+                    attempt += 1;
+                    tokio::time::sleep(backoff(attempt)).await;
+                }
+                Err(e) => return Err(map_err(e, "acquire permits")),
+            }
         }
     }
 
@@ -341,8 +445,19 @@ impl SemaphoreOps for RedisSemaphore {
     }
 
     async fn drain(&self, name: &str) -> Result<(i64, Vec<Granted>)> {
-        let inv = self.scripts.drain.key(name);
-        let n: i64 = self.call(&inv, false, "drain the permits").await?;
+        if runtime::on_blocking_caller() {
+            let inv = self.scripts.drain.key(name);
+            let n: i64 = self.call(&inv, false, "drain the permits").await?;
+            return Ok((n, Vec::new()));
+        }
+        let (scripts, mut conn, key) = (self.scripts.clone(), self.conn.conn(), name.to_string());
+        let give_back = self.give_back_later(name);
+        let n = hand_over_on_drop(
+            async move { scripts.drain.key(&key).invoke_async::<i64>(&mut conn).await },
+            move |reply| give_back(reply.unwrap_or(0)),
+        )
+        .await
+        .map_err(|e| map_err(e, "drain the permits"))?;
         Ok((n, Vec::new()))
     }
 

@@ -80,19 +80,34 @@ impl Leases {
         permits: Permits,
     ) -> Result<Option<Vec<Granted>>> {
         let deadline = wait.deadline();
+        let client = self.session.client()?;
         let mut taken: Vec<Granted> = Vec::new();
+        // The leases taken so far go back however this ends without all of them: now on a
+        // timeout or failure, in the background if the acquire is dropped.
+        let mut give_back: Vec<Cleanup> = Vec::new();
         for _ in 0..n {
             let got = self.acquire_one(path, deadline, max_sleep, permits).await;
             match got {
-                Ok(Some(g)) => taken.push(g),
+                Ok(Some(g)) => {
+                    give_back.push(Cleanup {
+                        client: client.clone(),
+                        path: path.to_string(),
+                        uuid: String::new(),
+                        node: g.node.clone(),
+                        armed: true,
+                    });
+                    taken.push(g);
+                }
                 other => {
-                    let nodes: Vec<String> = taken.into_iter().filter_map(|g| g.node).collect();
-                    for node in nodes {
-                        let _ = self.session.release(path, &node, false).await;
+                    for lease in &mut give_back {
+                        lease.delete_now().await;
                     }
                     return other.map(|_| None);
                 }
             }
+        }
+        for lease in &mut give_back {
+            lease.armed = false;
         }
         Ok(Some(taken))
     }
@@ -166,8 +181,10 @@ impl Leases {
             };
             let holders = children.iter().filter(|c| c.contains(LEASE_MARKER)).count();
             if holders as i64 <= max as i64 {
-                cleanup.armed = false;
+                // The lease stays guarded until the internal mutex is gone: dropped during that
+                // delete, the acquire leaves neither behind.
                 internal.delete_now().await;
+                cleanup.armed = false;
                 return Ok(Some(Granted {
                     token,
                     count: 1,

@@ -187,3 +187,70 @@ pub async fn latch_wakes_all_waiters_at_zero(c: &Client, other: &Client, name: &
     assert!(latch.delete().await.unwrap());
     assert!(latch.wait(Wait::Never).await.unwrap());
 }
+
+/// Wait about `us` microseconds by yielding (tokio's timer is millisecond-grained).
+async fn spin_for(us: u64) {
+    let until = std::time::Instant::now() + Duration::from_micros(us);
+    while std::time::Instant::now() < until {
+        tokio::task::yield_now().await;
+    }
+}
+
+/// Acquires of `want` permits (one at a time, racing a release by another client) cancelled
+/// at every moment from before their first request to after their grant never keep a permit:
+/// afterwards all `total` are free again (asked of the server).
+/// The cancels come from 0 to `max_us` microseconds after the acquire starts.
+pub async fn cancelled_acquires_keep_nothing(
+    c: &Client,
+    other: &Client,
+    name: &str,
+    want: u32,
+    max_us: u64,
+) {
+    let total = 2u32;
+    let s = c.semaphore(name).unwrap();
+    assert!(s.try_set_permits(total).await.unwrap());
+    let blocker = other.semaphore(name).unwrap();
+    let mut granted = 0;
+    for i in 0..150u64 {
+        // Every other round the permits are busy and freed while the acquire waits.
+        let busy = i % 2 == 1;
+        let held = if busy {
+            Some(
+                blocker
+                    .acquire(total, within(10_000))
+                    .await
+                    .expect("a cancelled acquire kept a permit"),
+            )
+        } else {
+            None
+        };
+        let task = {
+            let s = s.clone();
+            tokio::spawn(async move { s.acquire(want, Wait::Forever).await })
+        };
+        if let Some(p) = held {
+            let blocker = blocker.clone();
+            tokio::spawn(async move { p.release(&blocker).await.unwrap() });
+        }
+        spin_for((i * 53 * max_us / 1500) % max_us).await;
+        task.abort();
+        if let Ok(Ok(p)) = task.await {
+            granted += 1;
+            p.release(&s).await.unwrap();
+        }
+    }
+    println!("{granted} of 150 cancelled acquires were granted first");
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    loop {
+        let free = s.available_permits().await.unwrap();
+        if free == total as i64 && s.held_permits() == 0 {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{free} of {total} permits free after the cancelled acquires"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
