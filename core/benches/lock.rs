@@ -122,17 +122,24 @@ async fn run(o: Opts) {
         .semaphore(&format!("polylock-bench:sem:{}", std::process::id()))
         .unwrap();
     sem.try_set_permits(1).await.unwrap();
-    let (mut plain_v, mut read_v, mut sem_v) = (Vec::new(), Vec::new(), Vec::new());
+    let fair = client
+        .fair_lock(&format!("polylock-bench:fair:{}", std::process::id()))
+        .unwrap();
+    let (mut plain_v, mut read_v, mut sem_v, mut fair_v) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     for _ in 0..10 {
         plain_v.extend(samples(&lock, n / 10).await.0);
         read_v.extend(samples(&read, n / 10).await.0);
         sem_v.extend(semaphore_samples(&sem, n / 10).await);
+        fair_v.extend(samples(&fair, n / 10).await.0);
     }
-    let (plain_ab, read_ab, sem_ab) = (
+    let (plain_ab, read_ab, sem_ab, fair_ab) = (
         pct(&mut plain_v, 0.5),
         pct(&mut read_v, 0.5),
         pct(&mut sem_v, 0.5),
+        pct(&mut fair_v, 0.5),
     );
+    let redlock = redlock_pair(n / 5).await;
 
     let secs = Duration::from_secs_f64(o.seconds);
     let ping64 = parallel(&client, 64, secs, true).await;
@@ -199,7 +206,50 @@ async fn run(o: Opts) {
         us(plain_ab),
         us(sem_ab) / us(plain_ab)
     );
+    println!(
+        "  fair-lock pair, alternating      p50 {:>8.1} us   beside the plain pair {:>8.1} us: {:.2} x   (target <= 1.5)",
+        us(fair_ab),
+        us(plain_ab),
+        us(fair_ab) / us(plain_ab)
+    );
+    match redlock {
+        Some((pair, ping)) => println!(
+            "  RedLock pair, 3 masters          p50 {:>8.1} us   beside PING of all 3 at once p50 {:>8.1} us: {:.2} x",
+            us(pair),
+            us(ping),
+            us(pair) / us(ping)
+        ),
+        None => println!("  RedLock pair: no RedLock masters (scripts/servers.sh start; POLYLOCK_REDLOCK_URLS)"),
+    }
     println!("{contended}");
+}
+
+/// The RedLock pair over the masters of `POLYLOCK_REDLOCK_URLS` (scripts/servers.sh), beside a
+/// PING of all of them at once (its physical limit); `None` when they are not running.
+async fn redlock_pair(n: usize) -> Option<(Duration, Duration)> {
+    let urls = std::env::var("POLYLOCK_REDLOCK_URLS").unwrap_or_else(|_| {
+        "redis://127.0.0.1:6381,redis://127.0.0.1:6382,redis://127.0.0.1:6383".into()
+    });
+    let urls: Vec<&str> = urls.split(',').collect();
+    let client = Client::connect_redlock(&urls).await.ok()?;
+    let lock = client
+        .lock(&format!("polylock-bench:redlock:{}", std::process::id()))
+        .unwrap();
+    for _ in 0..200 {
+        lock.acquire(1, AcquireOptions::try_once()).await.unwrap();
+        lock.release(1).await.unwrap();
+    }
+    let (mut pairs, mut pings) = (Vec::new(), Vec::new());
+    for _ in 0..10 {
+        pairs.extend(samples(&lock, n / 10).await.0);
+        for _ in 0..n / 10 {
+            let t = Instant::now();
+            client.ping().await.unwrap();
+            pings.push(t.elapsed());
+        }
+    }
+    client.close().await.unwrap();
+    Some((pct(&mut pairs, 0.5), pct(&mut pings, 0.5)))
 }
 
 /// ZooKeeper: pairs (one create, one getChildren, one delete each) beside `exists /`.
