@@ -1,12 +1,14 @@
-"""polylock beside redis-py's own Lock, in one run, with Redis PING (through redis-py) as the limit.
+"""polylock beside redis-py's own Lock, in one run, with Redis PING (through redis-py) as the limit;
+then RedLock over the three masters of scripts/servers.sh beside pottery's Redlock.
 
-    pip install ./bindings-python redis      # a release build
+    pip install ./bindings-python redis pottery      # a release build
     python3 bindings-python/bench.py [--url redis://127.0.0.1:6379] [--seconds 3]
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import socket
 import statistics
 import threading
@@ -131,6 +133,59 @@ def main() -> None:
     print(f"  16 threads, distinct keys          polylock {pl16:8.0f} pairs/s   redis-py {rp16:8.0f} pairs/s   "
           f"ratio {pl16 / rp16:.2f} x (target >= 5)")
     client.close()
+    redlock_over_three(a.n // 5)
+
+
+def redlock_over_three(n: int) -> None:
+    """polylock's and pottery's RedLock pairs over three masters, beside a PING of all three at
+    once (the limit of one quorum round: bare sockets, sent to all three, then read from all)."""
+    try:
+        from pottery import Redlock  # type: ignore[import-untyped]
+    except ImportError:
+        print("RedLock over 3 masters: pottery is not installed (pip install pottery)")
+        return
+    urls = os.environ.get(
+        "POLYLOCK_REDLOCK_URLS", "redis://127.0.0.1:6381,redis://127.0.0.1:6382,redis://127.0.0.1:6383"
+    ).split(",")
+    masters = [redis.Redis.from_url(u) for u in urls]
+    socks = []
+    for u in urls:
+        parsed = urllib.parse.urlparse(u)
+        sock = socket.create_connection((parsed.hostname or "127.0.0.1", parsed.port or 6379))
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        socks.append(sock)
+    client = polylock.connect_redlock(urls)
+    run_id = uuid.uuid4().hex[:8]
+    pl = client.lock(f"bench-py:{run_id}:redlock-pl")
+    pot = Redlock(key=f"bench-py:{run_id}:redlock-pottery", masters=set(masters), auto_release_time=30)
+
+    def ping_all() -> None:
+        for sock in socks:
+            sock.sendall(b"PING\r\n")
+        for sock in socks:
+            if sock.recv(100) != b"+PONG\r\n":
+                raise RuntimeError("unexpected PING reply")
+
+    def pl_pair() -> None:
+        pl.acquire()
+        pl.release()
+
+    def pot_pair() -> None:
+        pot.acquire()
+        pot.release()
+
+    rounds: dict[str, list[float]] = {"ping": [], "pl": [], "pot": []}
+    for _ in range(5):  # alternating rounds: all three see the same machine
+        for k, f in (("ping", ping_all), ("pl", pl_pair), ("pot", pot_pair)):
+            rounds[k].append(pairs(f, n)[0])
+    ping, a, b = (statistics.median(rounds[k]) for k in ("ping", "pl", "pot"))
+    print(f"RedLock over 3 masters (medians of 5 alternating rounds of {n} pairs)")
+    print(f"  PING of all 3 at once, bare sockets p50 {ping:7.1f} us   (the limit of one quorum round)")
+    print(f"  RedLock pair, polylock             p50 {a:8.1f} us   {a / ping:.2f} x the PING")
+    print(f"  RedLock pair, pottery              p50 {b:8.1f} us   {b / ping:.2f} x the PING   (polylock {b / a:.2f} x faster)")
+    client.close()
+    for sock in socks:
+        sock.close()
 
 
 if __name__ == "__main__":
