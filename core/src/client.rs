@@ -35,7 +35,8 @@ impl std::fmt::Debug for Client {
 
 impl Client {
     /// Connect with default options. URLs: `redis://[user:password@]host:port[/db]`,
-    /// `rediss://...`, `zk://[user:password@]host:port[,host:port...][/chroot]`.
+    /// `rediss://...`, `zk://[user:password@]host:port[,host:port...][/chroot]`, and
+    /// `zks://...?tls_ca_file=PATH` for ZooKeeper over TLS.
     pub async fn connect(url: &str) -> Result<Client> {
         Client::connect_with(url, ClientOptions::default()).await
     }
@@ -51,7 +52,7 @@ impl Client {
         let url = url.to_string();
         let zk = match scheme.as_deref() {
             Some("redis" | "rediss") => false,
-            Some("zk") => true,
+            Some("zk" | "zks") => true,
             _ => {
                 return Err(Error::invalid(format!(
                     "malformed URL '{url}': expected redis://[user:password@]host:port[/db], rediss://... or zk://host:port[,host:port...][/chroot]"

@@ -34,6 +34,9 @@ pub fn handle() -> Handle {
         // A forked child: the parent's worker threads are gone, so that runtime can neither run
         // nor be dropped safely. It is leaked on purpose and a new one is built below.
     }
+    // Two rustls crypto providers are linked (ring for Redis and SQL, aws-lc-rs through
+    // ZooKeeper's TLS library); rustls then wants one named as the process default.
+    let _ = rustls::crypto::ring::default_provider().install_default();
     let rt = Builder::new_multi_thread()
         .worker_threads(worker_threads())
         .thread_name("polylock-worker")

@@ -112,7 +112,10 @@ impl Drop for Ensemble {
     fn drop(&mut self) {
         for dir in &self.dirs {
             if let Ok(pid) = std::fs::read_to_string(dir.join("zookeeper.pid")) {
-                let _ = Command::new("kill").args(["-9", pid.trim()]).status();
+                let _ = Command::new("kill")
+                    .args(["-9", pid.trim()])
+                    .stderr(std::process::Stdio::null())
+                    .status();
             }
         }
         if let Some(root) = self.dirs.first().and_then(|d| d.parent()) {
@@ -182,6 +185,43 @@ async fn locks_survive_a_leader_kill_and_never_overlap() {
     let before = sections.load(Ordering::SeqCst);
     assert!(before > 0, "no section before the kill");
     let leader = ensemble.leader().expect("a leader");
+
+    // A holder that knows only the leader and has a short session cannot survive it: its session
+    // expires, it hears the lost signal, and a waiter on its lock (through the whole ensemble)
+    // gets the lock once the new leader has expired that session.
+    let doomed = Client::connect(&format!(
+        "zk://127.0.0.1:{}?session_timeout_ms=2000",
+        ensemble.ports[leader]
+    ))
+    .await
+    .unwrap();
+    let doomed_lock = doomed.lock("/ensemble/doomed").unwrap();
+    let doomed_hold = doomed_lock
+        .acquire(1, AcquireOptions::forever())
+        .await
+        .unwrap();
+    let heir = Client::connect(&url).await.unwrap();
+    let heir_wait = {
+        let lock = heir.lock("/ensemble/doomed").unwrap();
+        tokio::spawn(async move {
+            loop {
+                match lock
+                    .acquire(7, AcquireOptions::wait_for(Duration::from_secs(40)))
+                    .await
+                {
+                    Ok(_) => return Instant::now(),
+                    // The wait itself may be cut by the election: ask again.
+                    Err(e) if e.kind() == ErrorKind::Connection => {
+                        tokio::time::sleep(Duration::from_millis(200)).await
+                    }
+                    Err(e) => panic!("the heir's acquire: {e}"),
+                }
+            }
+        })
+    };
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(!heir_wait.is_finished(), "the doomed holder holds it");
+
     ensemble.kill(leader);
     let killed_at = Instant::now();
     let deadline = Instant::now() + Duration::from_secs(30);
@@ -214,6 +254,29 @@ async fn locks_survive_a_leader_kill_and_never_overlap() {
         "the session survived the election, so the lock did"
     );
     assert_eq!(kept.release(1).await.unwrap(), Released::Freed);
+
+    let reason = tokio::time::timeout(Duration::from_secs(30), doomed_hold.lost.wait())
+        .await
+        .expect("the holder whose session could not survive hears it")
+        .expect("lost, not released");
+    assert_eq!(reason, polylock::LostReason::SessionExpired);
+    let err = doomed_lock.release(1).await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::LockLost, "{err}");
+    let got = tokio::time::timeout(Duration::from_secs(60), heir_wait)
+        .await
+        .expect("the waiter gets the doomed holder's lock")
+        .unwrap();
+    println!(
+        "the doomed holder heard SessionExpired; its waiter got the lock {:?} after the kill",
+        got - killed_at
+    );
+    heir.lock("/ensemble/doomed")
+        .unwrap()
+        .release(7)
+        .await
+        .unwrap();
+    heir.close().await.unwrap();
+    let _ = doomed.close().await;
 }
 
 /// One standalone server of the test's own, to pause without disturbing other tests.

@@ -453,3 +453,77 @@ async fn a_holder_whose_node_another_client_deletes_hears_it() {
     assert_eq!(held.lost.state(), polylock::HoldState::Released);
     assert!(events.try_recv().is_err(), "no loss for a release");
 }
+
+/// With `user:password` in the URL, the nodes polylock creates belong to that digest user
+/// (`auth` ACL): another user, anonymous or with a wrong password, gets a typed Auth error,
+/// while a second client with the same credentials waits and takes the lock. `?acl=open` keeps
+/// them open (Curator's default).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn digest_credentials_make_the_nodes_their_users_own() {
+    let hosts = zk_url().trim_start_matches("zk://").to_string();
+    let path = zk_path("acl");
+    let alice = Client::connect(&format!("zk://alice:secret@{hosts}"))
+        .await
+        .unwrap();
+    let lock = alice.lock(&path).unwrap();
+    lock.acquire(1, AcquireOptions::forever()).await.unwrap();
+
+    let raw = zookeeper_client::Client::connector()
+        .with_auth("digest", b"alice:secret")
+        .connect(&hosts)
+        .await
+        .unwrap();
+    let children = raw.list_children(&path).await.unwrap();
+    assert_eq!(children.len(), 1);
+    for node in [path.clone(), format!("{path}/{}", children[0])] {
+        let (acl, _) = raw.get_acl(&node).await.unwrap();
+        assert_eq!(acl.len(), 1, "{node}: {acl:?}");
+        assert_eq!(acl[0].scheme(), "digest", "{node}: {acl:?}");
+        assert!(acl[0].id().starts_with("alice:"), "{node}: {acl:?}");
+    }
+
+    for url in [zk_url(), format!("zk://alice:wrong@{hosts}")] {
+        let other = Client::connect(&url).await.unwrap();
+        let err = other
+            .lock(&path)
+            .unwrap()
+            .acquire(2, AcquireOptions::wait_for(Duration::from_millis(500)))
+            .await
+            .unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::Auth, "{url}: {err}");
+        assert!(!err.to_string().contains("secret"), "{err}");
+        other.close().await.unwrap();
+    }
+
+    let again = Client::connect(&format!("zk://alice:secret@{hosts}"))
+        .await
+        .unwrap();
+    let waiting = {
+        let l = again.lock(&path).unwrap();
+        tokio::spawn(async move { l.acquire(3, AcquireOptions::forever()).await })
+    };
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert!(!waiting.is_finished());
+    lock.release(1).await.unwrap();
+    tokio::time::timeout(Duration::from_secs(5), waiting)
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
+    again.lock(&path).unwrap().release(3).await.unwrap();
+
+    let open_path = zk_path("acl-open");
+    let open = Client::connect(&format!("zk://alice:secret@{hosts}?acl=open"))
+        .await
+        .unwrap();
+    open.lock(&open_path)
+        .unwrap()
+        .acquire(1, AcquireOptions::forever())
+        .await
+        .unwrap();
+    let (acl, _) = zk_raw().await.get_acl(&open_path).await.unwrap();
+    assert_eq!((acl[0].scheme(), acl[0].id()), ("world", "anyone"));
+    for c in [alice, again, open] {
+        c.close().await.unwrap();
+    }
+}

@@ -46,18 +46,33 @@ pub(crate) struct ZkUrl {
     pub(crate) cluster: String,
     pub(crate) auth: Option<(String, String)>,
     pub(crate) session_timeout: Option<Duration>,
+    /// Nodes this client creates are open to anyone (`world:anyone`, Curator's default) rather
+    /// than to the authenticated user only (`auth` = creator). Open unless the URL has
+    /// credentials; `?acl=open` or `?acl=creator` says so explicitly.
+    pub(crate) open_acl: bool,
+    /// TLS (`zks://`): the CA certificates to trust, and a client identity for servers that ask.
+    pub(crate) tls: Option<ZkTls>,
+}
+
+/// The TLS files of a `zks://` URL.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct ZkTls {
+    pub(crate) ca_file: String,
+    pub(crate) identity: Option<(String, String)>,
 }
 
 impl ZkUrl {
     pub(crate) fn parse(url: &str) -> Result<ZkUrl> {
         let bad = |why: &str| {
             Error::invalid(format!(
-                "malformed ZooKeeper URL '{url}': {why}; expected zk://[user:password@]host:port[,host:port...][/chroot][?session_timeout_ms=N]"
+                "malformed ZooKeeper URL '{url}': {why}; expected zk://[user:password@]host:port[,host:port...][/chroot][?session_timeout_ms=N][&acl=open|creator], or zks://...?tls_ca_file=PATH[&tls_cert_file=PATH&tls_key_file=PATH] for TLS"
             ))
         };
-        let rest = url
-            .strip_prefix("zk://")
-            .ok_or_else(|| bad("it must start with zk://"))?;
+        let (rest, tls) = match (url.strip_prefix("zk://"), url.strip_prefix("zks://")) {
+            (Some(r), _) => (r, false),
+            (_, Some(r)) => (r, true),
+            _ => return Err(bad("it must start with zk:// or zks://")),
+        };
         let (rest, query) = match rest.split_once('?') {
             Some((r, q)) => (r, Some(q)),
             None => (rest, None),
@@ -93,6 +108,8 @@ impl ZkUrl {
             validate_path(chroot).map_err(|e| bad(&format!("bad chroot: {}", e.message())))?;
         }
         let mut session_timeout = None;
+        let mut open_acl = auth.is_none();
+        let (mut ca_file, mut cert_file, mut key_file) = (None, None, None);
         if let Some(q) = query {
             for kv in q.split('&').filter(|s| !s.is_empty()) {
                 match kv.split_once('=') {
@@ -105,17 +122,71 @@ impl ZkUrl {
                         }
                         session_timeout = Some(Duration::from_millis(ms));
                     }
+                    Some(("acl", "open")) => open_acl = true,
+                    Some(("acl", "creator")) if auth.is_some() => open_acl = false,
+                    Some(("acl", "creator")) => {
+                        return Err(bad("acl=creator needs user:password credentials"))
+                    }
+                    Some(("acl", _)) => return Err(bad("acl must be open or creator")),
+                    Some(("tls_ca_file", v)) if tls && !v.is_empty() => ca_file = Some(v),
+                    Some(("tls_cert_file", v)) if tls && !v.is_empty() => cert_file = Some(v),
+                    Some(("tls_key_file", v)) if tls && !v.is_empty() => key_file = Some(v),
+                    Some(("tls_ca_file" | "tls_cert_file" | "tls_key_file", _)) if !tls => {
+                        return Err(bad("TLS files go with a zks:// URL"))
+                    }
                     _ => return Err(bad(&format!("unknown option '{kv}'"))),
                 }
             }
         }
+        let tls = match (tls, ca_file, cert_file, key_file) {
+            (false, ..) => None,
+            (true, None, ..) => {
+                return Err(bad(
+                    "zks:// needs tls_ca_file=PATH (the PEM file of the CA that signed the servers' certificates)",
+                ))
+            }
+            (true, Some(ca), None, None) => Some(ZkTls {
+                ca_file: ca.to_string(),
+                identity: None,
+            }),
+            (true, Some(ca), Some(cert), Some(key)) => Some(ZkTls {
+                ca_file: ca.to_string(),
+                identity: Some((cert.to_string(), key.to_string())),
+            }),
+            (true, Some(_), ..) => {
+                return Err(bad("tls_cert_file and tls_key_file go together"))
+            }
+        };
         let chroot = if chroot == "/" { "" } else { chroot };
         Ok(ZkUrl {
             cluster: format!("{hosts}{chroot}"),
             auth,
             session_timeout,
+            open_acl,
+            tls,
         })
     }
+}
+
+/// zookeeper-client's TLS options from the files of a `zks://` URL.
+fn tls_options(tls: &ZkTls) -> Result<zk::TlsOptions> {
+    let read = |what: &str, path: &str| {
+        std::fs::read_to_string(path).map_err(|e| {
+            Error::invalid(format!(
+                "ZooKeeper TLS: cannot read the {what} file '{path}': {e}"
+            ))
+        })
+    };
+    let bad = |e: zk::Error| Error::invalid(format!("ZooKeeper TLS: {e}"));
+    let mut options = zk::TlsOptions::new()
+        .with_pem_ca(&read("CA", &tls.ca_file)?)
+        .map_err(bad)?;
+    if let Some((cert, key)) = &tls.identity {
+        options = options
+            .with_pem_identity(&read("certificate", cert)?, &read("key", key)?)
+            .map_err(bad)?;
+    }
+    Ok(options)
 }
 
 /// A lock name on ZooKeeper is a znode path: absolute, no empty, `.` or `..` component, no
@@ -207,7 +278,11 @@ impl ZkSession {
         if let Some((user, pass)) = &url.auth {
             c = c.with_auth("digest", format!("{user}:{pass}").as_bytes());
         }
-        let connect = c.connect(&url.cluster);
+        let connect: std::pin::Pin<Box<dyn std::future::Future<Output = _> + Send + '_>> =
+            match &url.tls {
+                Some(tls) => Box::pin(c.with_tls(tls_options(tls)?).secure_connect(&url.cluster)),
+                None => Box::pin(c.connect(&url.cluster)),
+            };
         match tokio::time::timeout(options.connect_timeout * 2, connect).await {
             Ok(r) => r.map_err(|e| map_err(e, "connect")),
             Err(_) => Err(Error::new(
@@ -395,8 +470,14 @@ impl ZkSession {
         Ok(None)
     }
 
+    /// The ACL of the nodes this client creates: open to anyone, or (with credentials) to the
+    /// authenticated user only.
     pub(crate) fn acls(&self) -> zk::Acls<'static> {
-        zk::Acls::anyone_all()
+        if self.connector.open_acl {
+            zk::Acls::anyone_all()
+        } else {
+            zk::Acls::creator_all()
+        }
     }
 
     /// Delete our holder node. `Ok(false)` if it was already gone.
@@ -755,6 +836,18 @@ mod tests {
         assert_eq!(u.cluster, "a:1,b:2/app");
         assert_eq!(u.auth, Some(("bob".into(), "pw".into())));
         assert_eq!(u.session_timeout, Some(Duration::from_secs(3)));
+        assert!(!u.open_acl, "credentials: nodes for their user only");
+        assert!(ZkUrl::parse("zk://h:1").unwrap().open_acl);
+        assert!(ZkUrl::parse("zk://u:p@h:1?acl=open").unwrap().open_acl);
+        let t = ZkUrl::parse("zks://h:1/app?tls_ca_file=/ca.pem").unwrap();
+        assert_eq!(t.cluster, "h:1/app");
+        assert_eq!(
+            t.tls,
+            Some(ZkTls {
+                ca_file: "/ca.pem".into(),
+                identity: None
+            })
+        );
         for bad in [
             "zk://",
             "zk://host",
@@ -764,6 +857,11 @@ mod tests {
             "zk://h:1?x=1",
             "zk://:p@h:1",
             "zk://h:1?session_timeout_ms=0",
+            "zk://h:1?acl=creator",
+            "zk://u:p@h:1?acl=closed",
+            "zk://h:1?tls_ca_file=/ca.pem",
+            "zks://h:1",
+            "zks://h:1?tls_ca_file=/ca.pem&tls_cert_file=/c.pem",
         ] {
             let e = ZkUrl::parse(bad).unwrap_err();
             assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{bad}");
