@@ -8,7 +8,10 @@
 #   scripts/servers.sh env         print the URLs as shell exports
 #
 # Ports: POLYLOCK_REDIS_PORT (6379), POLYLOCK_ZK_PORT (2181), and three independent Redis masters
-# for RedLock, POLYLOCK_REDLOCK_PORTS ("6381 6382 6383"). State lives under target/servers/.
+# for RedLock, POLYLOCK_REDLOCK_PORTS ("6381 6382 6383"); MariaDB on POLYLOCK_MYSQL_PORT (3307) and
+# PostgreSQL on POLYLOCK_PG_PORT (5433), each on a data directory of its own, run as an
+# unprivileged user (mysql, postgres) when this script runs as root, never as the system
+# service. State lives under target/servers/.
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -17,6 +20,12 @@ redis_port="${POLYLOCK_REDIS_PORT:-6379}"
 zk_port="${POLYLOCK_ZK_PORT:-2181}"
 redlock_ports="${POLYLOCK_REDLOCK_PORTS:-6381 6382 6383}"
 zk_home=/usr/share/zookeeper
+mysql_port="${POLYLOCK_MYSQL_PORT:-3307}"
+pg_port="${POLYLOCK_PG_PORT:-5433}"
+# The test database and its user (the same name and password on both servers).
+sql_db=polylock
+sql_user=polylock
+sql_password=polylock-pw
 
 log() { printf 'servers: %s\n' "$*" >&2; }
 
@@ -120,20 +129,142 @@ stop() {
   done
 }
 
+# --- SQL servers: MariaDB (MySQL protocol) and PostgreSQL --------------------------------------
+
+pg_bin() { ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1; }
+
+install_sql() {
+  local missing=()
+  command -v mariadbd >/dev/null 2>&1 || missing+=(mariadb-server)
+  command -v mariadb >/dev/null 2>&1 || missing+=(mariadb-client)
+  [ -n "$(pg_bin)" ] && [ -x "$(pg_bin)/initdb" ] || missing+=(postgresql)
+  if [ ${#missing[@]} -gt 0 ]; then
+    log "installing ${missing[*]}"
+    export DEBIAN_FRONTEND=noninteractive
+    sudo_if_needed apt-get update -qq
+    # policy-rc.d keeps the packages from starting the system services (these servers run on
+    # their own ports and data directories instead).
+    sudo_if_needed apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  fi
+}
+
+# Run a command as USER when this script runs as root, else as ourselves.
+as_user() {
+  local user=$1; shift
+  if [ "$(id -u)" = 0 ]; then runuser -u "$user" -- "$@"; else "$@"; fi
+}
+
+# A directory the server's user owns.
+server_dir() {
+  local dir=$1 user=$2
+  mkdir -p "$dir"
+  if [ "$(id -u)" = 0 ]; then chown -R "$user:" "$dir"; fi
+}
+
+mysql_up() {
+  mariadb-admin --no-defaults --protocol=tcp -h 127.0.0.1 -P "$mysql_port" -u "$sql_user" \
+    -p"$sql_password" --connect-timeout=2 ping >/dev/null 2>&1
+}
+
+start_mysql() {
+  if mysql_up; then
+    log "mariadb already answering on 127.0.0.1:$mysql_port"
+    return
+  fi
+  local dir="$state/mariadb-$mysql_port" user
+  user=$([ "$(id -u)" = 0 ] && echo mysql || id -un)
+  server_dir "$dir" "$user"
+  if [ ! -d "$dir/data/mysql" ]; then
+    as_user "$user" mariadb-install-db --no-defaults --datadir="$dir/data" \
+      --auth-root-authentication-method=normal --skip-test-db >"$dir/install.log" 2>&1 \
+      || { log "mariadb-install-db failed; see $dir/install.log"; exit 1; }
+  fi
+  # Started in the background by this script (not the system service), as $user.
+  as_user "$user" setsid mariadbd --no-defaults --datadir="$dir/data" --port="$mysql_port" \
+    --bind-address=127.0.0.1 --socket="$dir/mysqld.sock" --pid-file="$dir/mariadbd.pid" \
+    --log-error="$dir/error.log" --skip-name-resolve --max-connections=500 \
+    --innodb-buffer-pool-size=64M </dev/null >/dev/null 2>&1 &
+  local i
+  for i in $(seq 1 150); do
+    if mariadb-admin --no-defaults -S "$dir/mysqld.sock" -u root ping >/dev/null 2>&1; then break; fi
+    [ "$i" = 150 ] && { log "mariadb did not start; see $dir/error.log"; exit 1; }
+    sleep 0.2
+  done
+  mariadb --no-defaults -S "$dir/mysqld.sock" -u root <<SQL
+CREATE DATABASE IF NOT EXISTS $sql_db;
+CREATE USER IF NOT EXISTS '$sql_user'@'%' IDENTIFIED BY '$sql_password';
+GRANT ALL ON $sql_db.* TO '$sql_user'@'%';
+FLUSH PRIVILEGES;
+SQL
+  mysql_up || { log "mariadb answers, but not to $sql_user; see $dir/error.log"; exit 1; }
+  log "mariadb started on 127.0.0.1:$mysql_port"
+}
+
+stop_mysql() {
+  local pidfile="$state/mariadb-$mysql_port/mariadbd.pid" pid
+  [ -f "$pidfile" ] || return 0
+  pid=$(cat "$pidfile")
+  kill "$pid" 2>/dev/null || true
+  for _ in $(seq 1 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+  rm -f "$pidfile"
+}
+
+pg_up() { "$(pg_bin)/pg_isready" -q -h 127.0.0.1 -p "$pg_port" -t 2 >/dev/null 2>&1; }
+
+start_pg() {
+  if pg_up; then
+    log "postgresql already answering on 127.0.0.1:$pg_port"
+    return
+  fi
+  local dir="$state/postgres-$pg_port" user bin
+  bin=$(pg_bin)
+  user=$([ "$(id -u)" = 0 ] && echo postgres || id -un)
+  server_dir "$dir" "$user"
+  if [ ! -f "$dir/data/PG_VERSION" ]; then
+    as_user "$user" "$bin/initdb" -D "$dir/data" -U postgres --auth-local=trust \
+      --auth-host=scram-sha-256 >"$dir/initdb.log" 2>&1 \
+      || { log "initdb failed; see $dir/initdb.log"; exit 1; }
+  fi
+  as_user "$user" "$bin/pg_ctl" -D "$dir/data" -l "$dir/postgres.log" -w -t 60 \
+    -o "-p $pg_port -k $dir -c listen_addresses=127.0.0.1 -c max_connections=300" \
+    start >/dev/null || { log "postgresql did not start; see $dir/postgres.log"; exit 1; }
+  as_user "$user" "$bin/psql" -q -h "$dir" -p "$pg_port" -U postgres -d postgres -v ON_ERROR_STOP=1 <<SQL >/dev/null
+SELECT 'CREATE ROLE $sql_user LOGIN' WHERE NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = '$sql_user') \gexec
+ALTER ROLE $sql_user WITH LOGIN PASSWORD '$sql_password';
+SELECT 'CREATE DATABASE $sql_db OWNER $sql_user' WHERE NOT EXISTS (SELECT 1 FROM pg_database WHERE datname = '$sql_db') \gexec
+SQL
+  log "postgresql started on 127.0.0.1:$pg_port"
+}
+
+stop_pg() {
+  local dir="$state/postgres-$pg_port" user
+  [ -f "$dir/data/postmaster.pid" ] || return 0
+  user=$([ "$(id -u)" = 0 ] && echo postgres || id -un)
+  as_user "$user" "$(pg_bin)/pg_ctl" -D "$dir/data" -m fast -w stop >/dev/null 2>&1 || true
+}
+
+sql_env() {
+  echo "export POLYLOCK_MYSQL_URL=mysql://$sql_user:$sql_password@127.0.0.1:$mysql_port/$sql_db"
+  echo "export POLYLOCK_PG_URL=postgres://$sql_user:$sql_password@127.0.0.1:$pg_port/$sql_db"
+}
+
 case "${1:-start}" in
-  install) install ;;
+  install) install; install_sql ;;
   start)
     install
+    install_sql
     start_redis "$redis_port"
     for port in $redlock_ports; do start_redis "$port"; done
     start_zk
+    start_mysql; start_pg
     ;;
   zk-server) shift; start_zk_server "$@" ;; # used by the ensemble tests
-  stop) stop ;;
+  stop) stop; stop_mysql; stop_pg ;;
   env)
     echo "export POLYLOCK_REDIS_URL=redis://127.0.0.1:$redis_port"
     echo "export POLYLOCK_ZK_URL=zk://127.0.0.1:$zk_port"
     echo "export POLYLOCK_REDLOCK_URLS=$(printf 'redis://127.0.0.1:%s,' $redlock_ports | sed 's/,$//')"
+    sql_env
     ;;
   *) echo "usage: $0 install|start|stop|env|zk-server DIR PORT [MYID SERVERS]" >&2; exit 64 ;;
 esac

@@ -1,4 +1,4 @@
-/* The C behaviour suite of polylock, against real Redis and ZooKeeper servers.
+/* The C behaviour suite of polylock, against real Redis, ZooKeeper, MariaDB and PostgreSQL servers.
  * Built with -fsanitize=address,undefined by bindings-c/run-tests.sh; ends with "N passed, N failed". */
 #define _POSIX_C_SOURCE 200809L
 #include <pthread.h>
@@ -913,6 +913,125 @@ static void test_redlock(void) {
     polylock_client_free(s.clients[1]);
 }
 
+/* MySQL/MariaDB (GET_LOCK) and PostgreSQL (advisory locks): exclusion, reentrancy and the lost
+ * signal of a killed connection, on the servers of scripts/servers.sh. */
+struct sql_worker {
+    polylock_lock *lock;
+    atomic_int *inside, *overlaps;
+    int *counter;
+    pthread_mutex_t *mu;
+    uint64_t *tokens;
+    int *ntokens;
+    polylock_result result;
+};
+
+static void *sql_work(void *arg) {
+    struct sql_worker *w = arg;
+    uint64_t me = polylock_owner_current_thread();
+    w->result = POLYLOCK_OK;
+    for (int i = 0; i < 8; i++) {
+        polylock_result r = polylock_lock_acquire(w->lock, me, POLYLOCK_WAIT_FOREVER, POLYLOCK_WATCHDOG);
+        if (r != POLYLOCK_OK) { w->result = r; return NULL; }
+        if (atomic_exchange(w->inside, 1)) atomic_fetch_add(w->overlaps, 1);
+        uint64_t t = 0;
+        polylock_lock_fencing_token(w->lock, me, &t);
+        pthread_mutex_lock(w->mu);
+        w->tokens[(*w->ntokens)++] = t;
+        pthread_mutex_unlock(w->mu);
+        int v = *w->counter;
+        sleep_ms(1);
+        *w->counter = v + 1;
+        atomic_store(w->inside, 0);
+        r = polylock_lock_release(w->lock, me);
+        if (r != POLYLOCK_OK) { w->result = r; return NULL; }
+    }
+    return NULL;
+}
+
+static void sql_case(const char *url) {
+    polylock_client *cs[2] = {NULL, NULL};
+    CHECK(polylock_client_connect(url, &cs[0]) == POLYLOCK_OK);
+    CHECK(polylock_client_connect(url, &cs[1]) == POLYLOCK_OK);
+    if (!cs[0] || !cs[1]) return;
+    char name[64];
+    unique(name, sizeof name, "c-sql");
+    /* Exclusion: four threads on two clients, 8 sections each. */
+    atomic_int inside = 0, overlaps = 0;
+    int counter = 0, ntokens = 0;
+    uint64_t tokens[32];
+    pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+    struct sql_worker w[4];
+    pthread_t th[4];
+    for (int i = 0; i < 4; i++) {
+        w[i] = (struct sql_worker){.inside = &inside, .overlaps = &overlaps, .counter = &counter,
+                                   .mu = &mu, .tokens = tokens, .ntokens = &ntokens};
+        CHECK(polylock_lock_new(cs[i % 2], name, &w[i].lock) == POLYLOCK_OK);
+        pthread_create(&th[i], NULL, sql_work, &w[i]);
+    }
+    for (int i = 0; i < 4; i++) {
+        pthread_join(th[i], NULL);
+        CHECK(w[i].result == POLYLOCK_OK);
+        polylock_lock_free(w[i].lock);
+    }
+    CHECK(atomic_load(&overlaps) == 0);
+    CHECK(counter == 32 && ntokens == 32);
+    for (int i = 1; i < ntokens; i++) CHECK(tokens[i - 1] < tokens[i]);
+    /* Reentrancy: one owner twice, another owner excluded until the last release. */
+    polylock_lock *a = NULL, *b = NULL;
+    CHECK(polylock_lock_new(cs[0], name, &a) == POLYLOCK_OK);
+    CHECK(polylock_lock_new(cs[1], name, &b) == POLYLOCK_OK);
+    CHECK(polylock_lock_acquire(a, 7, POLYLOCK_WAIT_FOREVER, POLYLOCK_WATCHDOG) == POLYLOCK_OK);
+    CHECK(polylock_lock_acquire(a, 7, POLYLOCK_NO_WAIT, POLYLOCK_WATCHDOG) == POLYLOCK_OK);
+    uint32_t n = 0;
+    CHECK(polylock_lock_hold_count(a, 7, &n) == POLYLOCK_OK && n == 2);
+    CHECK(polylock_lock_acquire(b, 8, 150, POLYLOCK_WATCHDOG) == POLYLOCK_TIMEOUT);
+    CHECK(polylock_lock_release(a, 7) == POLYLOCK_OK);
+    CHECK(polylock_lock_acquire(b, 8, POLYLOCK_NO_WAIT, POLYLOCK_WATCHDOG) == POLYLOCK_TIMEOUT);
+    CHECK(polylock_lock_release(a, 7) == POLYLOCK_OK);
+    CHECK(polylock_lock_acquire(b, 8, POLYLOCK_NO_WAIT, POLYLOCK_WATCHDOG) == POLYLOCK_OK);
+    CHECK(polylock_lock_release(b, 8) == POLYLOCK_OK);
+    CHECK(polylock_lock_release(a, 7) == POLYLOCK_NOT_OWNER);
+    polylock_lock_free(a);
+    polylock_lock_free(b);
+    /* The lost signal: force_unlock kills the holder's connection on the server. */
+    polylock_options o = {.watchdog_timeout_ms = 1500};
+    polylock_client *c = NULL;
+    CHECK(polylock_client_connect_with(url, &o, &c) == POLYLOCK_OK);
+    polylock_lock *l = NULL, *l2 = NULL;
+    CHECK(polylock_lock_new(c, name, &l) == POLYLOCK_OK);
+    struct lost_seen seen = {.mu = PTHREAD_MUTEX_INITIALIZER, .lock = l};
+    CHECK(polylock_lock_on_lost(l, on_lost, &seen) == POLYLOCK_OK);
+    CHECK(polylock_lock_acquire(l, 42, POLYLOCK_WAIT_FOREVER, POLYLOCK_WATCHDOG) == POLYLOCK_OK);
+    uint64_t t1 = 0, t2 = 0;
+    CHECK(polylock_lock_fencing_token(l, 42, &t1) == POLYLOCK_OK);
+    CHECK(polylock_lock_new(cs[1], name, &l2) == POLYLOCK_OK);
+    CHECK(polylock_lock_force_unlock(l2) == POLYLOCK_OK);
+    int calls = 0, waited = 0;
+    for (; waited < 300 && calls == 0; waited++) {
+        sleep_ms(10);
+        pthread_mutex_lock(&seen.mu);
+        calls = seen.calls;
+        pthread_mutex_unlock(&seen.mu);
+    }
+    CHECK(calls == 1 && waited < 150); /* within 1.5 s, one watchdog period is 0.5 s */
+    CHECK(polylock_lock_release(l, 42) == POLYLOCK_LOCK_LOST);
+    CHECK(polylock_lock_acquire(l2, 9, 5000, POLYLOCK_WATCHDOG) == POLYLOCK_OK);
+    CHECK(polylock_lock_fencing_token(l2, 9, &t2) == POLYLOCK_OK && t2 > t1);
+    CHECK(polylock_lock_release(l2, 9) == POLYLOCK_OK);
+    polylock_lock_free(l2);
+    polylock_lock_free(l);
+    polylock_client_free(c);
+    polylock_client_free(cs[0]);
+    polylock_client_free(cs[1]);
+}
+
+static void test_sql_mysql_and_postgres(void) {
+    const char *my = getenv("POLYLOCK_MYSQL_URL");
+    const char *pg = getenv("POLYLOCK_PG_URL");
+    sql_case(my ? my : "mysql://polylock:polylock-pw@127.0.0.1:3307/polylock");
+    sql_case(pg ? pg : "postgres://polylock:polylock-pw@127.0.0.1:5433/polylock");
+}
+
 int main(void) {
     srand((unsigned)time(NULL));
     RUN(test_version_matches_header_and_cargo);
@@ -935,6 +1054,7 @@ int main(void) {
     RUN(test_fair_lock_grants_in_order);
     RUN(test_multi_lock_all_or_nothing);
     RUN(test_redlock);
+    RUN(test_sql_mysql_and_postgres);
     printf("\n%d passed, %d failed\n", passed, failed);
     return failed ? 1 : 0;
 }

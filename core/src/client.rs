@@ -36,7 +36,15 @@ impl std::fmt::Debug for Client {
 impl Client {
     /// Connect with default options. URLs: `redis://[user:password@]host:port[/db]`,
     /// `rediss://...`, `zk://[user:password@]host:port[,host:port...][/chroot]`, and
-    /// `zks://...?tls_ca_file=PATH` for ZooKeeper over TLS.
+    /// `zks://...?tls_ca_file=PATH` for ZooKeeper over TLS,
+    /// `mysql://user:password@host:port/database` (MySQL and MariaDB, `GET_LOCK`; also
+    /// `mariadb://`) and `postgres://user:password@host:port/database` (advisory locks; also
+    /// `postgresql://`). On both SQL servers `?mode=table` locks rows of ShedLock's lease table
+    /// instead (`&table=NAME`, `shedlock` by default), and `?max_connections=N` caps the
+    /// connections the client opens (64 by default): one for queries, plus one per held or
+    /// waiting session lock; an acquire that would need more fails with `InvalidState`. TLS:
+    /// `require_ssl=true` (MySQL), `sslmode=require[&sslrootcert=FILE]` (PostgreSQL), through
+    /// rustls.
     pub async fn connect(url: &str) -> Result<Client> {
         Client::connect_with(url, ClientOptions::default()).await
     }
@@ -50,21 +58,33 @@ impl Client {
         options.validate()?;
         let scheme = url.split_once("://").map(|(s, _)| s.to_ascii_lowercase());
         let url = url.to_string();
-        let zk = match scheme.as_deref() {
-            Some("redis" | "rediss") => false,
-            Some("zk" | "zks") => true,
+        #[derive(Clone, Copy)]
+        enum Family {
+            Redis,
+            Zk,
+            Sql,
+        }
+        let family = match scheme.as_deref() {
+            Some(
+                "redis" | "rediss" | "redis+sentinel" | "rediss+sentinel" | "redis+cluster"
+                | "rediss+cluster",
+            ) => Family::Redis,
+            Some("zk" | "zks") => Family::Zk,
+            Some("mysql" | "mariadb" | "postgres" | "postgresql") => Family::Sql,
             _ => {
+                // server_key: the URL without its credentials, never a password.
                 return Err(Error::invalid(format!(
-                    "malformed URL '{url}': expected redis://[user:password@]host:port[/db], rediss://... or zk://host:port[,host:port...][/chroot]"
-                )))
+                    "malformed URL '{}': expected redis://[user:password@]host:port[/db], rediss://..., zk://host:port[,host:port...][/chroot], mysql://user:password@host:port/database or postgres://user:password@host:port/database",
+                    server_key(&url)
+                )));
             }
         };
         let server = server_key(&url);
         Client::launch(server, options, move |id, options| async move {
-            if zk {
-                crate::zookeeper::connect(&url, &options).await
-            } else {
-                crate::redis::connect(&url, &options, &id).await
+            match family {
+                Family::Zk => crate::zookeeper::connect(&url, &options).await,
+                Family::Redis => crate::redis::connect(&url, &options, &id).await,
+                Family::Sql => crate::sql::connect(&url, &options, &id).await,
             }
         })
         .await

@@ -1,7 +1,9 @@
 //! polylock: distributed locks with one Rust core, used from Rust, C, Python, Node and Java.
 //!
-//! Locks live on Redis in Redisson's formats and on ZooKeeper in Curator's, so polylock and
-//! those libraries exclude each other on the same name. They are reentrant per owner, kept alive
+//! Locks live on Redis in Redisson's formats, on ZooKeeper in Curator's, and on MySQL/MariaDB
+//! (`GET_LOCK`) and PostgreSQL (advisory locks, or ShedLock's lease table) by the rules of
+//! DistributedLock and ShedLock, so polylock and those libraries exclude each other on the same
+//! name. They are reentrant per owner, kept alive
 //! by a watchdog while the holder lives, announce their loss, hand out fencing tokens, and wait
 //! by notification, never by polling.
 //!
@@ -22,7 +24,7 @@
 //! ```
 //!
 //! The layers, each importing only those before it: `model` (names, owners, options, errors,
-//! the lost signal) ← `backend` (the traits a server implements) ← `redis`, `zookeeper` ←
+//! the lost signal) ← `backend` (the traits a server implements) ← `redis`, `zookeeper`, `sql` ←
 //! `hold` (holds, the watchdog) ← `primitives` (the lock, the read-write lock) ← `client`.
 
 mod backend;
@@ -33,6 +35,7 @@ mod model;
 mod primitives;
 mod redis;
 pub mod runtime;
+mod sql;
 mod zookeeper;
 
 pub use crate::backend::UnlockReply;

@@ -35,8 +35,10 @@ struct Cli {
 
 #[derive(clap::Args, Debug)]
 struct Target {
-    /// Lock server: redis://[user:password@]host:port[/db], rediss://..., or
-    /// zk://[user:password@]host:port[,host:port...][/chroot] (the name is then a znode path).
+    /// Lock server: redis://[user:password@]host:port[/db], rediss://...,
+    /// zk://[user:password@]host:port[,host:port...][/chroot] (the name is then a znode path),
+    /// mysql://user:password@host:port/db (GET_LOCK) or postgres://user:password@host:port/db
+    /// (advisory locks; ?mode=table on either: ShedLock's lease table).
     /// Given 3 or more times (redis:// URLs of independent masters): a RedLock across them.
     #[arg(long, env = "POLYLOCK_URL", default_value = "redis://127.0.0.1:6379")]
     url: Vec<String>,

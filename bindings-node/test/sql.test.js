@@ -1,0 +1,84 @@
+'use strict';
+// polylock from Node on MySQL/MariaDB (GET_LOCK) and PostgreSQL (advisory locks), against the
+// servers of scripts/servers.sh: exclusion, reentrancy and the lost signal on both.
+const { test } = require('node:test');
+const assert = require('node:assert/strict');
+const { randomUUID } = require('node:crypto');
+const polylock = require('..');
+
+const MYSQL = process.env.POLYLOCK_MYSQL_URL || 'mysql://polylock:polylock-pw@127.0.0.1:3307/polylock';
+const PG = process.env.POLYLOCK_PG_URL || 'postgres://polylock:polylock-pw@127.0.0.1:5433/polylock';
+const unique = (p) => `node-${p}-${randomUUID().slice(0, 12)}`;
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+for (const [server, url] of [['MySQL', MYSQL], ['PostgreSQL', PG]]) {
+  test(`${server}: handles on two clients keep a counter exact, tokens in order`, async () => {
+    const clients = [await polylock.connect(url), await polylock.connect(url)];
+    const name = unique('excl');
+    let inside = false;
+    let overlaps = 0;
+    let counter = 0;
+    const tokens = [];
+    await Promise.all([0, 1, 2, 3].map(async (i) => {
+      const lock = clients[i % 2].lock(name);
+      for (let r = 0; r < 8; r++) {
+        assert.equal(await lock.acquire(), true);
+        if (inside) overlaps++;
+        inside = true;
+        tokens.push(lock.fencingToken);
+        const v = counter;
+        await sleep(1);
+        counter = v + 1;
+        inside = false;
+        await lock.release();
+      }
+    }));
+    assert.equal(overlaps, 0);
+    assert.equal(counter, 32);
+    assert.deepEqual(tokens, [...tokens].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0)));
+    assert.equal(new Set(tokens.map(String)).size, 32);
+    for (const c of clients) await c.close();
+  });
+
+  test(`${server}: a handle re-enters; another handle waits for the last release`, async () => {
+    const c = await polylock.connect(url);
+    const a = c.lock(unique('reent'));
+    const b = c.lock(a.name);
+    assert.equal(await a.acquire(), true);
+    assert.equal(await a.acquire({ waitMs: 0 }), true);
+    assert.equal(a.holdCount, 2);
+    const token = a.fencingToken;
+    assert.equal(await b.acquire({ waitMs: 0 }), false);
+    await a.release();
+    assert.equal(await b.acquire({ waitMs: 150 }), false);
+    await a.release();
+    assert.equal(await b.acquire({ waitMs: 0 }), true);
+    assert.ok(b.fencingToken > token);
+    await b.release();
+    await assert.rejects(a.release(), (e) => e.code === 'ERR_POLYLOCK_NOT_OWNER');
+    await c.close();
+  });
+
+  test(`${server}: a killed connection emits 'lost' within a watchdog period`, async () => {
+    const c = await polylock.connect(url, { watchdogTimeoutMs: 1500 });
+    const other = await polylock.connect(url);
+    const lock = c.lock(unique('lost'));
+    const lost = new Promise((resolve) => lock.once('lost', resolve));
+    const keepAlive = setInterval(() => {}, 1000); // 'lost' listeners are weak by design
+    assert.equal(await lock.acquire(), true);
+    const token = lock.fencingToken;
+    // On SQL servers forceUnlock kills the holder's connection (KILL / pg_terminate_backend).
+    assert.equal(await other.lock(lock.name).forceUnlock(), true);
+    const killed = Date.now();
+    await lost;
+    clearInterval(keepAlive);
+    assert.ok(Date.now() - killed < 1500, `lost after ${Date.now() - killed} ms`);
+    await assert.rejects(lock.release(), (e) => e.code === 'ERR_POLYLOCK_LOCK_LOST');
+    const next = other.lock(lock.name);
+    assert.equal(await next.acquire({ waitMs: 5000 }), true);
+    assert.ok(next.fencingToken > token);
+    await next.release();
+    await other.close();
+    await c.close();
+  });
+}

@@ -1,0 +1,327 @@
+//! The SQL backends: MySQL/MariaDB named locks (`GET_LOCK`), PostgreSQL advisory locks, and a
+//! lease table in ShedLock's layout on either (`?mode=table`). See `shared/PROTOCOL.md`.
+//!
+//! Connections: one connection for queries (status, `KILL QUERY`, the lease table), opened at
+//! connect, and one connection per held session lock, taken from an idle pool (or opened) when
+//! an acquire starts and given back when the lock is released: a session lock lives exactly as
+//! long as its connection. A waiting acquire keeps its connection busy too. `max_connections` in
+//! the URL caps them all (the listener of the lease table's waiters on PostgreSQL included);
+//! an acquire that would need one more fails at once with `InvalidState`.
+//!
+//! Losses: the server says nothing when a session lock's connection is killed or drops. A
+//! keep-alive pings every held connection once per watchdog period (a third of the watchdog
+//! timeout) and reports a failed one through the hold's `gone` future; on PostgreSQL the
+//! driver's connection task also ends at once when the server closes the socket.
+//!
+//! Waits use the server's own wait (`GET_LOCK` with a timeout, `pg_advisory_lock`). A wait that
+//! times out on the client or whose future is dropped is cancelled on the server before the
+//! connection is used again (`KILL QUERY` from the query connection, PostgreSQL's cancel
+//! request); a grant that raced the cancel is given back.
+//!
+//! Fencing tokens: a counter row per lock in `polylock_fencing` (created if missing), incremented
+//! in the same statement that takes the lock, so a token is only ever drawn while its lock is
+//! held and tokens grow with each holder.
+
+mod mysql;
+mod names;
+mod postgres;
+mod session;
+mod table;
+mod tls;
+
+use std::time::Duration;
+
+use crate::backend::Backend;
+use crate::model::error::{Error, ErrorKind, Result};
+use crate::model::options::ClientOptions;
+
+/// Connections a client opens at most unless the URL says otherwise (`max_connections=N`).
+pub(crate) const DEFAULT_MAX_CONNECTIONS: usize = 64;
+
+/// Which server.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Flavor {
+    MySql,
+    Postgres,
+}
+
+/// Session locks (`GET_LOCK`, advisory locks) or the lease table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Mode {
+    Session,
+    Table,
+}
+
+/// What an SQL URL says: the driver's own URL (polylock's options taken out) and polylock's
+/// options.
+#[derive(Clone)]
+pub(crate) struct SqlUrl {
+    pub(crate) flavor: Flavor,
+    pub(crate) mode: Mode,
+    pub(crate) max_connections: usize,
+    /// The lease table (ShedLock's `shedlock` by default).
+    pub(crate) table: String,
+    /// The URL for the driver, with the driver's own options only.
+    pub(crate) driver_url: String,
+    /// The password, to keep it out of every message.
+    pub(crate) password: Option<String>,
+    /// PostgreSQL: a PEM file of CA certificates to trust besides the built-in roots.
+    pub(crate) root_cert: Option<String>,
+}
+
+impl std::fmt::Debug for SqlUrl {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SqlUrl")
+            .field("flavor", &self.flavor)
+            .field("mode", &self.mode)
+            .field("max_connections", &self.max_connections)
+            .field("table", &self.table)
+            .finish_non_exhaustive()
+    }
+}
+
+/// What the connect error says about the URL's form, never its password.
+const URL_FORMS: &str = "expected mysql://user:password@host:port/database (MySQL, MariaDB) or \
+     postgres://user:password@host:port/database, with ?mode=table for ShedLock's lease table \
+     and ?max_connections=N";
+
+impl SqlUrl {
+    pub(crate) fn parse(url: &str) -> Result<SqlUrl> {
+        let (scheme, rest) = url
+            .split_once("://")
+            .ok_or_else(|| Error::invalid(format!("malformed SQL URL: {URL_FORMS}")))?;
+        let flavor = match scheme.to_ascii_lowercase().as_str() {
+            "mysql" | "mariadb" => Flavor::MySql,
+            "postgres" | "postgresql" => Flavor::Postgres,
+            other => {
+                return Err(Error::invalid(format!(
+                    "unknown SQL URL scheme '{other}': {URL_FORMS}"
+                )))
+            }
+        };
+        let (base, query) = match rest.split_once('?') {
+            Some((b, q)) => (b, Some(q)),
+            None => (rest, None),
+        };
+        let authority = base.split('/').next().unwrap_or_default();
+        let (userinfo, hostport) = match authority.rsplit_once('@') {
+            Some((u, h)) => (Some(u), h),
+            None => (None, authority),
+        };
+        let password = userinfo
+            .and_then(|u| u.split_once(':'))
+            .map(|(_, p)| p.to_string())
+            .filter(|p| !p.is_empty());
+        let bad = |why: &str| {
+            Error::invalid(redact(
+                &format!("malformed SQL URL: {why}; {URL_FORMS}"),
+                password.as_deref(),
+            ))
+        };
+        if hostport.is_empty() || hostport.starts_with(':') {
+            return Err(bad("no host"));
+        }
+        if let Some((_, port)) = hostport
+            .rsplit_once(':')
+            .filter(|_| !hostport.ends_with(']'))
+        {
+            if port.parse::<u16>().map_or(true, |p| p == 0) {
+                return Err(bad(&format!("bad port '{port}'")));
+            }
+        }
+        let database = base[authority.len()..].trim_start_matches('/');
+        if database.is_empty() {
+            return Err(bad("no database (add /name after the host)"));
+        }
+        let mut mode = Mode::Session;
+        let mut max_connections = DEFAULT_MAX_CONNECTIONS;
+        let mut table = "shedlock".to_string();
+        let mut root_cert = None;
+        let mut driver_params: Vec<&str> = Vec::new();
+        for kv in query
+            .unwrap_or_default()
+            .split('&')
+            .filter(|s| !s.is_empty())
+        {
+            let (k, v) = kv.split_once('=').unwrap_or((kv, ""));
+            match k {
+                "mode" => {
+                    mode = match v {
+                        "session" => Mode::Session,
+                        "table" => Mode::Table,
+                        _ => return Err(bad(&format!("mode must be session or table, not '{v}'"))),
+                    }
+                }
+                "max_connections" => {
+                    max_connections = v
+                        .parse::<usize>()
+                        .ok()
+                        .filter(|n| *n >= 2)
+                        .ok_or_else(|| bad("max_connections must be a number of at least 2 (the query connection and one lock)"))?;
+                }
+                "table" => {
+                    let ok = !v.is_empty()
+                        && v.len() <= 64
+                        && v.bytes()
+                            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'.');
+                    if !ok {
+                        return Err(bad(
+                            "table must be a plain table name ([A-Za-z0-9_.], at most 64)",
+                        ));
+                    }
+                    table = v.to_string();
+                }
+                "sslrootcert" if flavor == Flavor::Postgres => root_cert = Some(v.to_string()),
+                _ => driver_params.push(kv),
+            }
+        }
+        let mut driver_url = format!("{scheme}://{base}");
+        if !driver_params.is_empty() {
+            driver_url.push('?');
+            driver_url.push_str(&driver_params.join("&"));
+        }
+        Ok(SqlUrl {
+            flavor,
+            mode,
+            max_connections,
+            table,
+            driver_url,
+            password,
+            root_cert,
+        })
+    }
+
+    /// `msg` without the URL's password.
+    pub(crate) fn redact(&self, msg: &str) -> String {
+        redact(msg, self.password.as_deref())
+    }
+}
+
+fn redact(msg: &str, password: Option<&str>) -> String {
+    match password {
+        Some(p) if p.len() >= 2 => msg.replace(p, "***"),
+        _ => msg.to_string(),
+    }
+}
+
+/// Connect to a `mysql://` or `postgres://` URL.
+pub(crate) async fn connect(
+    url: &str,
+    options: &ClientOptions,
+    client_id: &str,
+) -> Result<Box<dyn Backend>> {
+    let url = SqlUrl::parse(url)?;
+    match url.flavor {
+        Flavor::MySql => mysql::connect(url, options, client_id).await,
+        Flavor::Postgres => postgres::connect(url, options, client_id).await,
+    }
+}
+
+/// How many connections a client has open, and its cap.
+pub(crate) struct Slots {
+    open: std::sync::atomic::AtomicUsize,
+    cap: usize,
+    server: &'static str,
+}
+
+/// One open connection's place under the cap; given back when dropped.
+pub(crate) struct Slot(std::sync::Arc<Slots>);
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        self.0
+            .open
+            .fetch_sub(1, std::sync::atomic::Ordering::AcqRel);
+    }
+}
+
+impl Slots {
+    pub(crate) fn new(cap: usize, server: &'static str) -> std::sync::Arc<Slots> {
+        std::sync::Arc::new(Slots {
+            open: 0.into(),
+            cap,
+            server,
+        })
+    }
+
+    /// A place for one more connection, or the typed error of a full client.
+    pub(crate) fn take(self: &std::sync::Arc<Self>) -> Result<Slot> {
+        use std::sync::atomic::Ordering;
+        let mut open = self.open.load(Ordering::Acquire);
+        loop {
+            if open >= self.cap {
+                return Err(Error::new(
+                    ErrorKind::InvalidState,
+                    format!(
+                        "{}: this client has {} connections open, its cap (max_connections={} in \
+                         the URL): each held or waiting session lock keeps a connection of its \
+                         own. Release a lock, or raise max_connections",
+                        self.server, open, self.cap
+                    ),
+                ));
+            }
+            match self.open.compare_exchange_weak(
+                open,
+                open + 1,
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            ) {
+                Ok(_) => return Ok(Slot(self.clone())),
+                Err(now) => open = now,
+            }
+        }
+    }
+}
+
+/// Seconds as the servers take them (MariaDB takes fractions; polylock also bounds the wait on
+/// the client).
+pub(crate) fn seconds(d: Duration) -> f64 {
+    d.as_secs_f64()
+}
+
+/// The host name, for `locked_by` in the lease table.
+pub(crate) fn host_name() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .ok()
+        .map(|s| s.trim().to_string())
+        .filter(|s| !s.is_empty())
+        .or_else(|| std::env::var("HOSTNAME").ok())
+        .unwrap_or_else(|| "polylock".to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn urls() {
+        let u = SqlUrl::parse("mysql://u:secret@127.0.0.1:3307/db").unwrap();
+        assert_eq!(u.flavor, Flavor::MySql);
+        assert_eq!(u.mode, Mode::Session);
+        assert_eq!(u.max_connections, DEFAULT_MAX_CONNECTIONS);
+        assert_eq!(u.driver_url, "mysql://u:secret@127.0.0.1:3307/db");
+        let u = SqlUrl::parse(
+            "postgresql://u:pw@h:5433/db?mode=table&max_connections=5&sslmode=require&table=jobs",
+        )
+        .unwrap();
+        assert_eq!(u.flavor, Flavor::Postgres);
+        assert_eq!(u.mode, Mode::Table);
+        assert_eq!(u.max_connections, 5);
+        assert_eq!(u.table, "jobs");
+        assert_eq!(u.driver_url, "postgresql://u:pw@h:5433/db?sslmode=require");
+        for bad in [
+            "mysql://u:pw@:3306/db",
+            "mysql://u:pw@h:0/db",
+            "mysql://u:pw@h:3306",
+            "mysql://u:pw@h:3306/db?mode=x",
+            "postgres://h:5432/db?max_connections=1",
+            "postgres://h:5432/db?table=a;drop",
+            "sqlite://x",
+        ] {
+            let e = SqlUrl::parse(bad).unwrap_err();
+            assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{bad}");
+        }
+        let e = SqlUrl::parse("mysql://u:hunter22@h:99999/db").unwrap_err();
+        assert!(!e.message().contains("hunter22"), "{}", e.message());
+    }
+}

@@ -1,0 +1,739 @@
+//! MySQL and MariaDB: named locks (`GET_LOCK`) held on a connection of their own, and the lease
+//! table in ShedLock's layout (`?mode=table`).
+//!
+//! One statement takes the lock and draws the fencing token while it is held:
+//! `INSERT INTO polylock_fencing ... SELECT ... WHERE GET_LOCK(name, timeout) = 1 ON DUPLICATE
+//! KEY UPDATE token = LAST_INSERT_ID(token + 1)`; the token comes back in the OK packet, so a
+//! lock costs one round trip, like a bare `GET_LOCK`. MariaDB takes no negative ("forever")
+//! timeout (it returns NULL, checked on 10.11), so a wait without end waits a year at a time.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use async_trait::async_trait;
+use futures_util::future::BoxFuture;
+use mysql_async::prelude::Queryable;
+use tokio::sync::watch;
+
+use super::names::mysql_lock_name;
+use super::session::{Pool, SessionConn};
+use super::table::{self, TableDb, TableLock, TableWaiter};
+use super::{Mode, Slot, Slots, SqlUrl};
+use crate::backend::{
+    AcquireRequest, Backend, Granted, HoldOps, LeaseSupport, LockOps, Reentry, ReleaseRequest,
+    UnlockReply,
+};
+use crate::model::error::{Error, ErrorKind, Result};
+use crate::model::kind::{HoldKind, HoldMode, LockKind};
+use crate::model::options::{ClientOptions, Wait};
+use crate::model::outcome::{Holder, LockStatus};
+use crate::model::owner::OwnerId;
+
+const SERVER: &str = "MySQL";
+/// A wait without end, a year at a time.
+const FOREVER_SECS: f64 = 365.0 * 24.0 * 3600.0;
+/// How long past its deadline a wait may run on the server before it is killed (the server's
+/// own timeout ends it first).
+const GRACE: Duration = Duration::from_millis(250);
+/// `ER_QUERY_INTERRUPTED`: a wait killed by `KILL QUERY`.
+const ER_QUERY_INTERRUPTED: u16 = 1317;
+
+const ACQUIRE: &str = "INSERT INTO polylock_fencing (name, token) SELECT ?, LAST_INSERT_ID(1) \
+     FROM DUAL WHERE GET_LOCK(?, ?) = 1 ON DUPLICATE KEY UPDATE token = LAST_INSERT_ID(token + 1)";
+const CREATE_FENCING: &str = "CREATE TABLE IF NOT EXISTS polylock_fencing (name VARCHAR(255) \
+     CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NOT NULL PRIMARY KEY, token BIGINT NOT NULL)";
+
+/// A MySQL connection.
+pub(crate) struct MyConn {
+    conn: mysql_async::Conn,
+    id: u64,
+}
+
+#[async_trait]
+impl SessionConn for MyConn {
+    fn id(&self) -> u64 {
+        self.id
+    }
+
+    async fn ping(&mut self) -> bool {
+        self.conn.ping().await.is_ok()
+    }
+
+    fn is_closed(&self) -> bool {
+        false // found out by the next statement
+    }
+
+    fn closed_signal(&self) -> Option<watch::Receiver<bool>> {
+        None
+    }
+
+    async fn close(self) {
+        let _ = tokio::time::timeout(Duration::from_secs(2), self.conn.disconnect()).await;
+    }
+}
+
+/// Map a driver error to polylock's table, without the password.
+fn map_err(url: &SqlUrl, e: mysql_async::Error, doing: &str) -> Error {
+    use mysql_async::Error as E;
+    let kind = match &e {
+        // Access denied (1045), to the database (1044), plugin refused (1698).
+        E::Server(s) if matches!(s.code, 1044 | 1045 | 1698) => ErrorKind::Auth,
+        E::Server(_) => ErrorKind::Backend,
+        E::Io(_) => ErrorKind::Connection,
+        E::Driver(_) => ErrorKind::Connection,
+        E::Url(_) => ErrorKind::InvalidArgument,
+        E::Other(_) => ErrorKind::Backend,
+    };
+    let hint = match kind {
+        ErrorKind::Auth => "; check the user name and password in the URL",
+        ErrorKind::Connection => "; check that the MySQL/MariaDB server is running and reachable",
+        _ => "",
+    };
+    Error::new(
+        kind,
+        url.redact(&format!("{SERVER}: could not {doing}: {e}{hint}")),
+    )
+}
+
+fn server_code(e: &mysql_async::Error) -> Option<u16> {
+    match e {
+        mysql_async::Error::Server(s) => Some(s.code),
+        _ => None,
+    }
+}
+
+/// The connections of one MySQL client.
+pub(crate) struct MySql {
+    url: SqlUrl,
+    opts: mysql_async::Opts,
+    options: ClientOptions,
+    pool: Arc<Pool<MyConn>>,
+    /// The query connection: status, `KILL QUERY`, the lease table.
+    query: tokio::sync::Mutex<Option<(MyConn, Slot)>>,
+    ready: tokio::sync::OnceCell<()>,
+}
+
+impl MySql {
+    async fn open(&self) -> Result<MyConn> {
+        let connect = mysql_async::Conn::new(self.opts.clone());
+        match tokio::time::timeout(self.options.connect_timeout, connect).await {
+            Ok(Ok(conn)) => Ok(MyConn {
+                id: conn.id() as u64,
+                conn,
+            }),
+            Ok(Err(e)) => Err(map_err(&self.url, e, "connect")),
+            Err(_) => Err(Error::new(
+                ErrorKind::Connection,
+                format!(
+                    "{SERVER}: no answer within {:?}; check that the server is running and reachable",
+                    self.options.connect_timeout
+                ),
+            )),
+        }
+    }
+
+    /// Run `f` on the query connection (opened again if it broke).
+    async fn with_query<T: Send>(
+        &self,
+        doing: &str,
+        f: impl for<'c> FnOnce(&'c mut mysql_async::Conn) -> BoxFuture<'c, mysql_async::Result<T>>
+            + Send,
+    ) -> Result<T> {
+        let mut slot = self.query.lock().await;
+        if slot.is_none() {
+            let place = self.pool.slots.take()?;
+            *slot = Some((self.open().await?, place));
+        }
+        let (conn, _) = slot.as_mut().expect("query connection");
+        match tokio::time::timeout(self.options.command_timeout, f(&mut conn.conn)).await {
+            Ok(Ok(v)) => Ok(v),
+            Ok(Err(e)) => {
+                if !matches!(e, mysql_async::Error::Server(_)) {
+                    *slot = None;
+                }
+                Err(map_err(&self.url, e, doing))
+            }
+            Err(_) => {
+                *slot = None;
+                Err(Error::new(
+                    ErrorKind::Connection,
+                    format!(
+                        "{SERVER}: could not {doing}: no answer within {:?}",
+                        self.options.command_timeout
+                    ),
+                ))
+            }
+        }
+    }
+
+    /// Create the fencing table (and in table mode the lease table) if missing, once.
+    async fn ready(&self) -> Result<()> {
+        self.ready
+            .get_or_try_init(|| async {
+                let table = self.url.table.clone();
+                let mode = self.url.mode;
+                self.with_query("create the fencing table", move |c| {
+                    Box::pin(async move {
+                        c.query_drop(CREATE_FENCING).await?;
+                        if mode == Mode::Table {
+                            c.query_drop(format!(
+                                "CREATE TABLE IF NOT EXISTS {table} (name VARCHAR(64) NOT NULL, \
+                                 lock_until TIMESTAMP(3) NOT NULL, locked_at TIMESTAMP(3) NOT NULL \
+                                 DEFAULT CURRENT_TIMESTAMP(3), locked_by VARCHAR(255) NOT NULL, \
+                                 PRIMARY KEY (name))"
+                            ))
+                            .await?;
+                        }
+                        Ok(())
+                    })
+                })
+                .await
+            })
+            .await
+            .map(|_| ())
+    }
+
+    async fn kill_query(&self, id: u64) {
+        let r = self
+            .with_query("cancel a wait", move |c| {
+                Box::pin(async move { c.query_drop(format!("KILL QUERY {id}")).await })
+            })
+            .await;
+        if let Err(e) = r {
+            tracing::warn!("polylock: {e}");
+        }
+    }
+
+    /// A connection for a lock: idle, or new under the cap. True if it came from the pool.
+    async fn lock_conn(&self) -> Result<(MyConn, Slot, bool)> {
+        if let Some((c, s)) = self.pool.take_idle()? {
+            return Ok((c, s, true));
+        }
+        let slot = self.pool.new_slot()?;
+        Ok((self.open().await?, slot, false))
+    }
+}
+
+/// The outcome of one `GET_LOCK` statement.
+enum Attempt {
+    Granted(MyConn, Slot, u64),
+    Busy(MyConn, Slot),
+    Failed(mysql_async::Error, MyConn, Slot),
+}
+
+type AcquireTask = tokio::task::JoinHandle<(MyConn, mysql_async::Result<(u64, Option<u64>)>)>;
+
+/// A `GET_LOCK` still running when its acquire is dropped: kill it on the server, give back a
+/// grant that raced the kill, and return the connection to the pool.
+struct Undo {
+    db: Arc<MySql>,
+    key: String,
+    task: Option<AcquireTask>,
+    slot: Option<Slot>,
+    id: u64,
+}
+
+impl Drop for Undo {
+    fn drop(&mut self) {
+        let (Some(task), Some(slot)) = (self.task.take(), self.slot.take()) else {
+            return;
+        };
+        let (db, key, id) = (self.db.clone(), std::mem::take(&mut self.key), self.id);
+        crate::runtime::handle().spawn(async move {
+            db.kill_query(id).await;
+            if let Ok((conn, out)) = task.await {
+                settle(&db, conn, slot, &key, out.is_ok()).await;
+            }
+        });
+    }
+}
+
+/// After a wait that ended without a grant the caller keeps: give back whatever the statement
+/// may have taken, then return the connection (or close it if it broke).
+async fn settle(db: &MySql, mut conn: MyConn, slot: Slot, key: &str, healthy: bool) {
+    let released = conn
+        .conn
+        .exec_drop("DO RELEASE_LOCK(?)", (key,))
+        .await
+        .is_ok();
+    if healthy && released {
+        db.pool.put_back(conn, slot);
+    } else {
+        conn.close().await;
+    }
+}
+
+/// MySQL's named lock.
+pub(crate) struct MySqlLock {
+    db: Arc<MySql>,
+}
+
+impl MySqlLock {
+    async fn attempt(
+        &self,
+        conn: MyConn,
+        slot: Slot,
+        key: &str,
+        fence: &str,
+        secs: f64,
+        deadline: Option<Instant>,
+    ) -> Result<Attempt> {
+        let id = conn.id;
+        let (k, f) = (key.to_string(), fence.to_string());
+        let mut conn = conn;
+        let task: AcquireTask = crate::runtime::handle().spawn(async move {
+            let out = conn
+                .conn
+                .exec_drop(ACQUIRE, (f, k, secs))
+                .await
+                .map(|()| (conn.conn.affected_rows(), conn.conn.last_insert_id()));
+            (conn, out)
+        });
+        let mut undo = Undo {
+            db: self.db.clone(),
+            key: key.to_string(),
+            task: Some(task),
+            slot: Some(slot),
+            id,
+        };
+        let joined = {
+            let task = undo.task.as_mut().expect("task");
+            match deadline {
+                Some(d) => match tokio::time::timeout_at((d + GRACE).into(), &mut *task).await {
+                    Ok(j) => j,
+                    Err(_) => {
+                        self.db.kill_query(id).await;
+                        task.await
+                    }
+                },
+                None => task.await,
+            }
+        };
+        undo.task = None;
+        let slot = undo.slot.take().expect("slot");
+        // A panicked task dropped its connection, which closed it: nothing is held.
+        let (conn, out) = joined.map_err(|_| Error::internal("the acquire task panicked"))?;
+        Ok(match out {
+            Ok((rows, token)) if rows > 0 => Attempt::Granted(conn, slot, token.unwrap_or(0)),
+            Ok(_) => Attempt::Busy(conn, slot),
+            Err(e) => Attempt::Failed(e, conn, slot),
+        })
+    }
+}
+
+#[async_trait]
+impl HoldOps for MySqlLock {
+    async fn drop_hold(&self, name: &str, _owner: OwnerId, node: Option<&str>) -> Result<bool> {
+        let Some(node) = node else {
+            return Ok(false);
+        };
+        let released = match self.db.pool.held(node) {
+            Some(held) => {
+                let key = mysql_lock_name(name);
+                let mut g = held.conn.lock().await;
+                match g.as_mut() {
+                    Some(c) => matches!(
+                        c.conn
+                            .exec_first::<Option<i64>, _, _>("SELECT RELEASE_LOCK(?)", (key,))
+                            .await,
+                        Ok(Some(Some(1)))
+                    ),
+                    None => false,
+                }
+            }
+            None => false,
+        };
+        self.db.pool.unref(node, released).await;
+        Ok(released)
+    }
+}
+
+#[async_trait]
+impl LockOps for MySqlLock {
+    fn kind(&self) -> LockKind {
+        LockKind::Reentrant
+    }
+
+    fn reentry(&self) -> Reentry {
+        Reentry::Client
+    }
+
+    fn lease_support(&self) -> LeaseSupport {
+        LeaseSupport::Session
+    }
+
+    async fn acquire(&self, req: &AcquireRequest<'_>) -> Result<Option<Granted>> {
+        self.db.ready().await?;
+        let key = mysql_lock_name(req.name);
+        let fence = format!("get_lock:{key}");
+        let deadline = req.wait.deadline();
+        let (mut conn, mut slot, mut pooled) = self.db.lock_conn().await?;
+        loop {
+            let secs = match (req.wait, deadline) {
+                (Wait::Forever, _) => FOREVER_SECS,
+                (_, Some(d)) => super::seconds(d.saturating_duration_since(Instant::now())),
+                (_, None) => 0.0,
+            };
+            match self
+                .attempt(conn, slot, &key, &fence, secs, deadline)
+                .await?
+            {
+                Attempt::Granted(c, s, token) => {
+                    let (node, gone) = self.db.pool.hold(c, s);
+                    return Ok(Some(Granted {
+                        token,
+                        count: 1,
+                        node: Some(node),
+                        gone: Some(gone),
+                        valid_until: None,
+                    }));
+                }
+                Attempt::Busy(c, s) => {
+                    if req.wait == Wait::Forever {
+                        (conn, slot) = (c, s); // a year went by: wait again
+                        continue;
+                    }
+                    self.db.pool.put_back(c, s);
+                    return Ok(None);
+                }
+                Attempt::Failed(e, c, s) => {
+                    let interrupted = server_code(&e) == Some(ER_QUERY_INTERRUPTED);
+                    let broken = !matches!(e, mysql_async::Error::Server(_));
+                    if broken {
+                        drop(c);
+                        drop(s);
+                        if pooled {
+                            // An idle connection the server had closed: try a fresh one.
+                            pooled = false;
+                            slot = self.db.pool.new_slot()?;
+                            conn = self.db.open().await?;
+                            continue;
+                        }
+                        return Err(map_err(&self.db.url, e, "acquire a named lock"));
+                    }
+                    settle(&self.db, c, s, &key, true).await;
+                    if interrupted {
+                        // Our own kill after the deadline (or an operator's KILL QUERY).
+                        return Ok(None);
+                    }
+                    return Err(map_err(&self.db.url, e, "acquire a named lock"));
+                }
+            }
+        }
+    }
+
+    async fn release(&self, req: &ReleaseRequest<'_>) -> Result<UnlockReply> {
+        let Some(node) = req.node else {
+            return Ok(UnlockReply::NotHeld);
+        };
+        Ok(
+            match self.drop_hold(req.name, req.owner, Some(node)).await? {
+                true => UnlockReply::Freed,
+                false => UnlockReply::NotHeld,
+            },
+        )
+    }
+
+    async fn is_locked(&self, name: &str) -> Result<bool> {
+        Ok(self.holder(name).await?.is_some())
+    }
+
+    async fn remaining_lease(&self, _name: &str) -> Result<Option<Duration>> {
+        Ok(None) // held while its connection lives
+    }
+
+    /// Kill the holder's connection (the only way to take a named lock from its session).
+    async fn force_unlock(&self, name: &str) -> Result<bool> {
+        let Some(id) = self.holder(name).await? else {
+            return Ok(false);
+        };
+        self.db
+            .with_query("kill the holder's connection", move |c| {
+                Box::pin(async move { c.query_drop(format!("KILL CONNECTION {id}")).await })
+            })
+            .await?;
+        Ok(true)
+    }
+
+    async fn status(&self, name: &str) -> Result<LockStatus> {
+        let holder = self.holder(name).await?;
+        Ok(LockStatus {
+            name: name.to_string(),
+            locked: holder.is_some(),
+            mode: None,
+            holders: holder
+                .into_iter()
+                .map(|id| Holder {
+                    owner: id.to_string(),
+                    count: 1,
+                    mode: HoldMode::Exclusive,
+                })
+                .collect(),
+            ttl: None,
+            waiters: Vec::new(),
+        })
+    }
+}
+
+impl MySqlLock {
+    /// The connection id holding `name`, if any.
+    async fn holder(&self, name: &str) -> Result<Option<u64>> {
+        let key = mysql_lock_name(name);
+        let id: Option<Option<u64>> = self
+            .db
+            .with_query("look at a named lock", move |c| {
+                Box::pin(async move { c.exec_first("SELECT IS_USED_LOCK(?)", (key,)).await })
+            })
+            .await?;
+        Ok(id.flatten())
+    }
+}
+
+/// No notification on MySQL: waiters back off (bounded by the holder's lease).
+struct Backoff;
+
+#[async_trait]
+impl TableWaiter for Backoff {
+    async fn wait(&mut self, max: Duration) {
+        tokio::time::sleep(max).await;
+    }
+
+    fn notified(&self) -> bool {
+        false
+    }
+}
+
+fn micros(d: Duration) -> u64 {
+    d.as_micros().min(u64::MAX as u128) as u64
+}
+
+#[async_trait]
+impl TableDb for MySql {
+    async fn take(&self, name: &str, locked_by: &str, lease: Duration) -> Result<Option<u64>> {
+        self.ready().await?;
+        let t = self.url.table.clone();
+        let (name, by, fence) = (
+            name.to_string(),
+            locked_by.to_string(),
+            format!("{}:{name}", self.url.table),
+        );
+        let us = micros(lease);
+        self.with_query("take the lease row", move |c| {
+            Box::pin(async move {
+                // Assignments run left to right: lock_until last, so the others still see the
+                // old lease. Affected rows: 1 inserted, 2 taken over, 0 busy.
+                c.exec_drop(
+                    format!(
+                        "INSERT INTO {t} (name, lock_until, locked_at, locked_by) VALUES (?, \
+                         DATE_ADD(UTC_TIMESTAMP(3), INTERVAL ? MICROSECOND), UTC_TIMESTAMP(3), ?) \
+                         ON DUPLICATE KEY UPDATE \
+                         locked_by = IF(lock_until <= UTC_TIMESTAMP(3), VALUES(locked_by), locked_by), \
+                         locked_at = IF(lock_until <= UTC_TIMESTAMP(3), VALUES(locked_at), locked_at), \
+                         lock_until = IF(lock_until <= UTC_TIMESTAMP(3), VALUES(lock_until), lock_until)"
+                    ),
+                    (name, us, by),
+                )
+                .await?;
+                if c.affected_rows() == 0 {
+                    return Ok(None);
+                }
+                c.exec_drop(
+                    "INSERT INTO polylock_fencing (name, token) VALUES (?, LAST_INSERT_ID(1)) \
+                     ON DUPLICATE KEY UPDATE token = LAST_INSERT_ID(token + 1)",
+                    (fence,),
+                )
+                .await?;
+                Ok(Some(c.last_insert_id().unwrap_or(0)))
+            })
+        })
+        .await
+    }
+
+    async fn extend(&self, items: &[(Arc<str>, String)], lease: Duration) -> Result<Vec<bool>> {
+        let t = self.url.table.clone();
+        let items: Vec<(String, String)> = items
+            .iter()
+            .map(|(n, b)| (n.to_string(), b.clone()))
+            .collect();
+        let us = micros(lease);
+        self.with_query("extend leases", move |c| {
+            Box::pin(async move {
+                let mut out = Vec::with_capacity(items.len());
+                for (name, by) in items {
+                    c.exec_drop(
+                        format!(
+                            "UPDATE {t} SET lock_until = DATE_ADD(UTC_TIMESTAMP(3), INTERVAL ? \
+                             MICROSECOND) WHERE name = ? AND locked_by = ? AND lock_until > \
+                             UTC_TIMESTAMP(3)"
+                        ),
+                        (us, name, by),
+                    )
+                    .await?;
+                    out.push(c.affected_rows() > 0);
+                }
+                Ok(out)
+            })
+        })
+        .await
+    }
+
+    async fn give_back(&self, name: &str, locked_by: &str) -> Result<bool> {
+        let t = self.url.table.clone();
+        let (name, by) = (name.to_string(), locked_by.to_string());
+        self.with_query("release the lease row", move |c| {
+            Box::pin(async move {
+                c.exec_drop(
+                    format!(
+                        "UPDATE {t} SET lock_until = UTC_TIMESTAMP(3) WHERE name = ? AND \
+                         locked_by = ? AND lock_until > UTC_TIMESTAMP(3)"
+                    ),
+                    (name, by),
+                )
+                .await?;
+                Ok(c.affected_rows() > 0)
+            })
+        })
+        .await
+    }
+
+    async fn holder(&self, name: &str) -> Result<Option<(String, Duration)>> {
+        self.ready().await?;
+        let t = self.url.table.clone();
+        let name = name.to_string();
+        let row: Option<(String, i64)> = self
+            .with_query("read the lease row", move |c| {
+                Box::pin(async move {
+                    c.exec_first(
+                        format!(
+                            "SELECT locked_by, TIMESTAMPDIFF(MICROSECOND, UTC_TIMESTAMP(3), \
+                             lock_until) FROM {t} WHERE name = ? AND lock_until > \
+                             UTC_TIMESTAMP(3)"
+                        ),
+                        (name,),
+                    )
+                    .await
+                })
+            })
+            .await?;
+        Ok(row.map(|(by, us)| (by, Duration::from_micros(us.max(0) as u64))))
+    }
+
+    async fn force(&self, name: &str) -> Result<bool> {
+        let t = self.url.table.clone();
+        let name = name.to_string();
+        self.with_query("end a lease", move |c| {
+            Box::pin(async move {
+                c.exec_drop(
+                    format!(
+                        "UPDATE {t} SET lock_until = UTC_TIMESTAMP(3) WHERE name = ? AND \
+                         lock_until > UTC_TIMESTAMP(3)"
+                    ),
+                    (name,),
+                )
+                .await?;
+                Ok(c.affected_rows() > 0)
+            })
+        })
+        .await
+    }
+
+    async fn waiter(&self, _name: &str) -> Result<Box<dyn TableWaiter>> {
+        Ok(Box::new(Backoff))
+    }
+}
+
+/// A MySQL client's backend.
+pub(crate) struct MySqlBackend {
+    db: Arc<MySql>,
+    lock: Option<Arc<MySqlLock>>,
+    table: Option<Arc<TableLock>>,
+}
+
+/// Connect to a `mysql://` URL.
+pub(crate) async fn connect(
+    url: SqlUrl,
+    options: &ClientOptions,
+    client_id: &str,
+) -> Result<Box<dyn Backend>> {
+    let opts = mysql_async::Opts::from_url(&url.driver_url)
+        .map_err(|e| Error::invalid(url.redact(&format!("malformed MySQL URL: {e}"))))?;
+    let opts: mysql_async::Opts = mysql_async::OptsBuilder::from_opts(opts)
+        .client_found_rows(false)
+        .into();
+    let slots = Slots::new(url.max_connections, SERVER);
+    let pool = Pool::new(slots.clone(), options.command_timeout);
+    let mode = url.mode;
+    let db = Arc::new(MySql {
+        url,
+        opts,
+        options: options.clone(),
+        pool: pool.clone(),
+        query: tokio::sync::Mutex::new(None),
+        ready: tokio::sync::OnceCell::new(),
+    });
+    // The query connection, now: a wrong password or a server down fails the connect.
+    let first = db.open().await?;
+    *db.query.lock().await = Some((first, slots.take()?));
+    pool.start_keepalive(options.watchdog_timeout / 3);
+    let (lock, table) = match mode {
+        Mode::Session => (Some(Arc::new(MySqlLock { db: db.clone() })), None),
+        Mode::Table => {
+            let t: Arc<dyn TableDb> = db.clone();
+            (None, Some(Arc::new(TableLock::new(t, client_id))))
+        }
+    };
+    Ok(Box::new(MySqlBackend { db, lock, table }))
+}
+
+#[async_trait]
+impl Backend for MySqlBackend {
+    fn server(&self) -> &'static str {
+        SERVER
+    }
+
+    fn validate_name(&self, name: &str) -> Result<()> {
+        match self.table {
+            Some(_) => table::validate_name(name),
+            None => Ok(()),
+        }
+    }
+
+    fn lock_ops(&self, kind: LockKind) -> Result<Arc<dyn LockOps>> {
+        match (kind, &self.lock, &self.table) {
+            (LockKind::Reentrant, Some(l), _) => Ok(l.clone()),
+            (LockKind::Reentrant, _, Some(t)) => Ok(t.clone()),
+            (LockKind::Read | LockKind::Write, _, _) => Err(Error::unsupported(
+                "MySQL and MariaDB have no shared named locks: read-write locks need PostgreSQL \
+                 (pg_advisory_lock_shared), Redis or ZooKeeper",
+            )),
+            (k, _, _) => Err(Error::unsupported(format!(
+                "MySQL has no {} in polylock; use lock()",
+                k.word()
+            ))),
+        }
+    }
+
+    fn hold_ops(&self, kind: HoldKind) -> Result<Arc<dyn HoldOps>> {
+        match (kind, &self.lock, &self.table) {
+            (HoldKind::Lock(LockKind::Reentrant), Some(l), _) => Ok(l.clone()),
+            (HoldKind::Lock(LockKind::Reentrant), _, Some(t)) => Ok(t.clone()),
+            _ => Err(Error::internal(format!(
+                "no {} holds on MySQL",
+                kind.word()
+            ))),
+        }
+    }
+
+    async fn ping(&self) -> Result<()> {
+        self.db
+            .with_query("ping", |c| Box::pin(async move { c.ping().await }))
+            .await
+    }
+
+    async fn close(&self) {
+        self.db.pool.close().await;
+        if let Some((c, _slot)) = self.db.query.lock().await.take() {
+            c.close().await;
+        }
+    }
+}

@@ -1,0 +1,1031 @@
+//! PostgreSQL: session advisory locks held on a connection of their own (exclusive for the lock
+//! and the write half, `_shared` for the read half, on the key of DistributedLock's name rule),
+//! and the lease table in ShedLock's layout (`?mode=table`) whose waiters wake by
+//! `LISTEN/NOTIFY`.
+//!
+//! One statement takes the lock and draws the fencing token while it is held (a `MATERIALIZED`
+//! CTE, PostgreSQL 12+, runs the lock function before the counter's upsert). A wait is the
+//! server's own `pg_advisory_lock`; its deadline is kept by the client, which then sends the
+//! driver's cancel request and looks at what the statement did: a grant that raced the cancel
+//! is kept (timeout) or given back (a dropped acquire), and a lock taken by a statement
+//! cancelled after the grant is unlocked before the connection is used again.
+
+use std::collections::HashMap;
+use std::str::FromStr;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use async_trait::async_trait;
+use futures_util::StreamExt;
+use tokio::sync::watch;
+use tokio_postgres::types::ToSql;
+use tokio_postgres::{error::SqlState, AsyncMessage, Client as PgClient, Statement};
+
+use super::names::{pg_key, PgKey};
+use super::session::{Pool, SessionConn};
+use super::table::{self, TableDb, TableLock, TableWaiter};
+use super::tls::MakeRustls;
+use super::{Mode, Slot, Slots, SqlUrl};
+use crate::backend::{
+    AcquireRequest, Backend, Granted, HoldOps, LeaseSupport, LockOps, Reentry, ReleaseRequest,
+    UnlockReply,
+};
+use crate::model::error::{Error, ErrorKind, Result};
+use crate::model::kind::{HoldKind, HoldMode, LockKind};
+use crate::model::options::{ClientOptions, Wait};
+use crate::model::outcome::{Holder, LockStatus};
+use crate::model::owner::OwnerId;
+
+const SERVER: &str = "PostgreSQL";
+const CREATE_FENCING: &str = "CREATE TABLE IF NOT EXISTS polylock_fencing (name VARCHAR(255) \
+     NOT NULL PRIMARY KEY, token BIGINT NOT NULL)";
+const UTC_NOW: &str = "timezone('utc', CURRENT_TIMESTAMP)";
+
+/// A PostgreSQL connection: the client half, the backend's pid, and whether the driver's
+/// connection task has ended.
+pub(crate) struct PgConn {
+    client: PgClient,
+    pid: u64,
+    closed: watch::Receiver<bool>,
+    prepared: HashMap<String, Statement>,
+}
+
+impl PgConn {
+    async fn prepared(
+        &mut self,
+        sql: &str,
+    ) -> std::result::Result<Statement, tokio_postgres::Error> {
+        if let Some(s) = self.prepared.get(sql) {
+            return Ok(s.clone());
+        }
+        let s = self.client.prepare(sql).await?;
+        self.prepared.insert(sql.to_string(), s.clone());
+        Ok(s)
+    }
+}
+
+#[async_trait]
+impl SessionConn for PgConn {
+    fn id(&self) -> u64 {
+        self.pid
+    }
+
+    async fn ping(&mut self) -> bool {
+        self.client.simple_query("").await.is_ok()
+    }
+
+    fn is_closed(&self) -> bool {
+        self.client.is_closed() || *self.closed.borrow()
+    }
+
+    fn closed_signal(&self) -> Option<watch::Receiver<bool>> {
+        Some(self.closed.clone())
+    }
+
+    async fn close(self) {
+        // Dropping the client sends Terminate; the connection task then ends.
+        let mut closed = self.closed.clone();
+        drop(self.client);
+        let _ = tokio::time::timeout(Duration::from_secs(2), closed.wait_for(|c| *c)).await;
+    }
+}
+
+/// Map a driver error to polylock's table, without the password.
+fn map_err(url: &SqlUrl, e: tokio_postgres::Error, doing: &str) -> Error {
+    let kind = match e.code() {
+        Some(c)
+            if *c == SqlState::INVALID_PASSWORD
+                || *c == SqlState::INVALID_AUTHORIZATION_SPECIFICATION =>
+        {
+            ErrorKind::Auth
+        }
+        Some(_) => ErrorKind::Backend,
+        None => ErrorKind::Connection,
+    };
+    let hint = match kind {
+        ErrorKind::Auth => "; check the user name and password in the URL",
+        ErrorKind::Connection => "; check that the PostgreSQL server is running and reachable",
+        _ => "",
+    };
+    let detail = match e.as_db_error() {
+        Some(db) => format!("{}: {}", db.severity(), db.message()),
+        None => e.to_string(),
+    };
+    Error::new(
+        kind,
+        url.redact(&format!("{SERVER}: could not {doing}: {detail}{hint}")),
+    )
+}
+
+/// The values of a key as statement parameters.
+#[derive(Clone, Copy)]
+struct KeyVals {
+    key: PgKey,
+    big: i64,
+    k1: i32,
+    k2: i32,
+}
+
+impl KeyVals {
+    fn of(key: PgKey) -> KeyVals {
+        match key {
+            PgKey::Big(b) => KeyVals {
+                key,
+                big: b,
+                k1: 0,
+                k2: 0,
+            },
+            PgKey::Pair(a, b) => KeyVals {
+                key,
+                big: 0,
+                k1: a,
+                k2: b,
+            },
+        }
+    }
+
+    /// The key's placeholders from `$first` on.
+    fn sql(&self, first: usize) -> String {
+        match self.key {
+            PgKey::Big(_) => format!("${first}::int8"),
+            PgKey::Pair(..) => format!("${first}::int4, ${}::int4", first + 1),
+        }
+    }
+
+    fn params(&self) -> Vec<&(dyn ToSql + Sync)> {
+        match self.key {
+            PgKey::Big(_) => vec![&self.big],
+            PgKey::Pair(..) => vec![&self.k1, &self.k2],
+        }
+    }
+
+    /// `classid`, `objid` and `objsubid` of the key in `pg_locks`.
+    fn pg_locks(&self) -> (i64, i64, i64) {
+        match self.key {
+            PgKey::Big(b) => ((b as u64 >> 32) as i64, (b as u64 & 0xffff_ffff) as i64, 1),
+            PgKey::Pair(a, b) => (a as u32 as i64, b as u32 as i64, 2),
+        }
+    }
+}
+
+/// The connections of one PostgreSQL client.
+pub(crate) struct Pg {
+    url: SqlUrl,
+    config: tokio_postgres::Config,
+    tls: MakeRustls,
+    options: ClientOptions,
+    pool: Arc<Pool<PgConn>>,
+    query: tokio::sync::Mutex<Option<(PgConn, Slot)>>,
+    ready: tokio::sync::OnceCell<()>,
+    listener: tokio::sync::Mutex<Option<Listener>>,
+}
+
+impl Pg {
+    async fn open(&self) -> Result<PgConn> {
+        let connect = async {
+            let (client, connection) = self
+                .config
+                .connect(self.tls.clone())
+                .await
+                .map_err(|e| map_err(&self.url, e, "connect"))?;
+            let (tx, closed) = watch::channel(false);
+            crate::runtime::handle().spawn(async move {
+                let _ = connection.await;
+                tx.send_replace(true);
+            });
+            let pid: i32 = client
+                .query_one("SELECT pg_backend_pid()", &[])
+                .await
+                .map_err(|e| map_err(&self.url, e, "read the backend pid"))?
+                .get(0);
+            Ok(PgConn {
+                client,
+                pid: pid as u64,
+                closed,
+                prepared: HashMap::new(),
+            })
+        };
+        match tokio::time::timeout(self.options.connect_timeout, connect).await {
+            Ok(r) => r,
+            Err(_) => Err(Error::new(
+                ErrorKind::Connection,
+                format!(
+                    "{SERVER}: no answer within {:?}; check that the server is running and reachable",
+                    self.options.connect_timeout
+                ),
+            )),
+        }
+    }
+
+    /// Run `sql` on the query connection (opened again if it broke); its rows.
+    async fn query(
+        &self,
+        doing: &str,
+        sql: &str,
+        params: &[&(dyn ToSql + Sync)],
+    ) -> Result<Vec<tokio_postgres::Row>> {
+        let mut slot = self.query.lock().await;
+        if slot.as_ref().is_some_and(|(c, _)| c.is_closed()) {
+            *slot = None;
+        }
+        if slot.is_none() {
+            let place = self.pool.slots.take()?;
+            *slot = Some((self.open().await?, place));
+        }
+        let (conn, _) = slot.as_mut().expect("query connection");
+        let run = async {
+            let stmt = conn.prepared(sql).await?;
+            conn.client.query(&stmt, params).await
+        };
+        match tokio::time::timeout(self.options.command_timeout, run).await {
+            Ok(Ok(rows)) => Ok(rows),
+            Ok(Err(e)) => {
+                if e.code().is_none() {
+                    *slot = None;
+                }
+                Err(map_err(&self.url, e, doing))
+            }
+            Err(_) => {
+                *slot = None;
+                Err(Error::new(
+                    ErrorKind::Connection,
+                    format!(
+                        "{SERVER}: could not {doing}: no answer within {:?}",
+                        self.options.command_timeout
+                    ),
+                ))
+            }
+        }
+    }
+
+    /// Create the fencing table (and in table mode the lease table) if missing, once.
+    async fn ready(&self) -> Result<()> {
+        self.ready
+            .get_or_try_init(|| async {
+                let mut ddl = vec![CREATE_FENCING.to_string()];
+                if self.url.mode == Mode::Table {
+                    ddl.push(format!(
+                        "CREATE TABLE IF NOT EXISTS {} (name VARCHAR(64) NOT NULL, lock_until \
+                         TIMESTAMP NOT NULL, locked_at TIMESTAMP NOT NULL, locked_by VARCHAR(255) \
+                         NOT NULL, PRIMARY KEY (name))",
+                        self.url.table
+                    ));
+                }
+                for sql in ddl {
+                    // Two clients creating the same table at once: one of them gets a unique
+                    // violation on the catalog; the table is there all the same.
+                    for attempt in 0..3 {
+                        match self.query("create the fencing table", &sql, &[]).await {
+                            Ok(_) => break,
+                            Err(e) if attempt < 2 && e.kind() == ErrorKind::Backend => {
+                                tokio::time::sleep(Duration::from_millis(20)).await
+                            }
+                            Err(e) => return Err(e),
+                        }
+                    }
+                }
+                Ok::<(), Error>(())
+            })
+            .await
+            .map(|_| ())
+    }
+
+    /// A connection for a lock: idle, or new under the cap. True if it came from the pool.
+    async fn lock_conn(&self) -> Result<(PgConn, Slot, bool)> {
+        if let Some((c, s)) = self.pool.take_idle()? {
+            return Ok((c, s, true));
+        }
+        let slot = self.pool.new_slot()?;
+        Ok((self.open().await?, slot, false))
+    }
+
+    fn channel(&self) -> String {
+        format!("polylock:{}", self.url.table)
+    }
+}
+
+/// The statement that takes a key and draws the token (`try`: no waiting).
+fn lock_sql(kv: &KeyVals, shared: bool, try_: bool) -> String {
+    let f = match (try_, shared) {
+        (false, false) => "pg_advisory_lock",
+        (false, true) => "pg_advisory_lock_shared",
+        (true, false) => "pg_try_advisory_lock",
+        (true, true) => "pg_try_advisory_lock_shared",
+    };
+    let upsert =
+        "ON CONFLICT (name) DO UPDATE SET token = polylock_fencing.token + 1 RETURNING token";
+    if try_ {
+        format!(
+            "INSERT INTO polylock_fencing (name, token) SELECT $1, 1 WHERE {f}({}) {upsert}",
+            kv.sql(2)
+        )
+    } else {
+        format!(
+            "WITH l AS MATERIALIZED (SELECT {f}({})) INSERT INTO polylock_fencing (name, token) \
+             SELECT $1, 1 FROM l {upsert}",
+            kv.sql(2)
+        )
+    }
+}
+
+fn unlock_sql(kv: &KeyVals, shared: bool) -> String {
+    let f = if shared {
+        "pg_advisory_unlock_shared"
+    } else {
+        "pg_advisory_unlock"
+    };
+    format!("SELECT {f}({})", kv.sql(1))
+}
+
+/// The outcome of one lock statement.
+enum Attempt {
+    Granted(PgConn, Slot, u64),
+    Busy(PgConn, Slot),
+    Failed(tokio_postgres::Error, PgConn, Slot),
+}
+
+type AcquireTask = tokio::task::JoinHandle<(
+    PgConn,
+    std::result::Result<Option<tokio_postgres::Row>, tokio_postgres::Error>,
+)>;
+
+/// A lock statement still running when its acquire is dropped: cancel it on the server, give
+/// back what it may have taken, and return the connection to the pool.
+struct Undo {
+    db: Arc<Pg>,
+    cancel: tokio_postgres::CancelToken,
+    task: Option<AcquireTask>,
+    slot: Option<Slot>,
+}
+
+impl Drop for Undo {
+    fn drop(&mut self) {
+        let (Some(task), Some(slot)) = (self.task.take(), self.slot.take()) else {
+            return;
+        };
+        let (db, cancel) = (self.db.clone(), self.cancel.clone());
+        crate::runtime::handle().spawn(async move {
+            let _ = cancel.cancel_query(db.tls.clone()).await;
+            if let Ok((conn, _)) = task.await {
+                settle(&db, conn, slot).await;
+            }
+        });
+    }
+}
+
+/// After a statement that ended without a grant the caller keeps: unlock whatever it may have
+/// taken (the connection holds nothing else), then return the connection or close it.
+async fn settle(db: &Pg, conn: PgConn, slot: Slot) {
+    match conn
+        .client
+        .simple_query("SELECT pg_advisory_unlock_all()")
+        .await
+    {
+        Ok(_) => db.pool.put_back(conn, slot),
+        Err(_) => conn.close().await,
+    }
+}
+
+/// PostgreSQL's advisory lock of one kind.
+pub(crate) struct PgLock {
+    db: Arc<Pg>,
+    kind: LockKind,
+}
+
+impl PgLock {
+    fn shared(&self) -> bool {
+        self.kind == LockKind::Read
+    }
+
+    fn fence(&self, kv: &KeyVals) -> String {
+        kv.key.describe()
+    }
+
+    async fn attempt(
+        &self,
+        mut conn: PgConn,
+        slot: Slot,
+        kv: KeyVals,
+        try_: bool,
+        deadline: Option<Instant>,
+    ) -> Result<Attempt> {
+        let sql = lock_sql(&kv, self.shared(), try_);
+        let fence = self.fence(&kv);
+        let cancel = conn.client.cancel_token();
+        let task: AcquireTask = crate::runtime::handle().spawn(async move {
+            let out = async {
+                let stmt = conn.prepared(&sql).await?;
+                let mut params: Vec<&(dyn ToSql + Sync)> = vec![&fence];
+                params.extend(kv.params());
+                conn.client.query_opt(&stmt, &params).await
+            }
+            .await;
+            (conn, out)
+        });
+        let mut undo = Undo {
+            db: self.db.clone(),
+            cancel: cancel.clone(),
+            task: Some(task),
+            slot: Some(slot),
+        };
+        let joined = {
+            let task = undo.task.as_mut().expect("task");
+            match deadline.filter(|_| !try_) {
+                Some(d) => match tokio::time::timeout_at(d.into(), &mut *task).await {
+                    Ok(j) => j,
+                    Err(_) => {
+                        let _ = cancel.cancel_query(self.db.tls.clone()).await;
+                        task.await
+                    }
+                },
+                None => task.await,
+            }
+        };
+        undo.task = None;
+        let slot = undo.slot.take().expect("slot");
+        let (conn, out) = joined.map_err(|_| Error::internal("the acquire task panicked"))?;
+        Ok(match out {
+            Ok(Some(row)) => {
+                let token: i64 = row.get(0);
+                Attempt::Granted(conn, slot, token.max(0) as u64)
+            }
+            Ok(None) => Attempt::Busy(conn, slot),
+            Err(e) => Attempt::Failed(e, conn, slot),
+        })
+    }
+
+    /// A writer takes the read lock on its own connection: granted at once (a session that
+    /// holds a key gets it again at either level).
+    async fn downgrade(&self, node: &str, kv: KeyVals) -> Result<Granted> {
+        let held = self
+            .db
+            .pool
+            .held(node)
+            .ok_or_else(|| super::session::unknown_node(node))?;
+        let mut g = held.conn.lock().await;
+        let conn = g.as_mut().ok_or_else(|| {
+            Error::new(
+                ErrorKind::LockLost,
+                "the write lock's connection is gone: the write lock was lost",
+            )
+        })?;
+        let sql = lock_sql(&kv, true, true);
+        let fence = self.fence(&kv);
+        let out = async {
+            let stmt = conn.prepared(&sql).await?;
+            let mut params: Vec<&(dyn ToSql + Sync)> = vec![&fence];
+            params.extend(kv.params());
+            conn.client.query_opt(&stmt, &params).await
+        }
+        .await
+        .map_err(|e| map_err(&self.db.url, e, "take the read lock of a downgrade"))?;
+        drop(g);
+        let Some(row) = out else {
+            return Err(Error::internal("a downgrade was refused by the server"));
+        };
+        self.db.pool.add_ref(&held);
+        let token: i64 = row.get(0);
+        Ok(Granted {
+            token: token.max(0) as u64,
+            count: 1,
+            node: Some(node.to_string()),
+            gone: Some(held.gone()),
+            valid_until: None,
+        })
+    }
+
+    /// Holders (granted) and waiters of this kind's mode on `name`, by backend pid.
+    async fn lockers(&self, name: &str) -> Result<(Vec<(u64, bool)>, Vec<u64>)> {
+        let (classid, objid, objsubid) = KeyVals::of(pg_key(name)).pg_locks();
+        let rows = self
+            .db
+            .query(
+                "look at an advisory lock",
+                "SELECT pid, granted, mode = 'ShareLock' FROM pg_locks WHERE locktype = \
+                 'advisory' AND database = (SELECT oid FROM pg_database WHERE datname = \
+                 current_database()) AND classid::int8 = $1 AND objid::int8 = $2 AND \
+                 objsubid::int8 = $3 ORDER BY granted DESC, pid",
+                &[&classid, &objid, &objsubid],
+            )
+            .await?;
+        let mut holders = Vec::new();
+        let mut waiters = Vec::new();
+        for r in rows {
+            let pid: i32 = r.get(0);
+            let granted: bool = r.get(1);
+            let shared: bool = r.get(2);
+            if granted {
+                holders.push((pid as u64, shared));
+            } else {
+                waiters.push(pid as u64);
+            }
+        }
+        Ok((holders, waiters))
+    }
+
+    /// Whether a holder in `shared` mode counts as this kind's.
+    fn counts(&self, shared: bool) -> bool {
+        match self.kind {
+            LockKind::Read => shared,
+            _ => !shared,
+        }
+    }
+}
+
+#[async_trait]
+impl HoldOps for PgLock {
+    async fn drop_hold(&self, name: &str, _owner: OwnerId, node: Option<&str>) -> Result<bool> {
+        let Some(node) = node else {
+            return Ok(false);
+        };
+        let kv = KeyVals::of(pg_key(name));
+        let released = match self.db.pool.held(node) {
+            Some(held) => {
+                let mut g = held.conn.lock().await;
+                match g.as_mut() {
+                    Some(c) => {
+                        let sql = unlock_sql(&kv, self.shared());
+                        let out = async {
+                            let stmt = c.prepared(&sql).await?;
+                            c.client.query_one(&stmt, &kv.params()).await
+                        }
+                        .await;
+                        matches!(out.map(|r| r.get::<_, bool>(0)), Ok(true))
+                    }
+                    None => false,
+                }
+            }
+            None => false,
+        };
+        self.db.pool.unref(node, released).await;
+        Ok(released)
+    }
+}
+
+#[async_trait]
+impl LockOps for PgLock {
+    fn kind(&self) -> LockKind {
+        self.kind
+    }
+
+    fn reentry(&self) -> Reentry {
+        Reentry::Client
+    }
+
+    fn lease_support(&self) -> LeaseSupport {
+        LeaseSupport::Session
+    }
+
+    async fn acquire(&self, req: &AcquireRequest<'_>) -> Result<Option<Granted>> {
+        self.db.ready().await?;
+        let kv = KeyVals::of(pg_key(req.name));
+        if let (LockKind::Read, Some(node)) = (self.kind, req.write_node) {
+            return self.downgrade(node, kv).await.map(Some);
+        }
+        let deadline = req.wait.deadline();
+        let try_ = req.wait == Wait::Never;
+        let (mut conn, mut slot, mut pooled) = self.db.lock_conn().await?;
+        loop {
+            match self.attempt(conn, slot, kv, try_, deadline).await? {
+                Attempt::Granted(c, s, token) => {
+                    let (node, gone) = self.db.pool.hold(c, s);
+                    return Ok(Some(Granted {
+                        token,
+                        count: 1,
+                        node: Some(node),
+                        gone: Some(gone),
+                        valid_until: None,
+                    }));
+                }
+                Attempt::Busy(c, s) => {
+                    self.db.pool.put_back(c, s);
+                    return Ok(None);
+                }
+                Attempt::Failed(e, c, s) => {
+                    if e.code().is_none() || c.is_closed() {
+                        drop(c);
+                        drop(s);
+                        if pooled {
+                            // An idle connection the server had closed: try a fresh one.
+                            pooled = false;
+                            slot = self.db.pool.new_slot()?;
+                            conn = self.db.open().await?;
+                            continue;
+                        }
+                        return Err(map_err(&self.db.url, e, "acquire an advisory lock"));
+                    }
+                    settle(&self.db, c, s).await;
+                    if e.code() == Some(&SqlState::QUERY_CANCELED) {
+                        return Ok(None); // our cancel at the deadline
+                    }
+                    return Err(map_err(&self.db.url, e, "acquire an advisory lock"));
+                }
+            }
+        }
+    }
+
+    async fn release(&self, req: &ReleaseRequest<'_>) -> Result<UnlockReply> {
+        let Some(node) = req.node else {
+            return Ok(UnlockReply::NotHeld);
+        };
+        Ok(
+            match self.drop_hold(req.name, req.owner, Some(node)).await? {
+                true => UnlockReply::Freed,
+                false => UnlockReply::NotHeld,
+            },
+        )
+    }
+
+    async fn is_locked(&self, name: &str) -> Result<bool> {
+        let (holders, _) = self.lockers(name).await?;
+        Ok(holders.iter().any(|(_, shared)| self.counts(*shared)))
+    }
+
+    async fn remaining_lease(&self, _name: &str) -> Result<Option<Duration>> {
+        Ok(None) // held while its connection lives
+    }
+
+    /// Terminate the holders' connections (the only way to take a session lock away).
+    async fn force_unlock(&self, name: &str) -> Result<bool> {
+        let (holders, _) = self.lockers(name).await?;
+        let mut any = false;
+        for (pid, shared) in holders {
+            if self.counts(shared) {
+                let pid = pid as i32;
+                self.db
+                    .query(
+                        "terminate a holder",
+                        "SELECT pg_terminate_backend($1)",
+                        &[&pid],
+                    )
+                    .await?;
+                any = true;
+            }
+        }
+        Ok(any)
+    }
+
+    async fn status(&self, name: &str) -> Result<LockStatus> {
+        let (holders, waiters) = self.lockers(name).await?;
+        let mode = match (self.kind, holders.first()) {
+            (LockKind::Read | LockKind::Write, Some((_, true))) => Some(HoldMode::Read),
+            (LockKind::Read | LockKind::Write, Some((_, false))) => Some(HoldMode::Write),
+            _ => None,
+        };
+        Ok(LockStatus {
+            name: name.to_string(),
+            locked: !holders.is_empty(),
+            mode,
+            holders: holders
+                .iter()
+                .map(|(pid, shared)| Holder {
+                    owner: pid.to_string(),
+                    count: 1,
+                    mode: match (self.kind, shared) {
+                        (LockKind::Reentrant, _) => HoldMode::Exclusive,
+                        (_, true) => HoldMode::Read,
+                        (_, false) => HoldMode::Write,
+                    },
+                })
+                .collect(),
+            ttl: None,
+            waiters: waiters.iter().map(|p| p.to_string()).collect(),
+        })
+    }
+}
+
+/// Waiters by lock name: a release counter each, and how many wait.
+type Waiters = Arc<Mutex<HashMap<String, (watch::Sender<u64>, usize)>>>;
+
+/// The connection that listens for releases of lease-table locks, and the waiters by name.
+struct Listener {
+    waiters: Waiters,
+    _client: PgClient,
+    closed: watch::Receiver<bool>,
+    _slot: Slot,
+}
+
+/// A waiter for releases of one name.
+struct PgWaiter {
+    name: String,
+    rx: watch::Receiver<u64>,
+    waiters: Waiters,
+}
+
+#[async_trait]
+impl TableWaiter for PgWaiter {
+    async fn wait(&mut self, max: Duration) {
+        let _ = tokio::time::timeout(max, self.rx.changed()).await;
+    }
+
+    fn notified(&self) -> bool {
+        true
+    }
+}
+
+impl Drop for PgWaiter {
+    fn drop(&mut self) {
+        let mut map = self.waiters.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((_, n)) = map.get_mut(&self.name) {
+            *n -= 1;
+            if *n == 0 {
+                map.remove(&self.name);
+            }
+        }
+    }
+}
+
+impl Pg {
+    async fn open_listener(&self) -> Result<Listener> {
+        let slot = self.pool.slots.take()?;
+        let (client, mut connection) = self
+            .config
+            .connect(self.tls.clone())
+            .await
+            .map_err(|e| map_err(&self.url, e, "connect the listener"))?;
+        let waiters: Waiters = Arc::default();
+        let (tx, closed) = watch::channel(false);
+        let map = waiters.clone();
+        let channel = self.channel();
+        crate::runtime::handle().spawn(async move {
+            let mut messages = futures_util::stream::poll_fn(move |cx| connection.poll_message(cx));
+            while let Some(Ok(msg)) = messages.next().await {
+                if let AsyncMessage::Notification(n) = msg {
+                    if n.channel() != channel {
+                        continue;
+                    }
+                    let map = map.lock().unwrap_or_else(|e| e.into_inner());
+                    if let Some((tx, _)) = map.get(n.payload()) {
+                        tx.send_modify(|v| *v += 1);
+                    }
+                }
+            }
+            tx.send_replace(true);
+            // Wake everybody: they fall back to pauses bounded by the lease.
+            for (tx, _) in map.lock().unwrap_or_else(|e| e.into_inner()).values() {
+                tx.send_modify(|v| *v += 1);
+            }
+        });
+        client
+            .batch_execute(&format!("LISTEN \"{}\"", self.channel()))
+            .await
+            .map_err(|e| map_err(&self.url, e, "listen for releases"))?;
+        Ok(Listener {
+            waiters,
+            _client: client,
+            closed,
+            _slot: slot,
+        })
+    }
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1000.0
+}
+
+#[async_trait]
+impl TableDb for Pg {
+    async fn take(&self, name: &str, locked_by: &str, lease: Duration) -> Result<Option<u64>> {
+        self.ready().await?;
+        let t = &self.url.table;
+        let fence = format!("{t}:{name}");
+        let lease = ms(lease);
+        let sql = format!(
+            "WITH a AS (INSERT INTO {t} (name, lock_until, locked_at, locked_by) VALUES ($1, \
+             {UTC_NOW} + $2::float8 * interval '1 millisecond', {UTC_NOW}, $3) ON CONFLICT (name) \
+             DO UPDATE SET lock_until = EXCLUDED.lock_until, locked_at = EXCLUDED.locked_at, \
+             locked_by = EXCLUDED.locked_by WHERE {t}.lock_until <= {UTC_NOW} RETURNING 1) \
+             INSERT INTO polylock_fencing (name, token) SELECT $4, 1 FROM a ON CONFLICT (name) \
+             DO UPDATE SET token = polylock_fencing.token + 1 RETURNING token"
+        );
+        let rows = self
+            .query(
+                "take the lease row",
+                &sql,
+                &[&name, &lease, &locked_by, &fence],
+            )
+            .await?;
+        Ok(rows.first().map(|r| r.get::<_, i64>(0).max(0) as u64))
+    }
+
+    async fn extend(&self, items: &[(Arc<str>, String)], lease: Duration) -> Result<Vec<bool>> {
+        let t = &self.url.table;
+        let lease = ms(lease);
+        let sql = format!(
+            "UPDATE {t} SET lock_until = {UTC_NOW} + $3::float8 * interval '1 millisecond' WHERE \
+             name = $1 AND locked_by = $2 AND lock_until > {UTC_NOW} RETURNING 1"
+        );
+        let mut out = Vec::with_capacity(items.len());
+        for (name, by) in items {
+            let name: &str = name;
+            let rows = self
+                .query("extend a lease", &sql, &[&name, by, &lease])
+                .await?;
+            out.push(!rows.is_empty());
+        }
+        Ok(out)
+    }
+
+    async fn give_back(&self, name: &str, locked_by: &str) -> Result<bool> {
+        let t = &self.url.table;
+        let channel = self.channel();
+        let sql = format!(
+            "WITH r AS (UPDATE {t} SET lock_until = {UTC_NOW} WHERE name = $1 AND locked_by = $2 \
+             AND lock_until > {UTC_NOW} RETURNING name) SELECT pg_notify($3, name) FROM r"
+        );
+        let rows = self
+            .query(
+                "release the lease row",
+                &sql,
+                &[&name, &locked_by, &channel],
+            )
+            .await?;
+        Ok(!rows.is_empty())
+    }
+
+    async fn holder(&self, name: &str) -> Result<Option<(String, Duration)>> {
+        self.ready().await?;
+        let t = &self.url.table;
+        let sql = format!(
+            "SELECT locked_by, (EXTRACT(EPOCH FROM (lock_until - {UTC_NOW})) * 1000)::float8 \
+             FROM {t} WHERE name = $1 AND lock_until > {UTC_NOW}"
+        );
+        let rows = self.query("read the lease row", &sql, &[&name]).await?;
+        Ok(rows.first().map(|r| {
+            let left: f64 = r.get(1);
+            (
+                r.get::<_, String>(0),
+                Duration::from_secs_f64((left / 1000.0).max(0.0)),
+            )
+        }))
+    }
+
+    async fn force(&self, name: &str) -> Result<bool> {
+        let t = &self.url.table;
+        let channel = self.channel();
+        let sql = format!(
+            "WITH r AS (UPDATE {t} SET lock_until = {UTC_NOW} WHERE name = $1 AND lock_until > \
+             {UTC_NOW} RETURNING name) SELECT pg_notify($2, name) FROM r"
+        );
+        let rows = self.query("end a lease", &sql, &[&name, &channel]).await?;
+        Ok(!rows.is_empty())
+    }
+
+    async fn waiter(&self, name: &str) -> Result<Box<dyn TableWaiter>> {
+        let mut slot = self.listener.lock().await;
+        if slot.as_ref().is_some_and(|l| *l.closed.borrow()) {
+            *slot = None;
+        }
+        if slot.is_none() {
+            *slot = Some(self.open_listener().await?);
+        }
+        let l = slot.as_ref().expect("listener");
+        let mut map = l.waiters.lock().unwrap_or_else(|e| e.into_inner());
+        let entry = map
+            .entry(name.to_string())
+            .or_insert_with(|| (watch::Sender::new(0), 0));
+        entry.1 += 1;
+        let rx = entry.0.subscribe();
+        Ok(Box::new(PgWaiter {
+            name: name.to_string(),
+            rx,
+            waiters: l.waiters.clone(),
+        }))
+    }
+}
+
+/// A PostgreSQL client's backend.
+pub(crate) struct PgBackend {
+    db: Arc<Pg>,
+    exclusive: Option<Arc<PgLock>>,
+    read: Option<Arc<PgLock>>,
+    write: Option<Arc<PgLock>>,
+    table: Option<Arc<TableLock>>,
+}
+
+/// Connect to a `postgres://` URL.
+pub(crate) async fn connect(
+    url: SqlUrl,
+    options: &ClientOptions,
+    client_id: &str,
+) -> Result<Box<dyn Backend>> {
+    let mut config = tokio_postgres::Config::from_str(&url.driver_url)
+        .map_err(|e| Error::invalid(url.redact(&format!("malformed PostgreSQL URL: {e}"))))?;
+    // TLS only when asked for (sslmode=require), and then verified; "prefer" is plain here.
+    let tls_asked = url
+        .driver_url
+        .split(['?', '&'])
+        .any(|kv| kv == "sslmode=require");
+    if !tls_asked {
+        config.ssl_mode(tokio_postgres::config::SslMode::Disable);
+    }
+    config.connect_timeout(options.connect_timeout);
+    config.application_name("polylock");
+    let tls = MakeRustls::new(url.root_cert.as_deref())?;
+    let slots = Slots::new(url.max_connections, SERVER);
+    let pool = Pool::new(slots.clone(), options.command_timeout);
+    let mode = url.mode;
+    let db = Arc::new(Pg {
+        url,
+        config,
+        tls,
+        options: options.clone(),
+        pool: pool.clone(),
+        query: tokio::sync::Mutex::new(None),
+        ready: tokio::sync::OnceCell::new(),
+        listener: tokio::sync::Mutex::new(None),
+    });
+    // The query connection, now: a wrong password or a server down fails the connect.
+    let first = db.open().await?;
+    *db.query.lock().await = Some((first, slots.take()?));
+    pool.start_keepalive(options.watchdog_timeout / 3);
+    let lock = |kind| {
+        Some(Arc::new(PgLock {
+            db: db.clone(),
+            kind,
+        }))
+    };
+    Ok(Box::new(match mode {
+        Mode::Session => PgBackend {
+            exclusive: lock(LockKind::Reentrant),
+            read: lock(LockKind::Read),
+            write: lock(LockKind::Write),
+            table: None,
+            db,
+        },
+        Mode::Table => {
+            let t: Arc<dyn TableDb> = db.clone();
+            PgBackend {
+                exclusive: None,
+                read: None,
+                write: None,
+                table: Some(Arc::new(TableLock::new(t, client_id))),
+                db,
+            }
+        }
+    }))
+}
+
+impl PgBackend {
+    fn ops(&self, kind: LockKind) -> Result<Arc<PgLock>> {
+        let found = match kind {
+            LockKind::Reentrant => self.exclusive.clone(),
+            LockKind::Read => self.read.clone(),
+            LockKind::Write => self.write.clone(),
+            _ => None,
+        };
+        found.ok_or_else(|| match (kind, &self.table) {
+            (LockKind::Read | LockKind::Write, Some(_)) => Error::unsupported(
+                "the lease table has no read-write lock (ShedLock's rows are exclusive); use \
+                 session advisory locks (no mode=table) for pg_advisory_lock_shared",
+            ),
+            _ => Error::unsupported(format!(
+                "PostgreSQL has no {} in polylock; use lock() or read_write_lock()",
+                kind.word()
+            )),
+        })
+    }
+}
+
+#[async_trait]
+impl Backend for PgBackend {
+    fn server(&self) -> &'static str {
+        SERVER
+    }
+
+    fn validate_name(&self, name: &str) -> Result<()> {
+        match self.table {
+            Some(_) => table::validate_name(name),
+            None => Ok(()),
+        }
+    }
+
+    fn lock_ops(&self, kind: LockKind) -> Result<Arc<dyn LockOps>> {
+        if let (LockKind::Reentrant, Some(t)) = (kind, &self.table) {
+            return Ok(t.clone());
+        }
+        Ok(self.ops(kind)?)
+    }
+
+    fn hold_ops(&self, kind: HoldKind) -> Result<Arc<dyn HoldOps>> {
+        match kind {
+            HoldKind::Lock(LockKind::Reentrant) if self.table.is_some() => {
+                Ok(self.table.clone().expect("table"))
+            }
+            HoldKind::Lock(k) => Ok(self.ops(k)?),
+            HoldKind::Permit => Err(Error::internal("no permits on PostgreSQL")),
+        }
+    }
+
+    async fn ping(&self) -> Result<()> {
+        self.db.query("ping", "SELECT 1", &[]).await.map(|_| ())
+    }
+
+    async fn close(&self) {
+        self.db.pool.close().await;
+        *self.db.listener.lock().await = None;
+        if let Some((c, _slot)) = self.db.query.lock().await.take() {
+            c.close().await;
+        }
+    }
+}

@@ -1,0 +1,257 @@
+//! What both session-lock backends share: the idle pool of lock connections, the connections of
+//! held locks (by the server's id of the connection, which is also the hold's node), and the
+//! keep-alive that notices a held connection that was killed or dropped.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, Weak};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use tokio::sync::watch;
+use tokio_util::sync::CancellationToken;
+
+use super::{Slot, Slots};
+use crate::backend::Gone;
+use crate::model::error::{Error, Result};
+
+/// A connection that can hold session locks.
+#[async_trait]
+pub(crate) trait SessionConn: Send + Sync + 'static {
+    /// The server's id of the connection (MySQL's connection id, PostgreSQL's backend pid).
+    fn id(&self) -> u64;
+    /// Whether the connection still answers.
+    async fn ping(&mut self) -> bool;
+    /// True once the driver knows the connection is closed.
+    fn is_closed(&self) -> bool;
+    /// Flips to true when the driver sees the server close the connection, where it can.
+    fn closed_signal(&self) -> Option<watch::Receiver<bool>>;
+    /// Close it politely.
+    async fn close(self);
+}
+
+/// One held connection: the locks held on it (a PostgreSQL writer's downgrade puts the read
+/// lock on its writer's connection) and whether it was found dead.
+pub(crate) struct Held<C> {
+    pub(crate) conn: tokio::sync::Mutex<Option<C>>,
+    /// Holds on this connection.
+    refs: Mutex<u32>,
+    lost: watch::Sender<bool>,
+    closed: Option<watch::Receiver<bool>>,
+}
+
+impl<C> Held<C> {
+    /// Resolves when this connection is found dead (never after it was given back).
+    pub(crate) fn gone(&self) -> Gone {
+        let mut lost = self.lost.subscribe();
+        let closed = self.closed.clone();
+        Box::pin(async move {
+            let lost = async move {
+                if lost.wait_for(|v| *v).await.is_err() {
+                    std::future::pending::<()>().await;
+                }
+            };
+            let closed = async move {
+                match closed {
+                    Some(mut c) => {
+                        if c.wait_for(|v| *v).await.is_err() {
+                            std::future::pending::<()>().await;
+                        }
+                    }
+                    None => std::future::pending::<()>().await,
+                }
+            };
+            tokio::select! {
+                _ = lost => {}
+                _ = closed => {}
+            }
+        })
+    }
+}
+
+/// A held connection and its place under the cap.
+type HeldEntry<C> = (Arc<Held<C>>, Slot);
+
+/// The lock connections of one client.
+pub(crate) struct Pool<C: SessionConn> {
+    pub(crate) slots: Arc<Slots>,
+    idle: Mutex<Vec<(C, Slot)>>,
+    held: Mutex<HashMap<u64, HeldEntry<C>>>,
+    stop: CancellationToken,
+    /// Longest wait of a keep-alive ping.
+    ping_timeout: Duration,
+}
+
+impl<C: SessionConn> Pool<C> {
+    pub(crate) fn new(slots: Arc<Slots>, ping_timeout: Duration) -> Arc<Pool<C>> {
+        Arc::new(Pool {
+            slots,
+            idle: Mutex::default(),
+            held: Mutex::default(),
+            stop: CancellationToken::new(),
+            ping_timeout,
+        })
+    }
+
+    /// An idle connection (true) or a place for a new one (false).
+    pub(crate) fn take_idle(&self) -> Result<Option<(C, Slot)>> {
+        let mut idle = self.idle.lock().unwrap_or_else(|e| e.into_inner());
+        while let Some((c, slot)) = idle.pop() {
+            if !c.is_closed() {
+                return Ok(Some((c, slot)));
+            }
+            drop(slot);
+        }
+        Ok(None)
+    }
+
+    /// A place under the cap for a new connection.
+    pub(crate) fn new_slot(&self) -> Result<Slot> {
+        self.slots.take()
+    }
+
+    /// Give back a connection that holds nothing.
+    pub(crate) fn put_back(&self, conn: C, slot: Slot) {
+        if conn.is_closed() || self.stop.is_cancelled() {
+            return;
+        }
+        self.idle
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push((conn, slot));
+    }
+
+    /// Keep `conn` for the lock it now holds; its id is the hold's node.
+    pub(crate) fn hold(&self, conn: C, slot: Slot) -> (String, Gone) {
+        let id = conn.id();
+        let closed = conn.closed_signal();
+        let held = Arc::new(Held {
+            conn: tokio::sync::Mutex::new(Some(conn)),
+            refs: Mutex::new(1),
+            lost: watch::Sender::new(false),
+            closed,
+        });
+        let gone = held.gone();
+        self.held
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(id, (held, slot));
+        (id.to_string(), gone)
+    }
+
+    /// The held connection of a node.
+    pub(crate) fn held(&self, node: &str) -> Option<Arc<Held<C>>> {
+        let id: u64 = node.parse().ok()?;
+        self.held
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(&id)
+            .map(|(h, _)| h.clone())
+    }
+
+    /// One more lock on a held connection (a downgrade).
+    pub(crate) fn add_ref(&self, held: &Held<C>) {
+        *held.refs.lock().unwrap_or_else(|e| e.into_inner()) += 1;
+    }
+
+    /// One lock fewer on the held connection of `node`; when none is left, the connection goes
+    /// back to the idle pool (`healthy`) or is closed.
+    pub(crate) async fn unref(&self, node: &str, healthy: bool) {
+        let Ok(id) = node.parse::<u64>() else {
+            return;
+        };
+        let entry = {
+            let mut held = self.held.lock().unwrap_or_else(|e| e.into_inner());
+            let Some((h, _)) = held.get(&id) else {
+                return;
+            };
+            let mut refs = h.refs.lock().unwrap_or_else(|e| e.into_inner());
+            *refs = refs.saturating_sub(1);
+            if *refs > 0 && healthy {
+                return;
+            }
+            drop(refs);
+            held.remove(&id)
+        };
+        let Some((h, slot)) = entry else {
+            return;
+        };
+        let conn = h.conn.lock().await.take();
+        if let Some(conn) = conn {
+            if healthy {
+                self.put_back(conn, slot);
+            } else {
+                conn.close().await;
+            }
+        }
+    }
+
+    /// Ping every held connection once per `period`; a dead one is reported through its holds'
+    /// `gone` futures (and closed). Holds the pool only weakly between rounds.
+    pub(crate) fn start_keepalive(self: &Arc<Self>, period: Duration) {
+        let pool: Weak<Pool<C>> = Arc::downgrade(self);
+        let stop = self.stop.clone();
+        crate::runtime::handle().spawn(async move {
+            loop {
+                tokio::select! {
+                    _ = stop.cancelled() => return,
+                    _ = tokio::time::sleep(period) => {}
+                }
+                let Some(pool) = pool.upgrade() else {
+                    return;
+                };
+                let held: Vec<Arc<Held<C>>> = pool
+                    .held
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .values()
+                    .map(|(h, _)| h.clone())
+                    .collect();
+                let limit = pool.ping_timeout.min(period);
+                drop(pool);
+                for h in held {
+                    // A connection in use (a release, a downgrade) answers for itself.
+                    let Ok(mut guard) = h.conn.try_lock() else {
+                        continue;
+                    };
+                    let alive = match guard.as_mut() {
+                        Some(c) => tokio::time::timeout(limit, c.ping()).await.unwrap_or(false),
+                        None => false,
+                    };
+                    if !alive {
+                        if let Some(c) = guard.take() {
+                            drop(c); // dead: nothing to say goodbye to
+                        }
+                        h.lost.send_replace(true);
+                    }
+                }
+            }
+        });
+    }
+
+    /// Close every connection (the client closes; its holds were dropped first).
+    pub(crate) async fn close(&self) {
+        self.stop.cancel();
+        let idle: Vec<(C, Slot)> =
+            std::mem::take(&mut *self.idle.lock().unwrap_or_else(|e| e.into_inner()));
+        for (c, _slot) in idle {
+            c.close().await;
+        }
+        let held: Vec<(Arc<Held<C>>, Slot)> = self
+            .held
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .drain()
+            .map(|(_, v)| v)
+            .collect();
+        for (h, _slot) in held {
+            if let Some(c) = h.conn.lock().await.take() {
+                c.close().await;
+            }
+        }
+    }
+}
+
+/// The error of a node that names no held connection.
+pub(crate) fn unknown_node(node: &str) -> Error {
+    Error::internal(format!("no held connection {node}"))
+}

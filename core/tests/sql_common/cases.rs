@@ -1,0 +1,483 @@
+//! The cases every SQL backend runs (session locks, and the lease table where they apply).
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use polylock::{owner, AcquireOptions, Client, ErrorKind, Released, Wait};
+
+use super::{client, client_with, eventually};
+
+/// Eight owners on two clients take turns 5 times each around a read-sleep-write counter:
+/// nobody is ever inside together, the counter is exact and the tokens grow in the order the
+/// sections ran.
+pub async fn exclusion(url: &str) {
+    let name = super::unique("excl");
+    let clients = [client(url).await, client(url).await];
+    let inside = Arc::new(AtomicBool::new(false));
+    let overlaps = Arc::new(AtomicU64::new(0));
+    let counter = Arc::new(AtomicU64::new(0));
+    let tokens = Arc::new(Mutex::new(Vec::new()));
+    let mut tasks = Vec::new();
+    for i in 0..8 {
+        let lock = clients[i % 2].lock(&name).unwrap();
+        let (inside, overlaps, counter, tokens) = (
+            inside.clone(),
+            overlaps.clone(),
+            counter.clone(),
+            tokens.clone(),
+        );
+        tasks.push(tokio::spawn(async move {
+            let me = owner::fresh();
+            for _ in 0..5 {
+                let held = lock.acquire(me, AcquireOptions::forever()).await.unwrap();
+                if inside.swap(true, Ordering::SeqCst) {
+                    overlaps.fetch_add(1, Ordering::SeqCst);
+                }
+                tokens.lock().unwrap().push(held.fencing_token);
+                let v = counter.load(Ordering::SeqCst);
+                tokio::time::sleep(Duration::from_millis(1)).await;
+                counter.store(v + 1, Ordering::SeqCst);
+                inside.store(false, Ordering::SeqCst);
+                assert_eq!(lock.release(me).await.unwrap(), Released::Freed);
+            }
+        }));
+    }
+    for t in tasks {
+        t.await.unwrap();
+    }
+    assert_eq!(overlaps.load(Ordering::SeqCst), 0, "two holders at once");
+    assert_eq!(counter.load(Ordering::SeqCst), 40);
+    let tokens = tokens.lock().unwrap().clone();
+    assert!(
+        tokens.windows(2).all(|w| w[0] < w[1]),
+        "tokens out of order: {tokens:?}"
+    );
+    for c in clients {
+        c.close().await.unwrap();
+    }
+}
+
+/// One owner takes the lock twice (one server round trip, the same token); another client cannot
+/// take it until the last release.
+pub async fn reentrancy(url: &str) {
+    let name = super::unique("reent");
+    let (a, b) = (client(url).await, client(url).await);
+    let (la, lb) = (a.lock(&name).unwrap(), b.lock(&name).unwrap());
+    let me = owner::fresh();
+    let first = la.acquire(me, AcquireOptions::forever()).await.unwrap();
+    let second = la.acquire(me, AcquireOptions::try_once()).await.unwrap();
+    assert_eq!(second.hold_count, 2);
+    assert_eq!(first.fencing_token, second.fencing_token);
+    assert_eq!(la.hold_count(me).await.unwrap(), 2);
+    assert!(lb.try_acquire(1, None).await.unwrap().is_none());
+    // Another owner of the same client is somebody else.
+    assert!(la
+        .try_acquire(owner::fresh(), None)
+        .await
+        .unwrap()
+        .is_none());
+    assert_eq!(la.release(me).await.unwrap(), Released::StillHeld(1));
+    assert!(lb.try_acquire(1, None).await.unwrap().is_none());
+    assert!(la.is_locked().await.unwrap());
+    assert_eq!(la.release(me).await.unwrap(), Released::Freed);
+    let other = lb
+        .try_acquire(1, None)
+        .await
+        .unwrap()
+        .expect("free after the last release");
+    assert!(other.fencing_token > first.fencing_token);
+    assert_eq!(
+        la.release(me).await.unwrap_err().kind(),
+        ErrorKind::NotOwner
+    );
+    lb.release(1).await.unwrap();
+    assert!(!la.is_locked().await.unwrap());
+    a.close().await.unwrap();
+    b.close().await.unwrap();
+}
+
+/// A bounded wait times out on time; a wait that outlasts the holder gets the lock soon after
+/// its release.
+pub async fn wait_and_timeout(url: &str) {
+    let name = super::unique("wait");
+    let (a, b) = (client(url).await, client(url).await);
+    let (la, lb) = (a.lock(&name).unwrap(), b.lock(&name).unwrap());
+    la.acquire(1, AcquireOptions::forever()).await.unwrap();
+    let start = Instant::now();
+    let e = lb
+        .acquire(2, AcquireOptions::wait_for(Duration::from_millis(400)))
+        .await
+        .unwrap_err();
+    let took = start.elapsed();
+    assert_eq!(e.kind(), ErrorKind::Timeout);
+    assert!(
+        took >= Duration::from_millis(380) && took < Duration::from_millis(1500),
+        "timed out after {took:?}"
+    );
+    let release = {
+        let la = la.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(300)).await;
+            let at = Instant::now();
+            la.release(1).await.unwrap();
+            at
+        })
+    };
+    let got = lb
+        .acquire(2, AcquireOptions::wait_for(Duration::from_secs(5)))
+        .await
+        .unwrap();
+    let woke = release.await.unwrap().elapsed();
+    assert_eq!(got.hold_count, 1);
+    assert!(
+        woke < Duration::from_millis(500),
+        "woken {woke:?} after the release"
+    );
+    lb.release(2).await.unwrap();
+    a.close().await.unwrap();
+    b.close().await.unwrap();
+}
+
+/// Ways to look at the server from outside.
+pub struct Server {
+    /// Sessions waiting for any lock now.
+    pub waiters: fn() -> std::pin::Pin<Box<dyn std::future::Future<Output = i64> + Send>>,
+    /// Whether the connection with this server id is open.
+    pub alive: fn(u64) -> std::pin::Pin<Box<dyn std::future::Future<Output = bool> + Send>>,
+    /// Kill the connection with this server id (the holder's, from status()).
+    pub kill: fn(u64) -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>,
+}
+
+/// A wait dropped by its caller (a timeout around the future) and a wait that timed out leave no
+/// session waiting on the server, and the dropped waiter never gets the lock later.
+pub async fn cancelled_wait_leaves_no_waiter(url: &str, server: &Server) {
+    let name = super::unique("cancel");
+    let (a, b) = (client(url).await, client(url).await);
+    let (la, lb) = (a.lock(&name).unwrap(), b.lock(&name).unwrap());
+    la.acquire(1, AcquireOptions::forever()).await.unwrap();
+    for round in 0..3 {
+        let waiting = {
+            let lb = lb.clone();
+            tokio::spawn(async move { lb.acquire(2, AcquireOptions::forever()).await })
+        };
+        let seen = eventually(Duration::from_secs(2), || async {
+            (server.waiters)().await >= 1
+        })
+        .await;
+        assert!(
+            seen.is_some(),
+            "round {round}: the wait is not visible on the server"
+        );
+        assert!(
+            !waiting.is_finished(),
+            "round {round}: acquired a held lock"
+        );
+        waiting.abort(); // drops the acquire's future
+        assert!(waiting.await.unwrap_err().is_cancelled());
+        let gone = eventually(Duration::from_secs(3), || async {
+            (server.waiters)().await == 0
+        })
+        .await;
+        assert!(
+            gone.is_some(),
+            "round {round}: a cancelled wait still waits on the server"
+        );
+        assert_eq!(
+            lb.acquire(2, AcquireOptions::wait_for(Duration::from_millis(150)))
+                .await
+                .unwrap_err()
+                .kind(),
+            ErrorKind::Timeout
+        );
+        // Other tests' waits come and go on the same server: wait for a moment with none.
+        let gone = eventually(Duration::from_secs(3), || async {
+            (server.waiters)().await == 0
+        })
+        .await;
+        assert!(
+            gone.is_some(),
+            "round {round}: a timed-out wait still waits on the server"
+        );
+    }
+    la.release(1).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert!(
+        !la.is_locked().await.unwrap(),
+        "a cancelled waiter took the lock"
+    );
+    let c = client(url).await;
+    let lc = c.lock(&name).unwrap();
+    assert!(lc.try_acquire(3, None).await.unwrap().is_some());
+    lc.release(3).await.unwrap();
+    for x in [a, b, c] {
+        x.close().await.unwrap();
+    }
+}
+
+/// The holder's connection is killed on the server: its lost signal fires within one watchdog
+/// period, its release says LockLost, and the next holder gets a larger token.
+pub async fn killed_connection_is_lost(url: &str, server: &Server) {
+    let name = super::unique("kill");
+    let watchdog = Duration::from_millis(1500); // a keep-alive every 500 ms
+    let a = client_with(url, watchdog).await;
+    let la = a.lock(&name).unwrap();
+    let held = la.acquire(1, AcquireOptions::forever()).await.unwrap();
+    let status = la.status().await.unwrap();
+    assert_eq!(status.holders.len(), 1);
+    let id: u64 = status.holders[0].owner.parse().unwrap();
+    let killed_at = Instant::now();
+    (server.kill)(id).await;
+    let lost = tokio::time::timeout(Duration::from_secs(5), held.lost.wait())
+        .await
+        .expect("the lost signal did not fire");
+    let after = killed_at.elapsed();
+    assert!(lost.is_some());
+    assert!(
+        after <= watchdog / 3 + Duration::from_millis(300),
+        "lost {after:?} after the kill"
+    );
+    let b = client(url).await;
+    let lb = b.lock(&name).unwrap();
+    let next = lb
+        .acquire(2, AcquireOptions::wait_for(Duration::from_secs(5)))
+        .await
+        .unwrap();
+    assert!(next.fencing_token > held.fencing_token);
+    assert_eq!(la.release(1).await.unwrap_err().kind(), ErrorKind::LockLost);
+    lb.release(2).await.unwrap();
+    a.close().await.unwrap();
+    b.close().await.unwrap();
+}
+
+/// Long and non-ASCII names lock and exclude like any other.
+pub async fn long_and_non_ascii_names(url: &str) {
+    let (a, b) = (client(url).await, client(url).await);
+    let long = format!("{}-{}", "x".repeat(1000), super::unique("long"));
+    let names = [
+        long.clone(),
+        format!("{long}y"),
+        format!("商品库存-🔒-{}", super::unique("u")),
+        format!("ÄRGER-Straße-{}", super::unique("u")),
+    ];
+    for n in &names {
+        let (la, lb) = (a.lock(n).unwrap(), b.lock(n).unwrap());
+        la.acquire(1, AcquireOptions::forever()).await.unwrap();
+        assert!(lb.try_acquire(2, None).await.unwrap().is_none(), "{n}");
+        assert!(lb.is_locked().await.unwrap());
+    }
+    // Names that differ only past the 64th character are different locks: all four are held.
+    for n in &names {
+        a.lock(n).unwrap().release(1).await.unwrap();
+        assert!(!b.lock(n).unwrap().is_locked().await.unwrap());
+    }
+    a.close().await.unwrap();
+    b.close().await.unwrap();
+}
+
+/// A bad URL, a wrong password (the password never printed) and a server that is down are typed
+/// errors.
+pub async fn typed_connect_errors(url: &str, scheme: &str) {
+    let bad = Client::connect(&format!("{scheme}://u:p@:1/db"))
+        .await
+        .unwrap_err();
+    assert_eq!(bad.kind(), ErrorKind::InvalidArgument);
+    let bad = Client::connect(&format!("{scheme}://u:p@127.0.0.1:5/db?mode=nope"))
+        .await
+        .unwrap_err();
+    assert_eq!(bad.kind(), ErrorKind::InvalidArgument);
+    let wrong = url.replace("polylock-pw", "Wr0ng-Secret-pw");
+    let e = Client::connect(&wrong).await.unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Auth, "{}", e.message());
+    assert!(!e.message().contains("Wr0ng-Secret-pw"), "{}", e.message());
+    assert!(!format!("{e:?}").contains("Wr0ng-Secret-pw"));
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let down = format!("{scheme}://polylock:Wr0ng-Secret-pw@127.0.0.1:{port}/polylock");
+    let e = Client::connect(&down).await.unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Connection, "{}", e.message());
+    assert!(!e.message().contains("Wr0ng-Secret-pw"), "{}", e.message());
+}
+
+/// With max_connections=3 (the query connection and two locks) a third lock is refused with a
+/// typed error, and works again once one is released; close() closes the locks' connections
+/// (checked on the server) and the locks go with them.
+pub async fn connection_cap_and_close(url: &str, server: &Server) {
+    let c = client(&super::with(url, "max_connections=3")).await;
+    let (n1, n2, n3) = (
+        super::unique("cap"),
+        super::unique("cap"),
+        super::unique("cap"),
+    );
+    c.lock(&n1)
+        .unwrap()
+        .acquire(1, AcquireOptions::forever())
+        .await
+        .unwrap();
+    c.lock(&n2)
+        .unwrap()
+        .acquire(1, AcquireOptions::forever())
+        .await
+        .unwrap();
+    let e = c
+        .lock(&n3)
+        .unwrap()
+        .acquire(1, AcquireOptions::try_once())
+        .await
+        .unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::InvalidState, "{}", e.message());
+    assert!(e.message().contains("max_connections"), "{}", e.message());
+    c.lock(&n1).unwrap().release(1).await.unwrap();
+    c.lock(&n3)
+        .unwrap()
+        .acquire(1, AcquireOptions::try_once())
+        .await
+        .unwrap();
+    // Re-entry needs no connection.
+    c.lock(&n3)
+        .unwrap()
+        .acquire(1, AcquireOptions::try_once())
+        .await
+        .unwrap();
+    let mut ids = Vec::new();
+    for n in [&n2, &n3] {
+        let id: u64 = c.lock(n).unwrap().status().await.unwrap().holders[0]
+            .owner
+            .parse()
+            .unwrap();
+        assert!((server.alive)(id).await);
+        ids.push(id);
+    }
+    c.close().await.unwrap();
+    for id in ids {
+        let closed = eventually(Duration::from_secs(3), || async {
+            !(server.alive)(id).await
+        })
+        .await;
+        assert!(closed.is_some(), "close() left connection {id} open");
+    }
+    let d = client(url).await;
+    for n in [&n2, &n3] {
+        assert!(!d.lock(n).unwrap().is_locked().await.unwrap());
+    }
+    d.close().await.unwrap();
+}
+
+/// Session locks have no lease: asking for one is a typed error.
+pub async fn no_lease_on_session_locks(url: &str) {
+    let c = client(url).await;
+    let e = c
+        .lock(&super::unique("lease"))
+        .unwrap()
+        .acquire(
+            1,
+            AcquireOptions::forever().with_lease(Duration::from_secs(5)),
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Unsupported);
+    c.close().await.unwrap();
+}
+
+/// The lease table: exclusion between clients, the watchdog keeps a lease past its first
+/// length, a fixed lease ends, and a waiter wakes when the holder releases.
+pub async fn table_basics(url: &str) -> (Client, Client) {
+    let url = super::with(url, "mode=table");
+    let watchdog = Duration::from_millis(900);
+    let (a, b) = (
+        client_with(&url, watchdog).await,
+        client_with(&url, watchdog).await,
+    );
+    let name = super::unique("tbl");
+    let (la, lb) = (a.lock(&name).unwrap(), b.lock(&name).unwrap());
+    let held = la.acquire(1, AcquireOptions::forever()).await.unwrap();
+    assert!(lb.try_acquire(2, None).await.unwrap().is_none());
+    assert_eq!(
+        la.acquire(1, AcquireOptions::try_once())
+            .await
+            .unwrap()
+            .hold_count,
+        2
+    );
+    // Kept by the watchdog well past its 900 ms lease.
+    tokio::time::sleep(Duration::from_millis(2000)).await;
+    assert!(!held.lost.is_lost());
+    assert!(lb.try_acquire(2, None).await.unwrap().is_none());
+    let left = la
+        .remaining_lease()
+        .await
+        .unwrap()
+        .expect("a running lease");
+    assert!(left <= watchdog && left > Duration::ZERO, "{left:?}");
+    assert_eq!(la.release(1).await.unwrap(), Released::StillHeld(1));
+    assert_eq!(la.release(1).await.unwrap(), Released::Freed);
+    let next = lb
+        .try_acquire(2, None)
+        .await
+        .unwrap()
+        .expect("free after release");
+    assert!(next.fencing_token > held.fencing_token);
+    lb.release(2).await.unwrap();
+    // A fixed lease ends by itself and the lock is lost for its holder.
+    let fixed = la
+        .acquire(
+            1,
+            AcquireOptions::forever().with_lease(Duration::from_millis(400)),
+        )
+        .await
+        .unwrap();
+    let got = lb
+        .acquire(2, AcquireOptions::wait_for(Duration::from_secs(3)))
+        .await
+        .unwrap();
+    assert!(fixed.lost.is_lost());
+    assert!(got.fencing_token > fixed.fencing_token);
+    assert_eq!(la.release(1).await.unwrap_err().kind(), ErrorKind::LockLost);
+    lb.release(2).await.unwrap();
+    // Read-write locks are not in ShedLock's table.
+    assert_eq!(
+        a.read_write_lock(&name).unwrap_err().kind(),
+        ErrorKind::Unsupported
+    );
+    // Names longer than ShedLock's VARCHAR(64) are refused.
+    assert_eq!(
+        a.lock(&"n".repeat(65)).unwrap_err().kind(),
+        ErrorKind::InvalidArgument
+    );
+    (a, b)
+}
+
+/// How soon a waiter gets a lease-table lock after its release, with a 30 s lease (so only a
+/// notification or a short backoff can explain a quick wake-up).
+pub async fn table_wakeup(url: &str) -> Duration {
+    let url = super::with(url, "mode=table");
+    let (a, b) = (client(&url).await, client(&url).await);
+    let name = super::unique("wake");
+    let (la, lb) = (a.lock(&name).unwrap(), b.lock(&name).unwrap());
+    la.acquire(1, AcquireOptions::forever()).await.unwrap();
+    let waiter = tokio::spawn(async move {
+        let got = lb
+            .acquire(
+                2,
+                AcquireOptions {
+                    wait: Wait::For(Duration::from_secs(20)),
+                    lease: None,
+                },
+            )
+            .await
+            .map(|_| Instant::now());
+        (lb, got)
+    });
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let released = Instant::now();
+    la.release(1).await.unwrap();
+    let (lb, got) = waiter.await.unwrap();
+    let woke = got.unwrap() - released;
+    lb.release(2).await.unwrap();
+    a.close().await.unwrap();
+    b.close().await.unwrap();
+    woke
+}

@@ -1,0 +1,151 @@
+//! Helpers of the SQL suites. They talk to the MariaDB and PostgreSQL of scripts/servers.sh
+//! (POLYLOCK_MYSQL_URL, POLYLOCK_PG_URL); a server that cannot be reached fails the test.
+#![allow(dead_code)]
+
+use std::time::{Duration, Instant};
+
+use mysql_async::prelude::Queryable;
+use polylock::{Client, ClientOptions};
+
+pub fn mysql_url() -> String {
+    std::env::var("POLYLOCK_MYSQL_URL")
+        .unwrap_or_else(|_| "mysql://polylock:polylock-pw@127.0.0.1:3307/polylock".into())
+}
+
+pub fn pg_url() -> String {
+    std::env::var("POLYLOCK_PG_URL")
+        .unwrap_or_else(|_| "postgres://polylock:polylock-pw@127.0.0.1:5433/polylock".into())
+}
+
+/// `url` with a query option added.
+pub fn with(url: &str, option: &str) -> String {
+    let sep = if url.contains('?') { '&' } else { '?' };
+    format!("{url}{sep}{option}")
+}
+
+/// A lock name no other test (or earlier run) uses.
+pub fn unique(prefix: &str) -> String {
+    format!(
+        "t-{prefix}-{}",
+        &uuid::Uuid::new_v4().simple().to_string()[..12]
+    )
+}
+
+pub async fn client(url: &str) -> Client {
+    Client::connect(url)
+        .await
+        .expect("connect to the test database (scripts/servers.sh start)")
+}
+
+pub async fn client_with(url: &str, watchdog: Duration) -> Client {
+    let opts = ClientOptions {
+        watchdog_timeout: watchdog,
+        ..ClientOptions::default()
+    };
+    Client::connect_with(url, opts).await.expect("connect")
+}
+
+/// A plain MySQL connection, to look at the server.
+pub async fn my_raw() -> mysql_async::Conn {
+    mysql_async::Conn::from_url(mysql_url())
+        .await
+        .expect("raw MySQL connection")
+}
+
+/// A plain PostgreSQL connection, to look at the server.
+pub async fn pg_raw() -> tokio_postgres::Client {
+    let (client, conn) = tokio_postgres::connect(&pg_url(), tokio_postgres::NoTls)
+        .await
+        .expect("raw PostgreSQL connection");
+    tokio::spawn(conn);
+    client
+}
+
+/// Sessions of the MySQL server waiting in GET_LOCK for `key` (processlist).
+pub async fn my_waiters(key: &str) -> i64 {
+    let mut c = my_raw().await;
+    let n: Option<i64> = c
+        .exec_first(
+            "SELECT COUNT(*) FROM information_schema.processlist WHERE INFO LIKE \
+             CONCAT('%GET_LOCK%') AND ID <> CONNECTION_ID() AND STATE LIKE '%lock%' AND \
+             INFO LIKE CONCAT('%', ?, '%')",
+            (key,),
+        )
+        .await
+        .unwrap();
+    let _ = c.disconnect().await;
+    n.unwrap_or(0)
+}
+
+/// Any session of the MySQL server waiting in GET_LOCK (processlist).
+pub async fn my_all_waiters() -> i64 {
+    let mut c = my_raw().await;
+    let n: Option<i64> = c
+        .query_first(
+            "SELECT COUNT(*) FROM information_schema.processlist WHERE ID <> CONNECTION_ID() \
+             AND INFO LIKE '%GET_LOCK%'",
+        )
+        .await
+        .unwrap();
+    let _ = c.disconnect().await;
+    n.unwrap_or(0)
+}
+
+/// Whether the MySQL connection `id` is open (processlist).
+pub async fn my_alive(id: u64) -> bool {
+    let mut c = my_raw().await;
+    let n: Option<i64> = c
+        .exec_first(
+            "SELECT COUNT(*) FROM information_schema.processlist WHERE ID = ?",
+            (id,),
+        )
+        .await
+        .unwrap();
+    let _ = c.disconnect().await;
+    n.unwrap_or(0) > 0
+}
+
+/// Advisory locks of the test database not granted (waiters), from pg_locks.
+pub async fn pg_waiters() -> i64 {
+    let c = pg_raw().await;
+    c.query_one(
+        "SELECT COUNT(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted",
+        &[],
+    )
+    .await
+    .unwrap()
+    .get(0)
+}
+
+/// Whether the PostgreSQL backend `pid` is alive (pg_stat_activity).
+pub async fn pg_alive(pid: u64) -> bool {
+    let c = pg_raw().await;
+    let pid = pid as i32;
+    let n: i64 = c
+        .query_one(
+            "SELECT COUNT(*) FROM pg_stat_activity WHERE pid = $1",
+            &[&pid],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    n > 0
+}
+
+/// Poll `f` until it returns true, up to `limit`; the time it took.
+pub async fn eventually<F, Fut>(limit: Duration, mut f: F) -> Option<Duration>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    let start = Instant::now();
+    while start.elapsed() < limit {
+        if f().await {
+            return Some(start.elapsed());
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    None
+}
+
+pub mod cases;

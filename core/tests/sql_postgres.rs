@@ -1,0 +1,263 @@
+//! PostgreSQL: session advisory locks (exclusive and shared) and the ShedLock lease table with
+//! LISTEN/NOTIFY, on the PostgreSQL of scripts/servers.sh.
+
+mod sql_common;
+
+use std::time::Duration;
+
+use polylock::{AcquireOptions, ErrorKind, Released};
+use sql_common::cases::{self, Server};
+use sql_common::{client, pg_raw, pg_url, unique, with};
+
+fn server() -> Server {
+    Server {
+        waiters: || Box::pin(sql_common::pg_waiters()),
+        alive: |id| Box::pin(sql_common::pg_alive(id)),
+        kill: |pid| {
+            Box::pin(async move {
+                let c = pg_raw().await;
+                let pid = pid as i32;
+                c.execute("SELECT pg_terminate_backend($1)", &[&pid])
+                    .await
+                    .unwrap();
+            })
+        },
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn exclusion_with_a_counter() {
+    cases::exclusion(&pg_url()).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reentrancy() {
+    cases::reentrancy(&pg_url()).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn wait_and_timeout() {
+    cases::wait_and_timeout(&pg_url()).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cancelled_wait_leaves_no_waiter_in_pg_locks() {
+    cases::cancelled_wait_leaves_no_waiter(&pg_url(), &server()).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn killed_connection_fires_the_lost_signal() {
+    cases::killed_connection_is_lost(&pg_url(), &server()).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn long_and_non_ascii_names() {
+    cases::long_and_non_ascii_names(&pg_url()).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn typed_connect_errors() {
+    cases::typed_connect_errors(&pg_url(), "postgres").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn connection_cap_and_close() {
+    cases::connection_cap_and_close(&pg_url(), &server()).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn no_lease_on_session_locks() {
+    cases::no_lease_on_session_locks(&pg_url()).await;
+}
+
+/// The server holds DistributedLock's key: `polylock` is the pair (-507549795, -1678644353) in
+/// pg_locks, and a 16-hex-digit name is the bigint a plain pg_advisory_lock(bigint) user locks.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn server_side_keys_and_plain_advisory_sessions() {
+    let c = client(&pg_url()).await;
+    let raw = pg_raw().await;
+    let lock = c.lock("polylock").unwrap();
+    lock.acquire(1, AcquireOptions::forever()).await.unwrap();
+    let free: bool = raw
+        .query_one("SELECT pg_try_advisory_lock(-507549795, -1678644353)", &[])
+        .await
+        .unwrap()
+        .get(0);
+    assert!(!free, "not held under DistributedLock's key");
+    let row = raw
+        .query_one(
+            "SELECT classid::int8, objid::int8, objsubid::int8 FROM pg_locks WHERE locktype = \
+             'advisory' AND granted AND mode = 'ExclusiveLock' AND classid::int8 = $1",
+            &[&(-507549795i32 as u32 as i64)],
+        )
+        .await
+        .unwrap();
+    assert_eq!(row.get::<_, i64>(1), -1678644353i32 as u32 as i64);
+    assert_eq!(row.get::<_, i64>(2), 2);
+    lock.release(1).await.unwrap();
+    // A service that already calls pg_advisory_lock(bigint) with its own key.
+    let key: i64 = rand_key();
+    let name = format!("{:016x}", key as u64);
+    let got: bool = raw
+        .query_one("SELECT pg_try_advisory_lock($1)", &[&key])
+        .await
+        .unwrap()
+        .get(0);
+    assert!(got);
+    assert!(c
+        .lock(&name)
+        .unwrap()
+        .try_acquire(1, None)
+        .await
+        .unwrap()
+        .is_none());
+    raw.execute("SELECT pg_advisory_unlock($1)", &[&key])
+        .await
+        .unwrap();
+    c.lock(&name)
+        .unwrap()
+        .acquire(1, AcquireOptions::try_once())
+        .await
+        .unwrap();
+    let got: bool = raw
+        .query_one("SELECT pg_try_advisory_lock($1)", &[&key])
+        .await
+        .unwrap()
+        .get(0);
+    assert!(!got, "polylock's hold does not exclude the bigint user");
+    c.lock(&name).unwrap().release(1).await.unwrap();
+    c.close().await.unwrap();
+}
+
+fn rand_key() -> i64 {
+    let u = uuid::Uuid::new_v4();
+    i64::from_le_bytes(u.as_bytes()[..8].try_into().unwrap())
+}
+
+/// Read-write locks on pg_advisory_lock_shared: readers share, a writer waits for them and
+/// excludes them, and a writer may downgrade.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn read_write_locks_share_readers() {
+    let (a, b) = (client(&pg_url()).await, client(&pg_url()).await);
+    let name = unique("rw");
+    let (ra, rb) = (
+        a.read_write_lock(&name).unwrap(),
+        b.read_write_lock(&name).unwrap(),
+    );
+    let t1 = ra
+        .read_lock()
+        .acquire(1, AcquireOptions::forever())
+        .await
+        .unwrap();
+    let t2 = rb
+        .read_lock()
+        .acquire(2, AcquireOptions::forever())
+        .await
+        .unwrap();
+    assert_ne!(t1.fencing_token, t2.fencing_token);
+    assert!(rb
+        .write_lock()
+        .try_acquire(3, None)
+        .await
+        .unwrap()
+        .is_none());
+    assert!(ra.read_lock().is_locked().await.unwrap());
+    assert!(!ra.write_lock().is_locked().await.unwrap());
+    // An upgrade is refused at once.
+    assert_eq!(
+        ra.write_lock()
+            .acquire(1, AcquireOptions::forever())
+            .await
+            .unwrap_err()
+            .kind(),
+        ErrorKind::UpgradeNotSupported
+    );
+    ra.read_lock().release(1).await.unwrap();
+    rb.read_lock().release(2).await.unwrap();
+    // The writer excludes readers; it may take the read lock too and keep it (a downgrade).
+    let w = rb
+        .write_lock()
+        .acquire(3, AcquireOptions::forever())
+        .await
+        .unwrap();
+    assert!(ra.read_lock().try_acquire(1, None).await.unwrap().is_none());
+    let down = rb
+        .read_lock()
+        .acquire(3, AcquireOptions::try_once())
+        .await
+        .unwrap();
+    assert!(down.fencing_token > w.fencing_token);
+    assert_eq!(rb.write_lock().release(3).await.unwrap(), Released::Freed);
+    assert!(ra.read_lock().try_acquire(1, None).await.unwrap().is_some());
+    assert!(!ra.write_lock().is_locked().await.unwrap());
+    rb.read_lock().release(3).await.unwrap();
+    ra.read_lock().release(1).await.unwrap();
+    // A plain lock of the same name is the write half's key.
+    let l = a.lock(&name).unwrap();
+    l.acquire(1, AcquireOptions::forever()).await.unwrap();
+    assert!(rb.read_lock().try_acquire(2, None).await.unwrap().is_none());
+    l.release(1).await.unwrap();
+    a.close().await.unwrap();
+    b.close().await.unwrap();
+}
+
+/// The lease table in ShedLock's layout: a ShedLock holder's row keeps polylock out until its
+/// lock_until, and ShedLock's insert-or-update cannot take a row polylock holds.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lease_table_in_shedlocks_layout() {
+    let (a, b) = cases::table_basics(&pg_url()).await;
+    let raw = pg_raw().await;
+    let name = unique("shed");
+    let la = a.lock(&name).unwrap();
+    la.acquire(7, AcquireOptions::forever()).await.unwrap();
+    let row = raw
+        .query_one(
+            "SELECT locked_by, lock_until > timezone('utc', CURRENT_TIMESTAMP) FROM shedlock \
+             WHERE name = $1",
+            &[&name],
+        )
+        .await
+        .unwrap();
+    let by: String = row.get(0);
+    assert!(by.ends_with(&format!(":{}:7", a.id())), "{by}");
+    assert!(row.get::<_, bool>(1));
+    // ShedLock's statement (PostgresSqlServerTimeStatementsSource) takes nothing.
+    let shedlock_take =
+        "INSERT INTO shedlock (name, lock_until, locked_at, locked_by) VALUES ($1, \
+         timezone('utc', CURRENT_TIMESTAMP) + interval '1500 milliseconds', timezone('utc', \
+         CURRENT_TIMESTAMP), 'shedlock-host') ON CONFLICT (name) DO UPDATE SET lock_until = \
+         EXCLUDED.lock_until, locked_at = EXCLUDED.locked_at, locked_by = EXCLUDED.locked_by \
+         WHERE shedlock.lock_until <= timezone('utc', CURRENT_TIMESTAMP)";
+    assert_eq!(raw.execute(shedlock_take, &[&name]).await.unwrap(), 0);
+    la.release(7).await.unwrap();
+    assert_eq!(raw.execute(shedlock_take, &[&name]).await.unwrap(), 1);
+    let lb = b.lock(&name).unwrap();
+    assert!(lb.try_acquire(2, None).await.unwrap().is_none());
+    let start = std::time::Instant::now();
+    lb.acquire(2, AcquireOptions::wait_for(Duration::from_secs(5)))
+        .await
+        .unwrap();
+    let waited = start.elapsed();
+    assert!(
+        waited > Duration::from_millis(1000) && waited < Duration::from_millis(2500),
+        "{waited:?}"
+    );
+    lb.release(2).await.unwrap();
+    a.close().await.unwrap();
+    b.close().await.unwrap();
+}
+
+/// A waiter with a 30 s lease ahead of it is woken by the release's NOTIFY, not by a pause.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lease_table_waiters_wake_by_notify() {
+    let woke = cases::table_wakeup(&pg_url()).await;
+    assert!(
+        woke < Duration::from_millis(150),
+        "woke {woke:?} after the release"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lease_table_exclusion() {
+    cases::exclusion(&with(&pg_url(), "mode=table")).await;
+}
