@@ -191,6 +191,12 @@ typedef void (*polylock_lost_callback)(void *userdata, const char *name, uint64_
  */
 #define POLYLOCK_UPGRADE_NOT_SUPPORTED 14
 
+/*
+ Fewer replicas than the URL's `wait_replicas` acknowledged an acquire in time (`WAIT`); the
+ lock was given back.
+ */
+#define POLYLOCK_NOT_REPLICATED 15
+
 #ifdef __cplusplus
 extern "C" {
 #endif // __cplusplus

@@ -45,6 +45,9 @@ pub const POLYLOCK_UNSUPPORTED: polylock_result = 13;
 /// can never be granted (Redisson and Curator would wait forever). Release the read lock first,
 /// or take the write lock first and then the read lock (a downgrade).
 pub const POLYLOCK_UPGRADE_NOT_SUPPORTED: polylock_result = 14;
+/// Fewer replicas than the URL's `wait_replicas` acknowledged an acquire in time (`WAIT`); the
+/// lock was given back.
+pub const POLYLOCK_NOT_REPLICATED: polylock_result = 15;
 
 thread_local! {
     static LAST_ERROR: RefCell<String> = const { RefCell::new(String::new()) };
@@ -212,6 +215,7 @@ mod tests {
                 POLYLOCK_UPGRADE_NOT_SUPPORTED,
                 ErrorKind::UpgradeNotSupported,
             ),
+            (POLYLOCK_NOT_REPLICATED, ErrorKind::NotReplicated),
         ];
         assert_eq!(c.len(), ErrorKind::ALL.len(), "every kind has a C code");
         for (code, kind) in c {

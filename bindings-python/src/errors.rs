@@ -18,6 +18,7 @@ pub(crate) fn error_class(kind: ErrorKind) -> &'static str {
         ErrorKind::Cancelled => "OperationCancelledError",
         ErrorKind::Unsupported => "UnsupportedError",
         ErrorKind::UpgradeNotSupported => "UpgradeNotSupportedError",
+        ErrorKind::NotReplicated => "NotReplicatedError",
         _ => "InternalError",
     }
 }

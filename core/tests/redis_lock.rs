@@ -718,6 +718,7 @@ fn error_table_is_stable() {
         (12, "CANCELLED"),
         (13, "UNSUPPORTED"),
         (14, "UPGRADE_NOT_SUPPORTED"),
+        (15, "NOT_REPLICATED"),
     ];
     let table: Vec<(u32, &str)> = ErrorKind::ALL
         .iter()

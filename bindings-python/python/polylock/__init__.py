@@ -35,6 +35,7 @@ from ._errors import (
     PolylockError,
     UnsupportedError,
     UpgradeNotSupportedError,
+    NotReplicatedError,
 )
 from ._lock import Lock, MultiLock, ReadWriteLock
 from ._semaphore import CountDownLatch, PermitExpirableSemaphore, Semaphore

@@ -75,6 +75,13 @@ class UpgradeNotSupportedError(PolylockError, RuntimeError):
     code, number = "UPGRADE_NOT_SUPPORTED", 14
 
 
+class NotReplicatedError(PolylockError):
+    """Fewer replicas than the URL's ``wait_replicas`` acknowledged an acquire in time (Redis
+    ``WAIT``); the lock was given back."""
+
+    code, number = "NOT_REPLICATED", 15
+
+
 __all__ = [
     "PolylockError",
     "LockTimeoutError",
@@ -89,4 +96,5 @@ __all__ = [
     "OperationCancelledError",
     "UnsupportedError",
     "UpgradeNotSupportedError",
+    "NotReplicatedError",
 ]

@@ -43,11 +43,14 @@ pub enum ErrorKind {
     /// Redisson nor Curator can ever grant that (they wait forever); polylock says so at once.
     /// Release the read lock first, or take the write lock first and downgrade.
     UpgradeNotSupported = 14,
+    /// Fewer replicas than the client asks for (`wait_replicas`) acknowledged an acquire in
+    /// time; the lock was given back.
+    NotReplicated = 15,
 }
 
 impl ErrorKind {
     /// Every kind, in code order.
-    pub const ALL: [ErrorKind; 14] = [
+    pub const ALL: [ErrorKind; 15] = [
         ErrorKind::NullParameter,
         ErrorKind::InvalidArgument,
         ErrorKind::Timeout,
@@ -62,6 +65,7 @@ impl ErrorKind {
         ErrorKind::Cancelled,
         ErrorKind::Unsupported,
         ErrorKind::UpgradeNotSupported,
+        ErrorKind::NotReplicated,
     ];
 
     /// The stable numeric code (0 is reserved for success in the C ABI).
@@ -92,6 +96,7 @@ impl ErrorKind {
             ErrorKind::Cancelled => "CANCELLED",
             ErrorKind::Unsupported => "UNSUPPORTED",
             ErrorKind::UpgradeNotSupported => "UPGRADE_NOT_SUPPORTED",
+            ErrorKind::NotReplicated => "NOT_REPLICATED",
         }
     }
 
@@ -113,6 +118,9 @@ impl ErrorKind {
             ErrorKind::Unsupported => "the backend does not support this operation",
             ErrorKind::UpgradeNotSupported => {
                 "a read lock cannot be upgraded to the write lock; release the read lock first"
+            }
+            ErrorKind::NotReplicated => {
+                "too few replicas acknowledged the acquire in time; the lock was given back"
             }
         }
     }

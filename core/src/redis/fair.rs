@@ -21,25 +21,24 @@ use redis::{RedisError, Script, Value};
 
 use super::lock::{channel, field, parse_acquire, status_of, token_key, Flavor};
 use super::pubsub::Wake;
-use super::{backoff, epoch_ms, map_err, ms, retryable, RedisConn, RETRIES};
+use super::{backoff, epoch_ms, map_err, ms, prefixed, retryable, RedisConn, RETRIES};
 use crate::backend::{
     AcquireRequest, Granted, HoldOps, LeaseSupport, LockOps, Reentry, ReleaseRequest, RenewItem,
     UnlockReply,
 };
-use crate::model::error::{Error, Result};
+use crate::model::error::Result;
 use crate::model::kind::LockKind;
 use crate::model::outcome::LockStatus;
 use crate::model::owner::OwnerId;
 
-const PUBLISH: &str = "publish";
 const RELEASED: &str = "0";
 
 fn queue_key(name: &str) -> String {
-    format!("redisson_lock_queue:{{{name}}}")
+    prefixed("redisson_lock_queue", name)
 }
 
 fn deadlines_key(name: &str) -> String {
-    format!("redisson_lock_timeout:{{{name}}}")
+    prefixed("redisson_lock_timeout", name)
 }
 
 struct Scripts {
@@ -77,14 +76,19 @@ pub(crate) struct RedisFairLock {
 
 /// The script call that leaves the queue (or, with `expected`, also undoes one hold a cancelled
 /// acquire may have taken).
-fn give_up_call<'s>(scripts: &'s Scripts, name: &str, field: &str) -> redis::ScriptInvocation<'s> {
+fn give_up_call<'s>(
+    scripts: &'s Scripts,
+    name: &str,
+    field: &str,
+    publish: &str,
+) -> redis::ScriptInvocation<'s> {
     let mut inv = scripts.dequeue.key(name);
     inv.key(channel(Flavor::Plain, name))
         .key(queue_key(name))
         .key(deadlines_key(name))
         .arg(RELEASED)
         .arg(field)
-        .arg(PUBLISH)
+        .arg(publish)
         .arg(epoch_ms());
     inv
 }
@@ -94,6 +98,7 @@ fn drop_call<'s>(
     name: &str,
     field: &str,
     expected: Option<u32>,
+    publish: &str,
 ) -> redis::ScriptInvocation<'s> {
     let mut inv = scripts.drop.key(name);
     inv.key(channel(Flavor::Plain, name))
@@ -101,7 +106,7 @@ fn drop_call<'s>(
         .key(deadlines_key(name))
         .arg(RELEASED)
         .arg(field)
-        .arg(PUBLISH);
+        .arg(publish);
     match expected {
         Some(n) => inv.arg(n),
         None => inv.arg(""),
@@ -171,9 +176,10 @@ impl RedisFairLock {
     }
 
     async fn dequeue(&self, name: &str, field: &str) {
-        let _: redis::RedisResult<i64> = give_up_call(&self.scripts, name, field)
-            .invoke_async(&mut self.conn.conn())
-            .await;
+        let _: redis::RedisResult<i64> =
+            give_up_call(&self.scripts, name, field, self.conn.publish)
+                .invoke_async(&mut self.conn.conn())
+                .await;
     }
 }
 
@@ -198,13 +204,15 @@ impl Drop for GiveUp<'_> {
         let scripts = self.lock.scripts.clone();
         let (name, field, undo) = (self.name.to_string(), self.field.to_string(), self.undo);
         let mut conn = self.lock.conn.conn();
+        let publish = self.lock.conn.publish;
         rt.spawn(async move {
             if let Some(expected) = undo {
-                let _: redis::RedisResult<i64> = drop_call(&scripts, &name, &field, Some(expected))
-                    .invoke_async(&mut conn)
-                    .await;
+                let _: redis::RedisResult<i64> =
+                    drop_call(&scripts, &name, &field, Some(expected), publish)
+                        .invoke_async(&mut conn)
+                        .await;
             }
-            let _: redis::RedisResult<i64> = give_up_call(&scripts, &name, &field)
+            let _: redis::RedisResult<i64> = give_up_call(&scripts, &name, &field, publish)
                 .invoke_async(&mut conn)
                 .await;
         });
@@ -214,26 +222,16 @@ impl Drop for GiveUp<'_> {
 #[async_trait]
 impl HoldOps for RedisFairLock {
     async fn renew(&self, holds: &[RenewItem], lease: Duration) -> Result<Vec<bool>> {
-        let mut inv = self.scripts.renew.prepare_invoke();
-        inv.arg(ms(lease));
-        for h in holds {
-            inv.key(&*h.name).arg(self.field(h.owner));
-        }
-        let v: Vec<i64> = inv
-            .invoke_async(&mut self.conn.conn())
+        self.conn
+            .renew_batch(&self.scripts.renew, ms(lease), holds, |h| {
+                Ok((h.name.to_string(), self.field(h.owner).into_bytes()))
+            })
             .await
-            .map_err(|e| map_err(e, "renew leases"))?;
-        if v.len() != holds.len() {
-            return Err(Error::internal(
-                "renewal script returned the wrong number of results",
-            ));
-        }
-        Ok(v.into_iter().map(|x| x == 1).collect())
     }
 
     async fn drop_hold(&self, name: &str, owner: OwnerId, _node: Option<&str>) -> Result<bool> {
         let field = self.field(owner);
-        let n: i64 = drop_call(&self.scripts, name, &field, None)
+        let n: i64 = drop_call(&self.scripts, name, &field, None, self.conn.publish)
             .invoke_async(&mut self.conn.conn())
             .await
             .map_err(|e| map_err(e, "drop the owner's holds"))?;
@@ -325,7 +323,7 @@ impl LockOps for RedisFairLock {
                 .arg(RELEASED)
                 .arg(ms(req.lease))
                 .arg(&field)
-                .arg(PUBLISH)
+                .arg(self.conn.publish)
                 .arg(req.held)
                 .arg(if attempt > 0 || req.retry { "1" } else { "" })
                 .arg(epoch_ms());
@@ -376,7 +374,7 @@ impl LockOps for RedisFairLock {
             .key(queue_key(name))
             .key(deadlines_key(name))
             .arg(RELEASED)
-            .arg(PUBLISH)
+            .arg(self.conn.publish)
             .arg(epoch_ms());
         let n: i64 = inv
             .invoke_async(&mut self.conn.conn())

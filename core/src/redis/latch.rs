@@ -17,8 +17,6 @@ use crate::backend::LatchOps;
 use crate::model::error::Result;
 use crate::model::options::Wait;
 
-const PUBLISH: &str = "publish";
-
 fn channel(name: &str) -> String {
     // Braces always added, even when the name has its own (Redisson's CountDownLatchPubSub).
     format!("redisson_countdownlatch__channel__{{{name}}}")
@@ -53,7 +51,7 @@ impl RedisLatch {
 impl LatchOps for RedisLatch {
     async fn try_set_count(&self, name: &str, count: u64) -> Result<bool> {
         let mut inv = self.scripts.try_set.key(name);
-        inv.key(channel(name)).arg(count).arg(PUBLISH);
+        inv.key(channel(name)).arg(count).arg(self.conn.publish);
         let n: i64 = self
             .conn
             .invoke(&inv)
@@ -65,7 +63,7 @@ impl LatchOps for RedisLatch {
     /// Not retried after an error: a retry could count down twice.
     async fn count_down(&self, name: &str) -> Result<()> {
         let mut inv = self.scripts.count_down.key(name);
-        inv.key(channel(name)).arg(PUBLISH);
+        inv.key(channel(name)).arg(self.conn.publish);
         let _: i64 = self
             .conn
             .invoke(&inv)
@@ -117,7 +115,7 @@ impl LatchOps for RedisLatch {
 
     async fn delete(&self, name: &str) -> Result<bool> {
         let mut inv = self.scripts.delete.key(name);
-        inv.key(channel(name)).arg(PUBLISH);
+        inv.key(channel(name)).arg(self.conn.publish);
         let n: i64 = self
             .conn
             .invoke(&inv)

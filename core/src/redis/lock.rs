@@ -24,7 +24,7 @@ use async_trait::async_trait;
 use redis::{RedisError, Script, Value};
 
 use super::pubsub::Wake;
-use super::{backoff, map_err, ms, retryable, tagged, RedisConn, RETRIES};
+use super::{backoff, map_err, ms, prefixed, retryable, tagged, RedisConn, RETRIES};
 use crate::backend::{
     AcquireRequest, Granted, HoldOps, LeaseSupport, LockOps, Reentry, ReleaseRequest, RenewItem,
     UnlockReply,
@@ -34,7 +34,6 @@ use crate::model::kind::{HoldMode, LockKind};
 use crate::model::outcome::{Holder, LockStatus};
 use crate::model::owner::{self, OwnerId};
 
-const PUBLISH: &str = "publish";
 /// Wakes one waiter: a lock or the last read hold was released.
 const RELEASED_ONE: &str = "0";
 /// Wakes every waiter: the write lock was released.
@@ -91,13 +90,13 @@ impl Scripts {
 /// Channel on which releases of `name` are announced.
 pub(super) fn channel(flavor: Flavor, name: &str) -> String {
     match flavor {
-        Flavor::Plain => format!("redisson_lock__channel:{{{name}}}"),
-        Flavor::Read | Flavor::Write => format!("redisson_rwlock:{{{name}}}"),
+        Flavor::Plain => prefixed("redisson_lock__channel", name),
+        Flavor::Read | Flavor::Write => prefixed("redisson_rwlock", name),
     }
 }
 
 pub(super) fn token_key(name: &str) -> String {
-    format!("redisson_lock_token:{{{name}}}")
+    prefixed("redisson_lock_token", name)
 }
 
 /// Prefix of a reader's per-hold keys: `{<name>}:<field>:rwlock_timeout`.
@@ -235,11 +234,28 @@ impl RedisLock {
                 held,
                 armed: true,
             };
-            let reply: std::result::Result<Vec<i64>, RedisError> = self.conn.invoke(&inv).await;
+            let reply = self
+                .conn
+                .invoke_acked(&inv, |v: &Vec<i64>| v.first() == Some(&1))
+                .await;
             let mut guard = guard;
             guard.armed = false;
             match reply {
-                Ok(v) => return parse_acquire(name, v, sent, lease),
+                Ok(Ok(v)) => return parse_acquire(name, v, sent, lease),
+                Ok(Err(acked)) => {
+                    // Held, but too few replicas have it: give back the hold just added.
+                    let _: redis::RedisResult<i64> = drop_call(
+                        &self.scripts,
+                        self.flavor,
+                        name,
+                        field,
+                        Some(held + 1),
+                        self.conn.publish,
+                    )
+                    .invoke_async(&mut self.conn.conn())
+                    .await;
+                    return Err(self.conn.not_replicated(acked, "acquire the lock", true));
+                }
                 Err(e) if attempt < RETRIES && retryable(&e) => {
                     attempt += 1;
                     tokio::time::sleep(backoff(attempt)).await;
@@ -296,6 +312,7 @@ impl RedisLock {
         let flavor = self.flavor;
         let (name, field) = (name.to_string(), field.to_string());
         let mut conn = self.conn.conn();
+        let publish = self.conn.publish;
         let undos = self.undos.clone();
         let key = undo_key(&name, &field);
         let done = Arc::new(tokio::sync::Notify::new());
@@ -306,7 +323,7 @@ impl RedisLock {
         rt.spawn(async move {
             let _clear = ClearUndo { undos, key, done };
             let _: redis::RedisResult<i64> =
-                drop_call(&scripts, flavor, &name, &field, Some(expected), PUBLISH)
+                drop_call(&scripts, flavor, &name, &field, Some(expected), publish)
                     .invoke_async(&mut conn)
                     .await;
         });
@@ -315,7 +332,7 @@ impl RedisLock {
     /// Give back a hold of one count that nobody else knows of (a RedLock that was granted by a
     /// minority), without announcing it when `announce` is false. True if it was there.
     pub(super) async fn give_back(&self, name: &str, field: &str, announce: bool) -> Result<bool> {
-        let publish = if announce { PUBLISH } else { "" };
+        let publish = if announce { self.conn.publish } else { "" };
         let n: i64 = drop_call(&self.scripts, self.flavor, name, field, Some(1), publish)
             .invoke_async(&mut self.conn.conn())
             .await
@@ -338,7 +355,7 @@ impl RedisLock {
         inv.arg(release_message(self.flavor))
             .arg(ms(req.lease))
             .arg(&field)
-            .arg(PUBLISH)
+            .arg(self.conn.publish)
             .arg(req.held)
             .arg(if req.retry { "1" } else { "" });
         let reply: Option<i64> = self.conn.invoke(&inv).await?;
@@ -363,29 +380,26 @@ impl RedisLock {
 #[async_trait]
 impl HoldOps for RedisLock {
     async fn renew(&self, holds: &[RenewItem], lease: Duration) -> Result<Vec<bool>> {
-        let mut inv = self.scripts.renew.prepare_invoke();
-        inv.arg(ms(lease));
-        for h in holds {
-            inv.key(&*h.name).arg(self.field(h.owner));
-        }
-        let v: Vec<i64> = inv
-            .invoke_async(&mut self.conn.conn())
+        self.conn
+            .renew_batch(&self.scripts.renew, ms(lease), holds, |h| {
+                Ok((h.name.to_string(), self.field(h.owner).into_bytes()))
+            })
             .await
-            .map_err(|e| map_err(e, "renew leases"))?;
-        if v.len() != holds.len() {
-            return Err(Error::internal(
-                "renewal script returned the wrong number of results",
-            ));
-        }
-        Ok(v.into_iter().map(|x| x == 1).collect())
     }
 
     async fn drop_hold(&self, name: &str, owner: OwnerId, _node: Option<&str>) -> Result<bool> {
         let field = self.field(owner);
-        let n: i64 = drop_call(&self.scripts, self.flavor, name, &field, None, PUBLISH)
-            .invoke_async(&mut self.conn.conn())
-            .await
-            .map_err(|e| map_err(e, "drop the owner's holds"))?;
+        let n: i64 = drop_call(
+            &self.scripts,
+            self.flavor,
+            name,
+            &field,
+            None,
+            self.conn.publish,
+        )
+        .invoke_async(&mut self.conn.conn())
+        .await
+        .map_err(|e| map_err(e, "drop the owner's holds"))?;
         Ok(n == 1)
     }
 }
@@ -510,7 +524,7 @@ impl LockOps for RedisLock {
         let mut inv = self.scripts.force_unlock.key(name);
         inv.key(channel(self.flavor, name))
             .arg(release_message(self.flavor))
-            .arg(PUBLISH);
+            .arg(self.conn.publish);
         if self.flavor != Flavor::Plain {
             inv.arg(if self.flavor == Flavor::Read {
                 "read"
@@ -633,6 +647,13 @@ mod tests {
         assert_eq!(channel(Flavor::Write, "a"), "redisson_rwlock:{a}");
         assert_eq!(token_key("a"), "redisson_lock_token:{a}");
         assert_eq!(hold_key_prefix("a", "u:1"), "{a}:u:1:rwlock_timeout");
+        // A name with a hash tag of its own keeps it (Redisson's prefixName), so that every key
+        // of the lock stays in the name's slot.
+        assert_eq!(
+            channel(Flavor::Plain, "{a}x"),
+            "redisson_lock__channel:{a}x"
+        );
+        assert_eq!(token_key("{a}x"), "redisson_lock_token:{a}x");
         // A name with its own hash tag gets no second one (Redisson's suffixName).
         assert_eq!(hold_key_prefix("{a}x", "u:1"), "{a}x:u:1:rwlock_timeout");
     }

@@ -11,7 +11,9 @@ mod lock;
 mod pubsub;
 mod redlock;
 mod semaphore;
+mod sentinel;
 mod sync_conn;
+mod topology;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -19,8 +21,9 @@ use std::time::Duration;
 use async_trait::async_trait;
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use redis::{RedisError, RetryMethod};
+use tokio_util::sync::CancellationToken;
 
-use crate::backend::{Backend, ExpirableOps, HoldOps, LatchOps, LockOps, SemaphoreOps};
+use crate::backend::{Backend, ExpirableOps, HoldOps, LatchOps, LockOps, RenewItem, SemaphoreOps};
 use crate::model::error::{Error, ErrorKind, Result};
 use crate::model::kind::{HoldKind, LockKind};
 use crate::model::options::ClientOptions;
@@ -29,9 +32,10 @@ use crate::runtime;
 use fair::RedisFairLock;
 use latch::RedisLatch;
 use lock::{Flavor, RedisLock};
-use pubsub::Subscriptions;
+use pubsub::{SubSource, Subscriptions};
 use semaphore::RedisSemaphore;
 use sync_conn::SyncConns;
+use topology::{redact, Ack, AnyConn, RedisUrl, Shape};
 
 /// How many times a command is retried after an error redis-rs classifies as retryable.
 const RETRIES: usize = 2;
@@ -49,6 +53,8 @@ pub(crate) fn map_err(e: RedisError, doing: &str) -> Error {
         || e.is_connection_refusal()
         || e.is_connection_dropped()
         || e.is_timeout()
+        // The server is not (or no longer) the master, or is not ready: a failover is under way.
+        || matches!(e.code(), Some("READONLY" | "MASTERDOWN" | "LOADING" | "CLUSTERDOWN" | "TRYAGAIN"))
     {
         ErrorKind::Connection
     } else {
@@ -79,6 +85,16 @@ fn tagged(name: &str) -> String {
         name.to_string()
     } else {
         format!("{{{name}}}")
+    }
+}
+
+/// Redisson's `prefixName`: `<prefix>:{<name>}`, or `<prefix>:<name>` when the name has a hash
+/// tag of its own, so that auxiliary keys and channels land in the name's slot.
+fn prefixed(prefix: &str, name: &str) -> String {
+    if name.contains('{') {
+        format!("{prefix}:{name}")
+    } else {
+        format!("{prefix}:{{{name}}}")
     }
 }
 
@@ -156,18 +172,43 @@ where
     out
 }
 
+/// The connections to the current server: the multiplexed (or cluster) connection, and the pool
+/// of connections of blocked callers (not in a cluster, where every call takes the routed path).
+pub(crate) struct Target {
+    conn: AnyConn,
+    sync: Option<SyncConns>,
+    /// The server's address (Sentinel: which master this is).
+    addr: String,
+}
+
 /// The connections of one client, shared by its Redis primitives.
 pub(crate) struct RedisConn {
-    conn: ConnectionManager,
-    sync: SyncConns,
+    /// Swapped when Sentinel names another master.
+    target: std::sync::RwLock<Arc<Target>>,
     subs: Arc<Subscriptions>,
     /// The `<clientId>` part of stored owners.
     client_id: String,
+    /// `publish`, or `spublish` in a Redis 7 cluster (sharded channels, as Redisson's
+    /// `shardedSubscriptionMode`).
+    publish: &'static str,
+    /// Acknowledgement by replicas after acquires and renewals.
+    ack: Option<Ack>,
+    /// True in a cluster: every script stays within one slot.
+    cluster: bool,
+    /// Ends the Sentinel watcher when the client closes.
+    stop: CancellationToken,
 }
 
 impl RedisConn {
-    fn conn(&self) -> ConnectionManager {
-        self.conn.clone()
+    fn target(&self) -> Arc<Target> {
+        self.target
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    fn conn(&self) -> AnyConn {
+        self.target().conn.clone()
     }
 
     /// Run a script on the caller's own connection when the caller blocks a thread of its own,
@@ -176,10 +217,134 @@ impl RedisConn {
         &self,
         inv: &redis::ScriptInvocation<'_>,
     ) -> std::result::Result<T, RedisError> {
+        let target = self.target();
         if runtime::on_blocking_caller() {
-            return self.sync.run(|c| inv.invoke(c));
+            if let Some(sync) = &target.sync {
+                return sync.run(|c| inv.invoke(c));
+            }
         }
-        inv.invoke_async(&mut self.conn()).await
+        inv.invoke_async(&mut target.conn.clone()).await
+    }
+
+    /// [`RedisConn::invoke`], then, where the client asks replicas to acknowledge and `written`
+    /// says the script wrote, `WAIT` on the same connection: `Ok(Err(acked))` when fewer replicas
+    /// than asked acknowledged in time.
+    async fn invoke_acked<T: redis::FromRedisValue>(
+        &self,
+        inv: &redis::ScriptInvocation<'_>,
+        written: impl Fn(&T) -> bool,
+    ) -> std::result::Result<std::result::Result<T, i64>, RedisError> {
+        let Some(ack) = self.ack else {
+            return self.invoke(inv).await.map(Ok);
+        };
+        let wait = redis::cmd("WAIT")
+            .arg(ack.replicas)
+            .arg(ms(ack.timeout))
+            .clone();
+        let target = self.target();
+        if runtime::on_blocking_caller() {
+            if let Some(sync) = &target.sync {
+                return sync.run(|c| {
+                    let v: T = inv.invoke(c)?;
+                    if !written(&v) {
+                        return Ok(Ok(v));
+                    }
+                    let acked: i64 = wait.query(c)?;
+                    Ok(if acked >= ack.replicas as i64 {
+                        Ok(v)
+                    } else {
+                        Err(acked)
+                    })
+                });
+            }
+        }
+        let mut conn = target.conn.clone();
+        let v: T = inv.invoke_async(&mut conn).await?;
+        if !written(&v) {
+            return Ok(Ok(v));
+        }
+        let acked: i64 = wait.query_async(&mut conn).await?;
+        Ok(if acked >= ack.replicas as i64 {
+            Ok(v)
+        } else {
+            Err(acked)
+        })
+    }
+
+    /// The error of an acquire or renewal that too few replicas acknowledged.
+    fn not_replicated(&self, acked: i64, doing: &str, given_back: bool) -> Error {
+        let ack = self.ack.unwrap_or(Ack {
+            replicas: 0,
+            timeout: Duration::ZERO,
+        });
+        Error::new(
+            ErrorKind::NotReplicated,
+            format!(
+                "Redis: {doing}: {acked} of the {} replicas asked for acknowledged the write within {:?} (WAIT){}",
+                ack.replicas,
+                ack.timeout,
+                if given_back { "; the lock was given back" } else { "" }
+            ),
+        )
+    }
+
+    /// `WAIT` on `conn` after a write, where the client asks replicas to acknowledge.
+    async fn acknowledged(&self, conn: &mut AnyConn, doing: &str) -> Result<()> {
+        let Some(ack) = self.ack else {
+            return Ok(());
+        };
+        let acked: i64 = redis::cmd("WAIT")
+            .arg(ack.replicas)
+            .arg(ms(ack.timeout))
+            .query_async(conn)
+            .await
+            .map_err(|e| map_err(e, doing))?;
+        if acked < ack.replicas as i64 {
+            return Err(self.not_replicated(acked, doing, false));
+        }
+        Ok(())
+    }
+
+    /// Run a batched renewal `script` (first argument `first`, then one key and one argument per
+    /// hold, as `item` gives them): one call per cluster slot (one in all outside a cluster, so
+    /// that no script spans two slots), then `WAIT` where replicas must acknowledge. One answer
+    /// per hold: still held or not.
+    async fn renew_batch(
+        &self,
+        script: &redis::Script,
+        first: u64,
+        holds: &[RenewItem],
+        item: impl Fn(&RenewItem) -> Result<(String, Vec<u8>)>,
+    ) -> Result<Vec<bool>> {
+        let items: Vec<(String, Vec<u8>)> = holds.iter().map(item).collect::<Result<_>>()?;
+        let mut groups: std::collections::BTreeMap<u16, Vec<usize>> = Default::default();
+        for (i, (key, _)) in items.iter().enumerate() {
+            let group = if self.cluster { topology::slot(key) } else { 0 };
+            groups.entry(group).or_default().push(i);
+        }
+        let mut out = vec![false; items.len()];
+        let mut conn = self.conn();
+        for idxs in groups.values() {
+            let mut inv = script.prepare_invoke();
+            inv.arg(first);
+            for &i in idxs {
+                inv.key(&items[i].0).arg(items[i].1.as_slice());
+            }
+            let v: Vec<i64> = inv
+                .invoke_async(&mut conn)
+                .await
+                .map_err(|e| map_err(e, "renew leases"))?;
+            if v.len() != idxs.len() {
+                return Err(Error::internal(
+                    "renewal script returned the wrong number of results",
+                ));
+            }
+            for (&i, x) in idxs.iter().zip(v) {
+                out[i] = x == 1;
+            }
+        }
+        self.acknowledged(&mut conn, "renew leases").await?;
+        Ok(out)
     }
 
     /// Run a command, on the caller's own connection when it blocks a thread, retried on
@@ -187,10 +352,10 @@ impl RedisConn {
     async fn query<T: redis::FromRedisValue>(&self, cmd: redis::Cmd, doing: &str) -> Result<T> {
         let mut attempt = 0;
         loop {
-            let reply = if runtime::on_blocking_caller() {
-                self.sync.run(|c| cmd.query(c))
-            } else {
-                cmd.query_async(&mut self.conn()).await
+            let target = self.target();
+            let reply = match (&target.sync, runtime::on_blocking_caller()) {
+                (Some(sync), true) => sync.run(|c| cmd.query(c)),
+                _ => cmd.query_async(&mut target.conn.clone()).await,
             };
             match reply {
                 Ok(v) => return Ok(v),
@@ -212,6 +377,43 @@ impl RedisConn {
             .await
             .map_err(|e| map_err(e, doing))
     }
+
+    /// Point every connection at another server (Sentinel named a new master).
+    async fn retarget(&self, client: redis::Client, options: &ClientOptions) -> Result<()> {
+        let addr = client.get_connection_info().addr().to_string();
+        let conn = ConnectionManager::new_with_config(client.clone(), manager_config(options))
+            .await
+            .map_err(|e| map_err(e, "connect to the new master"))?;
+        let old = std::mem::replace(
+            &mut *self.target.write().unwrap_or_else(|e| e.into_inner()),
+            Arc::new(Target {
+                conn: AnyConn::Single(conn),
+                sync: Some(SyncConns::new(
+                    client.clone(),
+                    options.connect_timeout,
+                    options.command_timeout,
+                )),
+                addr: addr.clone(),
+            }),
+        );
+        if let Some(sync) = &old.sync {
+            sync.clear();
+        }
+        tracing::info!(
+            "polylock: Sentinel names a new master, {addr} (was {}); following it",
+            old.addr
+        );
+        self.subs.retarget(client).await;
+        Ok(())
+    }
+}
+
+fn manager_config(options: &ClientOptions) -> ConnectionManagerConfig {
+    ConnectionManagerConfig::new()
+        .set_connection_timeout(Some(options.connect_timeout))
+        .set_response_timeout(Some(options.command_timeout))
+        .set_number_of_retries(3)
+        .set_max_delay(Duration::from_secs(1))
 }
 
 /// A client's Redis backend: its connections and the lock kinds Redis has.
@@ -244,29 +446,96 @@ async fn connect_backend(
     options: &ClientOptions,
     client_id: &str,
 ) -> Result<RedisBackend> {
-    let client = redis::Client::open(url).map_err(|e| {
-        Error::invalid(format!(
-            "malformed Redis URL: {e}; expected redis://[user:password@]host:port[/db] or rediss://..."
-        ))
-    })?;
-    let config = ConnectionManagerConfig::new()
-        .set_connection_timeout(Some(options.connect_timeout))
-        .set_response_timeout(Some(options.command_timeout))
-        .set_number_of_retries(3)
-        .set_max_delay(Duration::from_secs(1));
-    let conn = ConnectionManager::new_with_config(client.clone(), config.clone())
-        .await
-        .map_err(|e| map_err(e, "connect"))?;
+    let parsed = RedisUrl::parse(url)?;
+    let open = |u: &str| {
+        redis::Client::open(u).map_err(|e| {
+            Error::invalid(format!(
+                "malformed Redis URL '{}': {e}; expected redis://[user:password@]host:port[/db] or rediss://...",
+                redact(u)
+            ))
+        })
+    };
+    let config = manager_config(options);
+    let mut sentinel = None;
+    let (target, source, cluster, publish) = match &parsed.shape {
+        Shape::Single(u) => {
+            let client = open(u)?;
+            let (target, source) = single_target(client, options).await?;
+            (target, source, false, "publish")
+        }
+        Shape::Sentinel { .. } => {
+            let source = sentinel::SentinelSource::new(&parsed.shape, options)?;
+            let client = source.master().await?;
+            let (target, subs) = single_target(client, options).await?;
+            sentinel = Some(source);
+            (target, subs, false, "publish")
+        }
+        Shape::Cluster { seeds } => {
+            let timeouts = (options.connect_timeout, options.command_timeout);
+            let client = cluster_builder(seeds.clone(), timeouts)
+                .build()
+                .map_err(|e| {
+                    Error::invalid(format!(
+                        "malformed Redis Cluster URL '{}': {e}",
+                        redact(url)
+                    ))
+                })?;
+            let mut conn = client
+                .get_async_connection()
+                .await
+                .map_err(|e| map_err(e, "connect to the cluster"))?;
+            // Sharded channels where every node has them (Redis 7), as Redisson does. INFO goes
+            // to every master; each answers its own.
+            let infos: std::collections::HashMap<String, String> = redis::cmd("INFO")
+                .arg("server")
+                .query_async(&mut conn)
+                .await
+                .map_err(|e| map_err(e, "read the cluster's version"))?;
+            let major = infos
+                .values()
+                .map(|info| {
+                    info.lines()
+                        .find_map(|l| l.strip_prefix("redis_version:"))
+                        .and_then(|v| v.split('.').next())
+                        .and_then(|m| m.trim().parse::<u32>().ok())
+                        .unwrap_or(0)
+                })
+                .min()
+                .unwrap_or(0);
+            let sharded = major >= 7;
+            let target = Target {
+                conn: AnyConn::Cluster(conn),
+                sync: None,
+                addr: seeds.join(","),
+            };
+            (
+                target,
+                SubSource::Cluster {
+                    seeds: seeds.clone(),
+                    timeouts,
+                    sharded,
+                },
+                true,
+                if sharded { "spublish" } else { "publish" },
+            )
+        }
+    };
     let conn = Arc::new(RedisConn {
-        conn,
-        sync: SyncConns::new(
-            client.clone(),
-            options.connect_timeout,
-            options.command_timeout,
-        ),
-        subs: Arc::new(Subscriptions::new(client, config)),
+        target: std::sync::RwLock::new(Arc::new(target)),
+        subs: Arc::new(Subscriptions::new(source, config)),
         client_id: client_id.to_string(),
+        publish,
+        ack: parsed.ack,
+        cluster,
+        stop: CancellationToken::new(),
     });
+    if let Some(source) = sentinel {
+        tokio::spawn(sentinel::watch(
+            Arc::downgrade(&conn),
+            source,
+            options.clone(),
+        ));
+    }
     Ok(RedisBackend {
         plain: Arc::new(RedisLock::new(conn.clone(), Flavor::Plain)),
         read: Arc::new(RedisLock::new(conn.clone(), Flavor::Read)),
@@ -277,6 +546,37 @@ async fn connect_backend(
         latch: Arc::new(RedisLatch::new(conn.clone())),
         conn,
     })
+}
+
+/// A cluster client over `seeds` with the client's connect and command timeouts.
+fn cluster_builder(
+    seeds: Vec<String>,
+    (connect, command): (Duration, Duration),
+) -> redis::cluster::ClusterClientBuilder {
+    redis::cluster::ClusterClientBuilder::new(seeds)
+        .connection_timeout(connect)
+        .response_timeout(command)
+        .retries(3)
+}
+
+/// The connections to one server (or the master Sentinel named).
+async fn single_target(
+    client: redis::Client,
+    options: &ClientOptions,
+) -> Result<(Target, SubSource)> {
+    let conn = ConnectionManager::new_with_config(client.clone(), manager_config(options))
+        .await
+        .map_err(|e| map_err(e, "connect"))?;
+    let target = Target {
+        conn: AnyConn::Single(conn),
+        sync: Some(SyncConns::new(
+            client.clone(),
+            options.connect_timeout,
+            options.command_timeout,
+        )),
+        addr: client.get_connection_info().addr().to_string(),
+    };
+    Ok((target, SubSource::Single(client)))
 }
 
 #[async_trait]
@@ -331,7 +631,10 @@ impl Backend for RedisBackend {
     async fn close(&self) {
         // Close the idle connections of blocked callers; the multiplexed and subscriber
         // connections close when the last handle on the client goes.
-        self.conn.sync.clear();
+        self.conn.stop.cancel();
+        if let Some(sync) = &self.conn.target().sync {
+            sync.clear();
+        }
     }
 
     fn subscribed_channels(&self) -> usize {

@@ -10,12 +10,51 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
-use redis::{PushInfo, PushKind, Value};
-use tokio::sync::{Mutex as AsyncMutex, Notify, OnceCell};
+use redis::cluster_async::ClusterConnection;
+use redis::{PushInfo, PushKind, RedisResult, Value};
+use tokio::sync::{Mutex as AsyncMutex, Notify};
 
 use crate::error::Result;
 
 use super::map_err;
+
+/// Where the subscriber connects: the one server (or the master Sentinel names, replaced after a
+/// failover), or a cluster (sharded channels go to their slot's node).
+#[derive(Clone)]
+pub(crate) enum SubSource {
+    Single(redis::Client),
+    Cluster {
+        seeds: Vec<String>,
+        timeouts: (std::time::Duration, std::time::Duration),
+        /// `SSUBSCRIBE` (Redis 7 and later), as the scripts `SPUBLISH`.
+        sharded: bool,
+    },
+}
+
+/// The subscriber connection of either topology.
+#[derive(Clone)]
+enum SubConn {
+    Single(ConnectionManager),
+    Cluster(ClusterConnection, bool),
+}
+
+impl SubConn {
+    async fn subscribe(&mut self, channel: &str) -> RedisResult<()> {
+        match self {
+            SubConn::Single(c) => c.subscribe(channel).await,
+            SubConn::Cluster(c, true) => c.ssubscribe(channel).await,
+            SubConn::Cluster(c, false) => c.subscribe(channel).await,
+        }
+    }
+
+    async fn unsubscribe(&mut self, channel: &str) -> RedisResult<()> {
+        match self {
+            SubConn::Single(c) => c.unsubscribe(channel).await,
+            SubConn::Cluster(c, true) => c.sunsubscribe(channel).await,
+            SubConn::Cluster(c, false) => c.unsubscribe(channel).await,
+        }
+    }
+}
 
 /// Whom a message on a channel wakes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -39,9 +78,9 @@ pub(crate) struct Channel {
 type Channels = Arc<Mutex<HashMap<String, Arc<Channel>>>>;
 
 pub(crate) struct Subscriptions {
-    client: redis::Client,
+    source: Mutex<SubSource>,
     config: ConnectionManagerConfig,
-    conn: OnceCell<ConnectionManager>,
+    conn: AsyncMutex<Option<SubConn>>,
     channels: Channels,
 }
 
@@ -53,20 +92,33 @@ pub(crate) struct WaitGuard {
 }
 
 impl Subscriptions {
-    pub(crate) fn new(client: redis::Client, config: ConnectionManagerConfig) -> Subscriptions {
+    pub(crate) fn new(source: SubSource, config: ConnectionManagerConfig) -> Subscriptions {
         Subscriptions {
-            client,
+            source: Mutex::new(source),
             config,
-            conn: OnceCell::new(),
+            conn: AsyncMutex::new(None),
             channels: Arc::new(Mutex::new(HashMap::new())),
         }
     }
 
-    async fn conn(&self) -> Result<ConnectionManager> {
+    async fn conn(&self) -> Result<SubConn> {
+        let mut slot = self.conn.lock().await;
+        if let Some(c) = slot.as_ref() {
+            return Ok(c.clone());
+        }
+        let source = self
+            .source
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
         let channels = self.channels.clone();
-        self.conn
-            .get_or_try_init(|| async {
-                let info = self.client.get_connection_info().clone();
+        let push = move |msg: PushInfo| {
+            dispatch(&channels, msg);
+            Ok::<(), redis::aio::SendError>(())
+        };
+        let fresh = match source {
+            SubSource::Single(client) => {
+                let info = client.get_connection_info().clone();
                 let redis_info = info
                     .redis_settings()
                     .clone()
@@ -77,16 +129,60 @@ impl Subscriptions {
                     .config
                     .clone()
                     .set_automatic_resubscription()
-                    .set_push_sender(move |msg: PushInfo| {
-                        dispatch(&channels, msg);
-                        Ok::<(), redis::aio::SendError>(())
-                    });
-                ConnectionManager::new_with_config(client, config)
+                    .set_push_sender(push);
+                SubConn::Single(
+                    ConnectionManager::new_with_config(client, config)
+                        .await
+                        .map_err(|e| map_err(e, "open the subscriber connection"))?,
+                )
+            }
+            SubSource::Cluster {
+                seeds,
+                timeouts,
+                sharded,
+            } => {
+                let client = super::cluster_builder(seeds, timeouts)
+                    .use_protocol(redis::ProtocolVersion::RESP3)
+                    .push_sender(push)
+                    .build()
+                    .map_err(|e| map_err(e, "open the subscriber connection"))?;
+                let conn = client
+                    .get_async_connection()
                     .await
-                    .map_err(|e| map_err(e, "open the subscriber connection"))
-            })
-            .await
-            .cloned()
+                    .map_err(|e| map_err(e, "open the subscriber connection"))?;
+                SubConn::Cluster(conn, sharded)
+            }
+        };
+        *slot = Some(fresh.clone());
+        Ok(fresh)
+    }
+
+    /// Follow the master to another server (a Sentinel failover): a new subscriber connection
+    /// takes every channel with waiters, and every waiter tries again at once (messages may have
+    /// been missed meanwhile).
+    pub(crate) async fn retarget(&self, client: redis::Client) {
+        *self.source.lock().unwrap_or_else(|e| e.into_inner()) = SubSource::Single(client);
+        self.conn.lock().await.take();
+        let channels: Vec<(String, Arc<Channel>)> = self
+            .channels
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        for (name, state) in channels {
+            let mut subscribed = state.subscribed.lock().await;
+            if *subscribed {
+                let ok = match self.conn().await {
+                    Ok(mut c) => c.subscribe(&name).await.is_ok(),
+                    Err(_) => false,
+                };
+                // A failed subscription is made again by the channel's next waiter.
+                *subscribed = ok;
+            }
+            drop(subscribed);
+            state.notify.notify_waiters();
+        }
     }
 
     /// Register as a waiter on `channel` and make sure it is subscribed before returning. The
@@ -157,8 +253,9 @@ impl Drop for WaitGuard {
                 return; // a new waiter arrived meanwhile and keeps the subscription
             }
             if *subscribed {
-                if let Some(conn) = subs.conn.get() {
-                    let _ = conn.clone().unsubscribe(&name).await;
+                let conn = subs.conn.lock().await.clone();
+                if let Some(mut conn) = conn {
+                    let _ = conn.unsubscribe(&name).await;
                 }
                 *subscribed = false;
             }

@@ -19,7 +19,8 @@ use redis::{RedisError, Script};
 
 use super::pubsub::Wake;
 use super::{
-    backoff, epoch_ms, hand_over_on_drop, map_err, ms, retryable, tagged, RedisConn, RETRIES,
+    backoff, epoch_ms, hand_over_on_drop, map_err, ms, prefixed, retryable, tagged, RedisConn,
+    RETRIES,
 };
 use crate::backend::{
     ExpirableOps, Granted, HoldOps, PermitRelease, PermitRequest, RenewItem, SemaphoreOps,
@@ -32,12 +33,11 @@ use crate::runtime;
 /// A give-back of a cancelled acquire, run in a task of its own.
 type GiveBack = std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>;
 
-const PUBLISH: &str = "publish";
 /// Redisson's score of a permit without a lease.
 const NO_EXPIRY: u64 = 922_337_203_685_477;
 
 fn channel(name: &str) -> String {
-    format!("redisson_sc:{{{name}}}")
+    prefixed("redisson_sc", name)
 }
 
 fn timeout_key(name: &str) -> String {
@@ -134,7 +134,7 @@ impl RedisSemaphore {
 
     async fn try_set(&self, name: &str, permits: u32) -> Result<bool> {
         let mut inv = self.scripts.try_set.key(name);
-        inv.key(channel(name)).arg(permits).arg(PUBLISH);
+        inv.key(channel(name)).arg(permits).arg(self.conn.publish);
         let n: i64 = self.call(&inv, true, "set the semaphore's permits").await?;
         Ok(n == 1)
     }
@@ -143,7 +143,7 @@ impl RedisSemaphore {
         let mut inv = self.scripts.add.key(name);
         inv.key(channel(name))
             .arg(delta)
-            .arg(PUBLISH)
+            .arg(self.conn.publish)
             .arg(if self.expiring { "delta" } else { "value" });
         let _: i64 = self.call(&inv, false, "add permits").await?;
         Ok(())
@@ -152,13 +152,14 @@ impl RedisSemaphore {
     /// Give back `permits` plain permits in the background (those of a cancelled acquire).
     fn give_back_later(&self, name: &str) -> impl FnOnce(i64) -> GiveBack {
         let (scripts, mut conn, name) = (self.scripts.clone(), self.conn.conn(), name.to_string());
+        let publish = self.conn.publish;
         move |permits: i64| -> GiveBack {
             Box::pin(async move {
                 if permits <= 0 {
                     return;
                 }
                 let mut inv = scripts.release.key(&name);
-                inv.key(channel(&name)).arg(permits).arg(PUBLISH);
+                inv.key(channel(&name)).arg(permits).arg(publish);
                 let _: redis::RedisResult<i64> = inv.invoke_async(&mut conn).await;
             })
         }
@@ -211,7 +212,7 @@ impl RedisSemaphore {
                 .key(channel(name))
                 .arg(now)
                 .arg(now.saturating_add(ms(lease)).min(NO_EXPIRY))
-                .arg(PUBLISH);
+                .arg(self.conn.publish);
             for id in ids {
                 inv.arg(id.as_slice());
             }
@@ -244,6 +245,7 @@ impl RedisSemaphore {
             let (scripts, mut conn) = (self.scripts.clone(), self.conn.conn());
             let (key, owned_ids) = (name.to_string(), ids.to_vec());
             let (scripts2, mut conn2) = (self.scripts.clone(), self.conn.conn());
+            let publish = self.conn.publish;
             let (key2, ids2) = (name.to_string(), ids.to_vec());
             let reply = hand_over_on_drop(
                 async move {
@@ -252,7 +254,7 @@ impl RedisSemaphore {
                         .key(channel(&key))
                         .arg(now)
                         .arg(now.saturating_add(ms(lease)).min(NO_EXPIRY))
-                        .arg(PUBLISH);
+                        .arg(publish);
                     for id in &owned_ids {
                         inv.arg(id.as_slice());
                     }
@@ -268,7 +270,7 @@ impl RedisSemaphore {
                             .key(channel(&key2))
                             .arg(id)
                             .arg(epoch_ms())
-                            .arg(PUBLISH);
+                            .arg(publish);
                         let _: redis::RedisResult<i64> = inv.invoke_async(&mut conn2).await;
                     }
                 },
@@ -377,22 +379,15 @@ impl RedisSemaphore {
 impl HoldOps for RedisSemaphore {
     /// Expiring permits: re-score each still there (plain permits are held by nobody).
     async fn renew(&self, holds: &[RenewItem], lease: Duration) -> Result<Vec<bool>> {
-        let mut inv = self.scripts.permit_renew.prepare_invoke();
-        inv.arg(epoch_ms().saturating_add(ms(lease)));
-        for h in holds {
-            inv.key(timeout_key(&h.name))
-                .arg(id_bytes(h.node.as_deref().unwrap_or_default())?);
-        }
-        let v: Vec<i64> = inv
-            .invoke_async(&mut self.conn.conn())
+        let until = epoch_ms().saturating_add(ms(lease));
+        self.conn
+            .renew_batch(&self.scripts.permit_renew, until, holds, |h| {
+                Ok((
+                    timeout_key(&h.name),
+                    id_bytes(h.node.as_deref().unwrap_or_default())?,
+                ))
+            })
             .await
-            .map_err(|e| map_err(e, "renew permits"))?;
-        if v.len() != holds.len() {
-            return Err(Error::internal(
-                "renewal script returned the wrong number of results",
-            ));
-        }
-        Ok(v.into_iter().map(|x| x == 1).collect())
     }
 
     async fn drop_hold(&self, name: &str, _owner: OwnerId, node: Option<&str>) -> Result<bool> {
@@ -428,7 +423,7 @@ impl SemaphoreOps for RedisSemaphore {
 
     async fn release(&self, name: &str, permits: u32, _nodes: &[String]) -> Result<()> {
         let mut inv = self.scripts.release.key(name);
-        inv.key(channel(name)).arg(permits).arg(PUBLISH);
+        inv.key(channel(name)).arg(permits).arg(self.conn.publish);
         let _: i64 = self.call(&inv, false, "release permits").await?;
         Ok(())
     }
@@ -493,7 +488,7 @@ impl ExpirableOps for RedisSemaphore {
             .key(channel(name))
             .arg(id_bytes(id)?)
             .arg(epoch_ms())
-            .arg(PUBLISH);
+            .arg(self.conn.publish);
         let mut attempt = 0;
         loop {
             let reply: std::result::Result<i64, RedisError> = self.conn.invoke(&inv).await;
@@ -517,7 +512,7 @@ impl ExpirableOps for RedisSemaphore {
         inv.key(timeout_key(name))
             .key(channel(name))
             .arg(epoch_ms())
-            .arg(PUBLISH);
+            .arg(self.conn.publish);
         self.call(&inv, true, "count the free permits").await
     }
 

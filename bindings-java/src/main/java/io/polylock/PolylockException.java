@@ -45,7 +45,12 @@ public class PolylockException extends RuntimeException {
          * A thread holding the read lock of a read-write lock asked for its write lock
          * ({@link UpgradeNotSupportedException}).
          */
-        UPGRADE_NOT_SUPPORTED(14);
+        UPGRADE_NOT_SUPPORTED(14),
+        /**
+         * Fewer replicas than the URL's {@code wait_replicas} acknowledged an acquire in time
+         * (Redis {@code WAIT}); the lock was given back.
+         */
+        NOT_REPLICATED(15);
 
         private final int number;
 

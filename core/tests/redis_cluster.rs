@@ -1,0 +1,188 @@
+//! Redis Cluster: six nodes of the test's own (three masters with a replica each). Every key of a
+//! lock lives in one slot, waiters wake on sharded channels (SSUBSCRIBE/SPUBLISH), renewals never
+//! span two slots, and a master failover is followed.
+
+mod common;
+
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use common::ha::{cli, Cluster};
+use common::*;
+use polylock::{AcquireOptions, Client, ClientOptions, HoldState, Released, Wait};
+
+async fn start() -> Cluster {
+    tokio::task::spawn_blocking(Cluster::start).await.unwrap()
+}
+
+async fn client(cluster: &Cluster, watchdog: Duration) -> Client {
+    let opts = ClientOptions {
+        watchdog_timeout: watchdog,
+        ..ClientOptions::default()
+    };
+    Client::connect_with(&cluster.url(), opts).await.unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn locks_exclude_and_waiters_wake_on_sharded_channels() {
+    let cluster = start().await;
+    let (a, b) = (
+        client(&cluster, Duration::from_secs(30)).await,
+        client(&cluster, Duration::from_secs(30)).await,
+    );
+    // Names on all three masters.
+    let names: Vec<String> = (0..6).map(|i| unique(&format!("cluster-{i}"))).collect();
+    let masters: std::collections::BTreeSet<u16> =
+        names.iter().map(|n| cluster.master_of(n)).collect();
+    assert_eq!(masters.len(), 3, "the names cover every master");
+    let counter = Arc::new(AtomicU64::new(0));
+    let mut tasks = Vec::new();
+    for (i, name) in names.iter().enumerate() {
+        // One counter of sections inside per name: never more than one.
+        let inside = Arc::new(AtomicUsize::new(0));
+        for c in [&a, &b] {
+            let (lock, counter, inside) = (c.lock(name).unwrap(), counter.clone(), inside.clone());
+            let me = i as u64 * 10 + 1 + (c.id() == b.id()) as u64;
+            tasks.push(tokio::spawn(async move {
+                for _ in 0..10 {
+                    lock.acquire(me, AcquireOptions::wait_for(Duration::from_secs(20)))
+                        .await
+                        .unwrap();
+                    assert_eq!(inside.fetch_add(1, Ordering::SeqCst), 0, "two inside");
+                    tokio::time::sleep(Duration::from_millis(1)).await;
+                    counter.fetch_add(1, Ordering::SeqCst);
+                    inside.fetch_sub(1, Ordering::SeqCst);
+                    lock.release(me).await.unwrap();
+                }
+            }));
+        }
+    }
+    for t in tasks {
+        t.await.unwrap();
+    }
+    assert_eq!(counter.load(Ordering::SeqCst), 120, "every section ran");
+
+    // A waiter wakes by the release's sharded message, not by the 30 s lease.
+    let name = &names[0];
+    let master = cluster.master_of(name);
+    let held = a.lock(name).unwrap();
+    held.acquire(1, AcquireOptions::forever()).await.unwrap();
+    let waiting = {
+        let l = b.lock(name).unwrap();
+        tokio::spawn(async move {
+            l.acquire(2, AcquireOptions::forever()).await.unwrap();
+            Instant::now()
+        })
+    };
+    let channel = format!("redisson_lock__channel:{{{name}}}");
+    common::ha::wait_until("the waiter subscribed on its slot's master", 10, || {
+        cli(master, &["PUBSUB", "SHARDNUMSUB", &channel]).ends_with("\n1")
+    });
+    let released = Instant::now();
+    held.release(1).await.unwrap();
+    let woke = tokio::time::timeout(Duration::from_secs(5), waiting)
+        .await
+        .unwrap()
+        .unwrap();
+    println!("woken {:?} after the release", woke - released);
+    assert!(woke - released < Duration::from_millis(500));
+    b.lock(name).unwrap().release(2).await.unwrap();
+    assert_no_channels_left(&b).await;
+    a.close().await.unwrap();
+    b.close().await.unwrap();
+}
+
+/// One client holds 40 locks over many slots with a short watchdog: renewals, grouped by slot,
+/// keep every one of them (a script over two slots would fail with CROSSSLOT and lose them).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn renewals_never_span_two_slots() {
+    let cluster = start().await;
+    let c = client(&cluster, Duration::from_millis(1500)).await;
+    let mut held = Vec::new();
+    for i in 0..40 {
+        let name = unique(&format!("renew-{i}"));
+        let a = c
+            .lock(&name)
+            .unwrap()
+            .acquire(1, AcquireOptions::forever())
+            .await
+            .unwrap();
+        held.push((name, a));
+    }
+    let p = c.permit_expirable_semaphore(&unique("renew-exp")).unwrap();
+    p.try_set_permits(2).await.unwrap();
+    let permit = p.acquire(None, Wait::Forever).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(4500)).await;
+    for (name, a) in &held {
+        assert_eq!(a.lost.state(), HoldState::Held, "{name}");
+        let pttl: i64 = cli(cluster.master_of(name), &["PTTL", name])
+            .parse()
+            .unwrap();
+        assert!(pttl > 0, "{name}: {pttl}");
+    }
+    assert!(!permit.lost.is_lost(), "the expiring permit was renewed");
+    for (name, _) in &held {
+        assert_eq!(
+            c.lock(name).unwrap().release(1).await.unwrap(),
+            Released::Freed
+        );
+    }
+    p.release(&permit.id).await.unwrap();
+    c.close().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_primitive_works_in_a_cluster() {
+    let cluster = start().await;
+    let (a, b) = (
+        client(&cluster, Duration::from_secs(30)).await,
+        client(&cluster, Duration::from_secs(30)).await,
+    );
+    let name = unique("rw");
+    common::rw::readers_share_and_a_writer_excludes(&a, &b, &name).await;
+    let fair = a.fair_lock(&unique("fair")).unwrap();
+    fair.acquire(1, AcquireOptions::forever()).await.unwrap();
+    fair.release(1).await.unwrap();
+    common::sem::n_permits_bound_16_workers(&a, &b, &unique("sem")).await;
+    common::sem::latch_wakes_all_waiters_at_zero(&a, &b, &unique("latch")).await;
+    a.close().await.unwrap();
+    b.close().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_master_failover_is_followed() {
+    let cluster = start().await;
+    let c = client(&cluster, Duration::from_millis(3000)).await;
+    let other = client(&cluster, Duration::from_secs(30)).await;
+    let name = unique("failover");
+    let lock = c.lock(&name).unwrap();
+    let held = lock.acquire(1, AcquireOptions::forever()).await.unwrap();
+    let old = cluster.master_of(&name);
+    tokio::task::block_in_place(|| cluster.wait_replicated(old));
+    let started = Instant::now();
+    let new = cluster.failover(&name);
+    println!(
+        "the replica {new} took over from {old} in {:?}",
+        started.elapsed()
+    );
+    // New acquires in that slot follow the MOVED redirect to the new master.
+    let fresh = format!("{{{name}}}:after");
+    other
+        .lock(&fresh)
+        .unwrap()
+        .acquire(1, AcquireOptions::wait_for(Duration::from_secs(10)))
+        .await
+        .unwrap();
+    assert_eq!(cluster.master_of(&fresh), new);
+    assert!(cli(new, &["HGETALL", &fresh]).contains(other.id()));
+    // The hold the replica had is kept and renewed there.
+    tokio::time::sleep(Duration::from_millis(6500)).await;
+    assert_eq!(held.lost.state(), HoldState::Held);
+    let pttl: i64 = cli(new, &["PTTL", &name]).parse().unwrap();
+    assert!(pttl > 0, "renewed on the new master: {pttl}");
+    assert_eq!(lock.release(1).await.unwrap(), Released::Freed);
+    other.lock(&fresh).unwrap().release(1).await.unwrap();
+    c.close().await.unwrap();
+    other.close().await.unwrap();
+}
