@@ -53,7 +53,7 @@ pub use crate::model::outcome::{
 pub use crate::model::owner::{self, OwnerId};
 pub use crate::primitives::latch::CountDownLatch;
 pub use crate::primitives::lock::Lock;
-pub use crate::primitives::multi::MultiLock;
+pub use crate::primitives::lock::MultiLock;
 pub use crate::primitives::permit_semaphore::{Permit, PermitExpirableSemaphore};
 pub use crate::primitives::read_write::ReadWriteLock;
 pub use crate::primitives::semaphore::{Permits, Semaphore};

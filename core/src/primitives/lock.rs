@@ -4,7 +4,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::multi::MultiLock;
+use super::multi::Multi;
 use super::one::OneLock;
 use crate::backend::UnlockReply;
 use crate::hold::ClientCore;
@@ -26,7 +26,7 @@ pub struct Lock(pub(crate) Inner);
 #[derive(Clone, Debug)]
 pub(crate) enum Inner {
     One(OneLock),
-    Many(Arc<MultiLock>),
+    Many(Arc<Multi>),
 }
 
 macro_rules! each {
@@ -60,7 +60,11 @@ impl Lock {
     pub fn members(&self) -> Vec<Lock> {
         match &self.0 {
             Inner::One(_) => vec![self.clone()],
-            Inner::Many(m) => m.members(),
+            Inner::Many(m) => m
+                .members()
+                .iter()
+                .map(|one| Lock(Inner::One(one.clone())))
+                .collect(),
         }
     }
 
@@ -175,5 +179,32 @@ impl Lock {
                 "release attempts are a Redis test hook of single locks",
             )),
         }
+    }
+}
+
+/// A multi-lock over several locks: all of them or none, even on different clients and servers
+/// (Redis and ZooKeeper together), with the semantics of Redisson's `RedissonMultiLock` and
+/// Curator's `InterProcessMultiLock`. Members are taken in one canonical order (by name, then
+/// server, then kind), so two multi-locks over overlapping sets never deadlock.
+///
+/// `MultiLock::new(vec![a, b])` gives a [`Lock`] that every lock operation accepts. It is
+/// reentrant per owner as its members are (a mutex member is not). Losing any member fires its
+/// lost signal.
+#[derive(Debug)]
+pub struct MultiLock;
+
+impl MultiLock {
+    /// A multi-lock over `locks` (multi-locks among them are flattened into their members).
+    /// `InvalidArgument` when there is none, or the same lock is given twice.
+    #[allow(clippy::new_ret_no_self)] // a multi-lock is used as a Lock, like every lock kind
+    pub fn new(locks: Vec<Lock>) -> Result<Lock> {
+        let mut members: Vec<OneLock> = Vec::new();
+        for l in locks {
+            match l.0 {
+                Inner::One(one) => members.push(one),
+                Inner::Many(m) => members.extend(m.members().iter().cloned()),
+            }
+        }
+        Ok(Lock(Inner::Many(Arc::new(Multi::new(members)?))))
     }
 }

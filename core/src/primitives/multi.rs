@@ -9,10 +9,8 @@
 //! cannot be had in time (or fails), the members already taken are given back before the acquire
 //! returns, so nothing stays held.
 
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::lock::{Inner, Lock};
 use super::one::OneLock;
 use crate::hold::any_lost;
 use crate::model::error::{Error, ErrorKind, Result};
@@ -21,29 +19,18 @@ use crate::model::options::{AcquireOptions, Wait};
 use crate::model::outcome::{Acquired, LockStatus, Released};
 use crate::model::owner::OwnerId;
 
-/// A multi-lock over several locks (see the module docs for the order it takes them in).
-///
-/// `MultiLock::new(vec![a, b])` gives a [`Lock`] that every lock operation accepts. It is
-/// reentrant per owner as its members are (a mutex member is not). Losing any member fires its
-/// lost signal.
+/// The members of a multi-lock, in the order it takes them (see the module docs). The public
+/// handle is a [`Lock`](super::lock::Lock) made by [`MultiLock::new`](super::lock::MultiLock).
 #[derive(Debug)]
-pub struct MultiLock {
+pub(crate) struct Multi {
     members: Vec<OneLock>,
     name: String,
 }
 
-impl MultiLock {
-    /// A multi-lock over `locks` (multi-locks among them are flattened into their members).
-    /// `InvalidArgument` when there is none, or the same lock is given twice.
-    #[allow(clippy::new_ret_no_self)] // a multi-lock is used as a Lock, like every lock kind
-    pub fn new(locks: Vec<Lock>) -> Result<Lock> {
-        let mut members: Vec<OneLock> = Vec::new();
-        for l in locks {
-            match l.0 {
-                Inner::One(one) => members.push(one),
-                Inner::Many(m) => members.extend(m.members.iter().cloned()),
-            }
-        }
+impl Multi {
+    /// The multi-lock over `members` (already flattened). `InvalidArgument` when there is none,
+    /// or the same lock is given twice.
+    pub(crate) fn new(mut members: Vec<OneLock>) -> Result<Multi> {
         if members.is_empty() {
             return Err(Error::invalid("a multi-lock needs at least one lock"));
         }
@@ -58,14 +45,12 @@ impl MultiLock {
             .map(|m| m.name())
             .collect::<Vec<_>>()
             .join("+");
-        Ok(Lock(Inner::Many(Arc::new(MultiLock { members, name }))))
+        Ok(Multi { members, name })
     }
 
-    pub(crate) fn members(&self) -> Vec<Lock> {
-        self.members
-            .iter()
-            .map(|m| Lock(Inner::One(m.clone())))
-            .collect()
+    /// The members, in the order they are taken.
+    pub(crate) fn members(&self) -> &[OneLock] {
+        &self.members
     }
 
     pub(crate) fn name(&self) -> &str {
