@@ -11,7 +11,10 @@
 # for RedLock, POLYLOCK_REDLOCK_PORTS ("6381 6382 6383"); MariaDB on POLYLOCK_MYSQL_PORT (3307) and
 # PostgreSQL on POLYLOCK_PG_PORT (5433), each on a data directory of its own, run as an
 # unprivileged user (mysql, postgres) when this script runs as root, never as the system
-# service. State lives under target/servers/.
+# service. Highly available Redis: a master (POLYLOCK_SENTINEL_MASTER_PORT, 6390) with two replicas
+# (6391, 6392) watched by three sentinels (26390-26392, master name "mymaster"), and a six-node
+# cluster, three masters each with a replica (POLYLOCK_CLUSTER_PORTS, 7001-7006). State lives
+# under target/servers/.
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -22,6 +25,9 @@ redlock_ports="${POLYLOCK_REDLOCK_PORTS:-6381 6382 6383}"
 zk_home=/usr/share/zookeeper
 mysql_port="${POLYLOCK_MYSQL_PORT:-3307}"
 pg_port="${POLYLOCK_PG_PORT:-5433}"
+sentinel_master="${POLYLOCK_SENTINEL_MASTER_PORT:-6390}"
+sentinel_ports="${POLYLOCK_SENTINEL_PORTS:-26390 26391 26392}"
+cluster_ports="${POLYLOCK_CLUSTER_PORTS:-7001 7002 7003 7004 7005 7006}"
 # The test database and its user (the same name and password on both servers).
 sql_db=polylock
 sql_user=polylock
@@ -55,9 +61,10 @@ install() {
 
 redis_up() { redis-cli -h 127.0.0.1 -p "$1" ping 2>/dev/null | grep -q PONG; }
 
-# start_redis PORT
+# start_redis PORT [REDIS-SERVER ARGS...]
 start_redis() {
   local port=$1
+  shift
   if redis_up "$port"; then
     log "redis already answering on 127.0.0.1:$port"
     return
@@ -65,7 +72,7 @@ start_redis() {
   mkdir -p "$state/redis-$port"
   redis-server --bind 127.0.0.1 --port "$port" --daemonize yes \
     --dir "$state/redis-$port" --pidfile "$state/redis-$port/redis.pid" \
-    --logfile "$state/redis-$port/redis.log" --save '' --appendonly no >/dev/null
+    --logfile "$state/redis-$port/redis.log" --save '' --appendonly no "$@" >/dev/null
   for _ in $(seq 1 50); do
     redis_up "$port" && { log "redis started on 127.0.0.1:$port"; return; }
     sleep 0.1
@@ -119,14 +126,75 @@ start_zk() {
   exit 1
 }
 
+# --- Highly available Redis: Sentinel and Cluster -----------------------------------------------
+
+# A master with two replicas and three sentinels (quorum 2, a master is down after 1 s).
+start_sentinel() {
+  local port dir
+  start_redis "$sentinel_master"
+  for port in $((sentinel_master + 1)) $((sentinel_master + 2)); do
+    start_redis "$port" --replicaof 127.0.0.1 "$sentinel_master"
+  done
+  for port in $sentinel_ports; do
+    if redis_up "$port"; then log "sentinel already answering on 127.0.0.1:$port"; continue; fi
+    dir="$state/sentinel-$port"
+    mkdir -p "$dir"
+    printf '%s\n' "port $port" "bind 127.0.0.1" "dir $dir" "pidfile $dir/sentinel.pid" \
+      "logfile $dir/sentinel.log" "daemonize yes" \
+      "sentinel monitor mymaster 127.0.0.1 $sentinel_master 2" \
+      "sentinel down-after-milliseconds mymaster 1000" \
+      "sentinel failover-timeout mymaster 10000" >"$dir/sentinel.conf"
+    redis-server "$dir/sentinel.conf" --sentinel >/dev/null
+  done
+  for _ in $(seq 1 100); do
+    local ok=1
+    for port in $sentinel_ports; do
+      redis-cli -p "$port" SENTINEL GET-MASTER-ADDR-BY-NAME mymaster 2>/dev/null | grep -q . || ok=0
+    done
+    [ $ok = 1 ] && { log "sentinels on $sentinel_ports watch mymaster"; return; }
+    sleep 0.1
+  done
+  log "the sentinels did not start; see $state/sentinel-*/sentinel.log"
+  exit 1
+}
+
+# Six cluster nodes; the cluster is created once (three masters, a replica each).
+start_cluster() {
+  local port addrs=()
+  for port in $cluster_ports; do
+    start_redis "$port" --cluster-enabled yes --cluster-node-timeout 2000 \
+      --cluster-config-file "nodes-$port.conf"
+    addrs+=("127.0.0.1:$port")
+  done
+  local first=${cluster_ports%% *}
+  if ! redis-cli -p "$first" CLUSTER INFO | grep -q "cluster_known_nodes:6"; then
+    redis-cli --cluster create "${addrs[@]}" --cluster-replicas 1 --cluster-yes >/dev/null
+  fi
+  for _ in $(seq 1 100); do
+    redis-cli -p "$first" CLUSTER INFO | grep -q "cluster_state:ok" &&
+      { log "cluster on $cluster_ports is ok"; return; }
+    sleep 0.1
+  done
+  log "the cluster did not form; see $state/redis-$first/redis.log"
+  exit 1
+}
+
 stop() {
   local zkpid="$state/zk-$zk_port/zookeeper.pid"
   if [ -f "$zkpid" ]; then kill "$(cat "$zkpid")" 2>/dev/null || true; rm -f "$zkpid"; fi
   local port pidfile
-  for port in $redis_port $redlock_ports; do
+  for port in $sentinel_ports; do
+    pidfile="$state/sentinel-$port/sentinel.pid"
+    if [ -f "$pidfile" ]; then kill "$(cat "$pidfile")" 2>/dev/null || true; fi
+    rm -rf "$state/sentinel-$port" # its config was rewritten by the sentinel: start afresh
+  done
+  for port in $redis_port $redlock_ports $sentinel_master $((sentinel_master + 1)) \
+    $((sentinel_master + 2)) $cluster_ports; do
     pidfile="$state/redis-$port/redis.pid"
     if [ -f "$pidfile" ]; then kill "$(cat "$pidfile")" 2>/dev/null || true; rm -f "$pidfile"; fi
   done
+  # Without persistence a cluster node restarts empty: forget the old cluster so it is made again.
+  for port in $cluster_ports; do rm -f "$state/redis-$port/nodes-$port.conf"; done
 }
 
 # --- SQL servers: MariaDB (MySQL protocol) and PostgreSQL --------------------------------------
@@ -257,6 +325,8 @@ case "${1:-start}" in
     for port in $redlock_ports; do start_redis "$port"; done
     start_zk
     start_mysql; start_pg
+    start_sentinel
+    start_cluster
     ;;
   zk-server) shift; start_zk_server "$@" ;; # used by the ensemble tests
   stop) stop; stop_mysql; stop_pg ;;
@@ -264,6 +334,8 @@ case "${1:-start}" in
     echo "export POLYLOCK_REDIS_URL=redis://127.0.0.1:$redis_port"
     echo "export POLYLOCK_ZK_URL=zk://127.0.0.1:$zk_port"
     echo "export POLYLOCK_REDLOCK_URLS=$(printf 'redis://127.0.0.1:%s,' $redlock_ports | sed 's/,$//')"
+    echo "export POLYLOCK_SENTINEL_URL=redis+sentinel://$(printf '127.0.0.1:%s,' $sentinel_ports | sed 's/,$//')/mymaster"
+    echo "export POLYLOCK_CLUSTER_URL=redis+cluster://$(printf '127.0.0.1:%s,' $cluster_ports | sed 's/,$//')"
     sql_env
     ;;
   *) echo "usage: $0 install|start|stop|env|zk-server DIR PORT [MYID SERVERS]" >&2; exit 64 ;;
