@@ -14,6 +14,7 @@
 //! removes the empty container parent and a later contender creates it again.
 
 mod count;
+mod expire;
 mod latch;
 mod lock;
 mod semaphore;
@@ -355,54 +356,44 @@ impl ZkSession {
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     }
 
-    /// Close this client's session from a second handle on the same session: what a session
-    /// expiry looks like to the first handle (tests of the lost signal).
+    /// End this client's session on the server (see `expire.rs`) and wait until our client
+    /// hears that it expired: a session expiry without waiting out the session timeout (tests
+    /// of the lost signal). Plain connections only. If our client got back in before the close
+    /// was read (it is then connected again), the close is sent again, up to ten times.
     pub(crate) async fn close_session_elsewhere(&self) -> Result<()> {
         let client = self.client()?;
         let info = client.session().clone();
         let mut states = client.state_watcher();
         drop(client);
-        let mut tries = 0;
-        loop {
-            let other = zk::Client::connector()
-                .with_session(info.clone())
-                .with_session_timeout(self.options.session_timeout)
-                .with_connection_timeout(self.options.connect_timeout)
-                .connect(&self.connector.cluster)
-                .await;
-            match other {
-                Ok(other) => {
-                    // Dropping the second handle closes the session from a background task. If
-                    // our own client reconnects first, the session moves back to it and the
-                    // close is refused (SessionMoved): then close it again.
-                    drop(other);
-                    let expired = async {
-                        loop {
-                            if let zk::SessionState::Expired = states.changed().await {
-                                return;
-                            }
-                        }
-                    };
-                    let wait = self.options.session_timeout * 2 + Duration::from_secs(1);
-                    if tokio::time::timeout(wait, expired).await.is_ok() {
-                        return Ok(());
+        if self.connector.tls.is_some() {
+            return Err(Error::unsupported(
+                "closing a ZooKeeper session from outside is done on plain connections only",
+            ));
+        }
+        let hosts = self.connector.cluster.split('/').next().unwrap_or_default();
+        let server = hosts.split(',').next().unwrap_or_default();
+        let wait = self.options.session_timeout * 2 + Duration::from_secs(1);
+        for _ in 0..10 {
+            expire::close_session(server, info.clone(), self.options.session_timeout).await?;
+            let outcome = tokio::time::timeout(wait, async {
+                loop {
+                    match states.changed().await {
+                        zk::SessionState::Expired => return true,
+                        zk::SessionState::SyncConnected => return false,
+                        _ => {}
                     }
-                    if tries >= 3 {
-                        return Err(Error::new(
-                            ErrorKind::Backend,
-                            "ZooKeeper: the session outlived four closes from a second handle",
-                        ));
-                    }
-                    tries += 1;
-                    tracing::warn!("the session survived a close from a second handle; again");
                 }
-                Err(e) if tries < 3 => {
-                    tries += 1;
-                    tracing::warn!("second handle on the session: {e}; retrying");
-                }
-                Err(e) => return Err(map_err(e, "open a second handle on the session")),
+            });
+            match outcome.await {
+                Ok(true) => return Ok(()),
+                Ok(false) => continue,
+                Err(_) => break,
             }
         }
+        Err(Error::new(
+            ErrorKind::Backend,
+            "ZooKeeper: the session was closed from outside but our client did not hear it expire",
+        ))
     }
 
     /// Curator's protected create: on a connection loss, look for our own node (by uuid) before
@@ -524,7 +515,20 @@ impl ZkSession {
                     Err(_) => return std::future::pending().await,
                 };
                 match watcher.changed().await.event_type {
-                    zk::EventType::NodeDeleted => return,
+                    // Deleted while our session lives (a force unlock), or deleted because our
+                    // session was closed (the event can come before the session's own expiry
+                    // does): one more look tells them apart, and an expiry is the session
+                    // watch's to report.
+                    zk::EventType::NodeDeleted => {
+                        let Some(client) = session.upgrade().and_then(|s| s.client().ok()) else {
+                            return std::future::pending().await;
+                        };
+                        match client.check_stat(&full).await {
+                            Ok(None) => return,
+                            Ok(Some(_)) => continue,
+                            Err(_) => return std::future::pending().await,
+                        }
+                    }
                     // Its data changed (nobody's business here): watch again.
                     zk::EventType::NodeDataChanged => continue,
                     // A session event: the session watch decides whether the hold is lost.

@@ -243,8 +243,6 @@ impl Cluster {
         let slot: u16 = redis_cli(self.nodes[0].port, &["CLUSTER", "KEYSLOT", key])
             .parse()
             .unwrap();
-        let slots = redis_cli(self.nodes[0].port, &["CLUSTER", "SHARDS"]);
-        let _ = slots;
         // CLUSTER NODES: "<id> <ip:port@cport> <flags> <master> ... <slot ranges>"
         for line in redis_cli(self.nodes[0].port, &["CLUSTER", "NODES"]).lines() {
             let parts: Vec<&str> = line.split_whitespace().collect();
