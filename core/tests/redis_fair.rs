@@ -71,6 +71,121 @@ async fn eight_waiters_get_the_lock_in_the_order_they_asked() {
         .await
         .unwrap();
     assert_eq!(left, 0);
+    let beats: i64 = raw()
+        .await
+        .zcard(format!("polylock_lock_alive:{{{name}}}"))
+        .await
+        .unwrap();
+    assert_eq!(beats, 0, "no heartbeat left behind");
+}
+
+/// What Redisson's scripts do to the queue, played with plain commands: a Redisson waiter joins
+/// (its deadline is the last one's plus 300 s), is granted (every other deadline loses 300 s), or
+/// gives up (everyone behind it loses 300 s).
+mod redisson {
+    use super::*;
+    pub const WAIT: f64 = 300_000.0;
+
+    pub fn keys(name: &str) -> (String, String) {
+        (
+            format!("redisson_lock_queue:{{{name}}}"),
+            format!("redisson_lock_timeout:{{{name}}}"),
+        )
+    }
+
+    pub async fn join(name: &str, who: &str) {
+        let (q, t) = keys(name);
+        let mut r = raw().await;
+        let tail: Option<String> = r.lindex(&q, -1).await.unwrap();
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_millis() as f64;
+        let before = match tail {
+            Some(t2) => r.zscore(&t, t2).await.unwrap(),
+            None => None,
+        };
+        let pttl: i64 = r.pttl(name).await.unwrap();
+        let score = before.unwrap_or(now + pttl.max(0) as f64) + WAIT;
+        let _: () = r.zadd(&t, who, score).await.unwrap();
+        let _: () = r.rpush(&q, who).await.unwrap();
+    }
+
+    pub async fn take_off_everyone(name: &str, behind: Option<&str>) {
+        let (q, t) = keys(name);
+        let mut r = raw().await;
+        let queue: Vec<String> = r.lrange(&q, 0, -1).await.unwrap();
+        let from = behind.map_or(0, |b| queue.iter().position(|w| w == b).unwrap() + 1);
+        for w in &queue[from..] {
+            let _: f64 = r.zincr(&t, w, -WAIT).await.unwrap();
+        }
+    }
+
+    pub async fn granted_at_head(name: &str, who: &str) {
+        let (q, t) = keys(name);
+        let mut r = raw().await;
+        let head: String = r.lpop(&q, None).await.unwrap();
+        assert_eq!(head, who);
+        let _: () = r.zrem(&t, who).await.unwrap();
+        take_off_everyone(name, None).await;
+    }
+
+    pub async fn gives_up(name: &str, who: &str) {
+        let (q, t) = keys(name);
+        take_off_everyone(name, Some(who)).await;
+        let mut r = raw().await;
+        let _: () = r.lrem(&q, 1, who).await.unwrap();
+        let _: () = r.zrem(&t, who).await.unwrap();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn polylock_waiters_keep_their_places_through_redissons_grants() {
+    // Redisson's grant takes 300 s off every queued deadline: polylock waiters chained like
+    // Redisson's must stay where they are, while their own heartbeat renews every 100 ms.
+    let opts = ClientOptions {
+        fair_wait_timeout: Duration::from_millis(300),
+        ..ClientOptions::default()
+    };
+    let c = Client::connect_with(&url(), opts).await.unwrap();
+    let name = unique("fair-mixed");
+    let holder = c.fair_lock(&name).unwrap();
+    holder.acquire(0, AcquireOptions::forever()).await.unwrap();
+    redisson::join(&name, "redisson:0").await;
+    let order = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let mut tasks = Vec::new();
+    let mut fields = Vec::new();
+    for i in 1..=3u64 {
+        let lock = c.fair_lock(&name).unwrap();
+        let order = order.clone();
+        tasks.push(tokio::spawn(async move {
+            let me = owner::fresh();
+            lock.acquire(me, AcquireOptions::wait_for(Duration::from_secs(20)))
+                .await
+                .unwrap();
+            order.lock().unwrap().push(i);
+            lock.release(me).await.unwrap();
+        }));
+        queue_until(&name, fields.len() + 2).await;
+        fields.push(queue(&name).await.last().unwrap().clone());
+        if i == 1 {
+            redisson::join(&name, "redisson:2").await;
+            fields.push("redisson:2".into());
+        }
+    }
+    // The Redisson waiter at the head is granted, twice over for good measure.
+    redisson::granted_at_head(&name, "redisson:0").await;
+    redisson::take_off_everyone(&name, None).await;
+    tokio::time::sleep(Duration::from_millis(900)).await;
+    assert_eq!(queue(&name).await, fields, "every waiter kept its place");
+    // The Redisson waiter gives up; the lock goes to the polylock waiters in order.
+    redisson::gives_up(&name, "redisson:2").await;
+    holder.release(0).await.unwrap();
+    for t in tasks {
+        t.await.unwrap();
+    }
+    assert_eq!(*order.lock().unwrap(), [1, 2, 3]);
+    assert!(queue(&name).await.is_empty());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -6,12 +6,15 @@
 //! | `redisson_lock_queue:{<name>}`                       | list of waiting owners, head first |
 //! | `redisson_lock_timeout:{<name>}`                     | zset: waiting owner → its deadline (ms since the epoch, client clock) |
 //! | `redisson_lock__channel:{<name>}:<owner field>`      | one channel per waiter; a release wakes only the queue's head |
+//! | `polylock_lock_alive:{<name>}`                       | zset: polylock's waiters → their heartbeat deadline (polylock only) |
 //!
-//! Where polylock differs from Redisson: a waiter's deadline is its own (now + the stale-waiter
-//! timeout, 5 s by default, `ClientOptions::fair_wait_timeout`) and a live waiter refreshes it at
-//! every try (a third of that timeout apart), so a dead waiter holds the queue up for one timeout,
-//! not for Redisson's 300 s chained behind every waiter before it. Redisson's waiters keep their
-//! own rule in the same queue.
+//! A waiter's deadline follows Redisson's chain: the deadline of the waiter before it plus
+//! Redisson's wait (300 s, its `fairLockWaitTimeout`), and every grant takes that wait off every
+//! deadline behind, as Redisson's grant does, so Redisson and polylock waiters keep their places
+//! in one queue. Where polylock differs: a live waiter renews its deadline and a heartbeat at
+//! every try (a third of `ClientOptions::fair_wait_timeout`, 5 s by default, apart), and
+//! polylock's scripts drop a waiter whose heartbeat passed, so a dead polylock waiter holds
+//! polylock's waiters up for one timeout; Redisson's scripts know only the chained deadline.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -40,6 +43,14 @@ fn queue_key(name: &str) -> String {
 fn deadlines_key(name: &str) -> String {
     prefixed("redisson_lock_timeout", name)
 }
+
+fn heartbeats_key(name: &str) -> String {
+    prefixed("polylock_lock_alive", name)
+}
+
+/// Redisson's wait per queued waiter (`fairLockWaitTimeout`, 300 s since Redisson 3.13.3): added
+/// to the deadline before a waiter's, taken off every deadline when a waiter is granted.
+const REDISSON_WAIT_MS: u64 = 300_000;
 
 struct Scripts {
     acquire: Script,
@@ -86,10 +97,12 @@ fn give_up_call<'s>(
     inv.key(channel(Flavor::Plain, name))
         .key(queue_key(name))
         .key(deadlines_key(name))
+        .key(heartbeats_key(name))
         .arg(RELEASED)
         .arg(field)
         .arg(publish)
-        .arg(epoch_ms());
+        .arg(epoch_ms())
+        .arg(REDISSON_WAIT_MS);
     inv
 }
 
@@ -104,6 +117,7 @@ fn drop_call<'s>(
     inv.key(channel(Flavor::Plain, name))
         .key(queue_key(name))
         .key(deadlines_key(name))
+        .key(heartbeats_key(name))
         .arg(RELEASED)
         .arg(field)
         .arg(publish);
@@ -145,13 +159,15 @@ impl RedisFairLock {
             inv.key(&token)
                 .key(queue_key(name))
                 .key(deadlines_key(name))
+                .key(heartbeats_key(name))
                 .arg(ms(lease))
                 .arg(field)
                 .arg(held)
                 .arg(if attempt == 0 { "" } else { "1" })
                 .arg(epoch_ms())
                 .arg(ms(self.stale))
-                .arg(if queue { "1" } else { "" });
+                .arg(if queue { "1" } else { "" })
+                .arg(REDISSON_WAIT_MS);
             // Dropped in flight, the script may still run: undo a hold it may have added and
             // leave the queue it may have joined.
             let guard = GiveUp {
@@ -320,6 +336,7 @@ impl LockOps for RedisFairLock {
             inv.key(channel(Flavor::Plain, req.name))
                 .key(queue_key(req.name))
                 .key(deadlines_key(req.name))
+                .key(heartbeats_key(req.name))
                 .arg(RELEASED)
                 .arg(ms(req.lease))
                 .arg(&field)
@@ -373,6 +390,7 @@ impl LockOps for RedisFairLock {
         inv.key(channel(Flavor::Plain, name))
             .key(queue_key(name))
             .key(deadlines_key(name))
+            .key(heartbeats_key(name))
             .arg(RELEASED)
             .arg(self.conn.publish)
             .arg(epoch_ms());

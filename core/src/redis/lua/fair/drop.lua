@@ -1,7 +1,7 @@
 -- Remove an owner's holds of a fair lock without a latch (client close, cleanup after a loss), or
 -- one hold of a cancelled acquire when the field still has the count that acquire produced; a
 -- freed lock wakes the head of the queue.
--- KEYS[1] lock hash; KEYS[2] channel prefix; KEYS[3] queue; KEYS[4] deadlines
+-- KEYS[1] lock hash; KEYS[2] channel prefix; KEYS[3] queue; KEYS[4] deadlines; KEYS[5] heartbeats
 -- ARGV[1] message '0'; ARGV[2] owner field; ARGV[3] 'publish' or 'spublish';
 -- ARGV[4] '' to drop the field, or the expected current count; ARGV[5] now
 -- Returns 1 when something was removed, 0 otherwise.

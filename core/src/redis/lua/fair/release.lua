@@ -1,7 +1,7 @@
 -- Release one hold of a Redisson RFairLock: as lock/release.lua, but a full release wakes the
 -- head of the queue on its own channel (redisson_lock__channel:{<name>}:<its field>).
 -- KEYS[1] lock hash; KEYS[2] channel prefix redisson_lock__channel:{<name>}; KEYS[3] queue;
--- KEYS[4] deadlines
+-- KEYS[4] deadlines; KEYS[5] heartbeats
 -- ARGV[1] message '0'; ARGV[2] lease ms; ARGV[3] owner field; ARGV[4] 'publish' or 'spublish';
 -- ARGV[5] the owner's hold count before this release; ARGV[6] '1' on a retry after a lost reply;
 -- ARGV[7] now (ms since the epoch)
