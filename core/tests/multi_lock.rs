@@ -129,6 +129,11 @@ async fn losing_any_member_fires_the_multi_locks_lost_signal() {
         .await
         .expect("lost in time");
     assert_eq!(reason, Some(LostReason::Deleted));
+    // A signal asked for after the loss says so at once (no task has to catch up first).
+    for _ in 0..3 {
+        let again = multi.lost_signal(me).expect("a hold to follow");
+        assert!(again.is_lost(), "lost at once");
+    }
     assert_eq!(
         multi.release(me).await.unwrap_err().kind(),
         ErrorKind::LockLost

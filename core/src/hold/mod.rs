@@ -191,16 +191,32 @@ pub(crate) fn watch_gone(
 }
 
 /// A lost signal that fires when any of `signals` fires (the hold of a multi-lock ends with the
-/// first of its members to be lost), and reports "released" once all of them were released.
+/// first of its members to be lost), and reports "released" once all of them were released. It
+/// starts in the members' present state (a member already lost makes it lost at once), and the
+/// task that follows the members ends when they end or when nobody listens any more.
 pub(crate) fn any_lost(signals: Vec<LostSignal>) -> LostSignal {
-    let (tx, rx) = watch::channel(State::Held);
+    let now = signals
+        .iter()
+        .map(|s| s.state())
+        .fold(State::Released, |acc, s| match (acc, s) {
+            (State::Lost(r), _) | (_, State::Lost(r)) => State::Lost(r),
+            (State::Held, _) | (_, State::Held) => State::Held,
+            _ => State::Released,
+        });
+    let (tx, rx) = watch::channel(now);
+    if now != State::Held {
+        return LostSignal::new(rx);
+    }
     crate::runtime::handle().spawn(async move {
         let mut pending: Vec<_> = signals
             .into_iter()
             .map(|s| Box::pin(async move { s.wait().await }))
             .collect();
         while !pending.is_empty() {
-            let (reason, _, rest) = futures_select_all(pending).await;
+            let (reason, _, rest) = tokio::select! {
+                first = futures_select_all(pending) => first,
+                _ = tx.closed() => return,
+            };
             if let Some(reason) = reason {
                 tx.send_replace(State::Lost(reason));
                 return;
