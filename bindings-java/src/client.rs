@@ -1,12 +1,12 @@
 //! The process-wide calls (version, owners) and the client handle: connect, close, free, its
 //! queries, and the stream of lost holds handed to `PolylockClient.onLost`.
 
-use jni::objects::{JClass, JObject, JString, JValue};
+use jni::objects::{JClass, JObject, JObjectArray, JString, JValue};
 use jni::sys::{jboolean, jlong, jstring, JNI_FALSE};
 use jni::JNIEnv;
 use polylock::{runtime, Client, ClientOptions, Error, ErrorKind};
 
-use crate::convert::{block, jbool, kind_number, millis, string};
+use crate::convert::{block, jbool, kind_number, millis, string, strings};
 use crate::error::{entry, jni_error, Result};
 use crate::jvm::{call_java, remember_vm};
 
@@ -45,8 +45,26 @@ pub extern "system" fn Java_io_polylock_Native_freshOwner<'l>(
     polylock::owner::fresh() as jlong
 }
 
+/// Client options from durations in milliseconds (every one positive; core checks the rest).
+fn options(
+    watchdog_ms: jlong,
+    connect_ms: jlong,
+    command_ms: jlong,
+    session_ms: jlong,
+    fair_wait_ms: jlong,
+) -> Result<ClientOptions> {
+    Ok(ClientOptions {
+        watchdog_timeout: millis(watchdog_ms, "watchdog timeout")?,
+        connect_timeout: millis(connect_ms, "connect timeout")?,
+        command_timeout: millis(command_ms, "command timeout")?,
+        session_timeout: millis(session_ms, "session timeout")?,
+        fair_wait_timeout: millis(fair_wait_ms, "fair wait timeout")?,
+    })
+}
+
 /// Connect; returns the client handle. Durations in milliseconds.
 #[no_mangle]
+#[allow(clippy::too_many_arguments)]
 pub extern "system" fn Java_io_polylock_Native_connect<'l>(
     mut env: JNIEnv<'l>,
     _: JClass<'l>,
@@ -55,18 +73,49 @@ pub extern "system" fn Java_io_polylock_Native_connect<'l>(
     connect_ms: jlong,
     command_ms: jlong,
     session_ms: jlong,
+    fair_wait_ms: jlong,
 ) -> jlong {
     entry(&mut env, 0, |env| {
         remember_vm(env)?;
         let url = string(env, &url, "url")?;
-        let options = ClientOptions {
-            watchdog_timeout: millis(watchdog_ms, "watchdog timeout")?,
-            connect_timeout: millis(connect_ms, "connect timeout")?,
-            command_timeout: millis(command_ms, "command timeout")?,
-            session_timeout: millis(session_ms, "session timeout")?,
-            ..ClientOptions::default()
-        };
+        let options = options(
+            watchdog_ms,
+            connect_ms,
+            command_ms,
+            session_ms,
+            fair_wait_ms,
+        )?;
         let c = block(async move { Client::connect_with(&url, options).await })?;
+        Ok(Box::into_raw(Box::new(c)) as jlong)
+    })
+}
+
+/// Connect a RedLock over the independent Redis masters `urls` (core checks their number, 3 to
+/// 16, and that they are distinct servers); returns a client handle like `connect`'s, whose
+/// reentrant lock is a RedLock. Durations in milliseconds.
+#[no_mangle]
+#[allow(clippy::too_many_arguments)]
+pub extern "system" fn Java_io_polylock_Native_connectRedlock<'l>(
+    mut env: JNIEnv<'l>,
+    _: JClass<'l>,
+    urls: JObjectArray<'l>,
+    watchdog_ms: jlong,
+    connect_ms: jlong,
+    command_ms: jlong,
+    session_ms: jlong,
+    fair_wait_ms: jlong,
+) -> jlong {
+    entry(&mut env, 0, |env| {
+        remember_vm(env)?;
+        let urls = strings(env, &urls, "urls")?;
+        let options = options(
+            watchdog_ms,
+            connect_ms,
+            command_ms,
+            session_ms,
+            fair_wait_ms,
+        )?;
+        let c = block(async move { Client::connect_redlock_with(&urls, options).await })?;
         Ok(Box::into_raw(Box::new(c)) as jlong)
     })
 }

@@ -3,25 +3,32 @@
 
 use std::time::Duration;
 
-use jni::objects::JString;
+use jni::objects::{JObjectArray, JString};
 use jni::sys::{jboolean, jint, jlong, JNI_FALSE, JNI_TRUE};
 use jni::JNIEnv;
 use polylock::{runtime, Error, ErrorKind, HoldKind, LockKind, Wait};
 
-use crate::error::Result;
+use crate::error::{jni_error, Result};
 
 /// The numbers of the kinds of hold, shared with the `KIND_*` constants of `Native.java`: the one
 /// table on this side. Lock natives take a lock kind as their `kind` argument; lost holds are
 /// reported with theirs (a permit's too). A number never changes meaning; a kind added to core
 /// gets the next number here and a constant there, and every lock native serves a new lock kind
 /// with no new entry point.
-const KINDS: [(jint, HoldKind); 5] = [
+const KINDS: [(jint, HoldKind); 6] = [
     (0, HoldKind::Lock(LockKind::Reentrant)),
     (1, HoldKind::Lock(LockKind::Mutex)),
     (2, HoldKind::Lock(LockKind::Read)),
     (3, HoldKind::Lock(LockKind::Write)),
     (4, HoldKind::Permit),
+    (5, HoldKind::Lock(LockKind::Fair)),
 ];
+
+/// Not a kind of hold: the `kind` argument of a lock native whose `handle` argument is a lock
+/// handle of this library (a multi-lock, made by `multiLockNew`), not a client handle; `name` is
+/// then not read. Twin of `Native.LOCK_HANDLE`; outside the numbers of `KINDS`, so that no kind
+/// ever takes it.
+pub(crate) const LOCK_HANDLE: jint = 1000;
 
 /// The lock kind of a `kind` argument (a permit's number is not one).
 pub(crate) fn lock_kind(number: jint) -> Result<LockKind> {
@@ -73,6 +80,25 @@ pub(crate) fn string(env: &mut JNIEnv, s: &JString, what: &str) -> Result<String
     env.get_string(s)
         .map(String::from)
         .map_err(|e| Error::new(ErrorKind::InvalidArgument, format!("{what}: {e}")))
+}
+
+/// A Java `String[]` argument: null, or a null element, is an `InvalidArgument` naming `what`
+/// (the Java side checks both first and throws NullPointerException).
+pub(crate) fn strings(env: &mut JNIEnv, a: &JObjectArray, what: &str) -> Result<Vec<String>> {
+    if a.is_null() {
+        return Err(Error::new(
+            ErrorKind::InvalidArgument,
+            format!("{what} must not be null"),
+        ));
+    }
+    let n = env.get_array_length(a).map_err(jni_error)?;
+    let mut out = Vec::with_capacity(n as usize);
+    for i in 0..n {
+        let s = JString::from(env.get_object_array_element(a, i).map_err(jni_error)?);
+        out.push(string(env, &s, &format!("{what}[{i}]"))?);
+        env.delete_local_ref(s).map_err(jni_error)?;
+    }
+    Ok(out)
 }
 
 /// A positive number of milliseconds.

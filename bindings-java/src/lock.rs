@@ -1,19 +1,45 @@
 //! The calls on one lock, for every kind of lock: each takes the lock's `kind` (numbered in
 //! `convert`) and makes the core handle with `Client::lock_of_kind`, so a kind added to core needs
 //! no new native method. The waiting acquire completes a `NativeFuture` (see `wait`).
+//!
+//! A multi-lock is not rebuilt per call: `multiLockNew` builds its core `Lock` once and hands Java
+//! a lock handle (a `Box<Lock>` as a `long`), which every lock native takes in place of a client
+//! handle when its `kind` is `LOCK_HANDLE`. The Java side counts the calls in flight on it and
+//! frees it with `lockFree` when none is left (`LockHandle.java`). The core `Lock` keeps its
+//! members' clients alive by itself, so it never points at a freed client handle.
 
-use jni::objects::{JClass, JObject, JString};
+use jni::objects::{JClass, JIntArray, JLongArray, JObject, JObjectArray, JString};
 use jni::sys::{jboolean, jint, jlong, jstring, JNI_FALSE};
 use jni::JNIEnv;
-use polylock::{AcquireOptions, Lock, Released};
+use polylock::{AcquireOptions, Error, ErrorKind, HoldKind, Lock, MultiLock, Released};
 
 use crate::client::client;
-use crate::convert::{block, jbool, kind_word, lease_arg, lock_kind, owner, string, wait_arg};
+use crate::convert::{
+    block, jbool, kind_number, kind_word, lease_arg, lock_kind, owner, string, wait_arg,
+    LOCK_HANDLE,
+};
 use crate::error::{entry, jni_error, Result};
 use crate::wait::{start, Won};
 
-/// The core handle of the lock `name` of `kind` (name and kind checked, no round trip).
+/// The lock behind a lock handle. The Java side keeps the handle alive during the call.
+fn handle_lock<'a>(handle: jlong) -> Result<&'a Lock> {
+    if handle == 0 {
+        return Err(Error::new(
+            ErrorKind::InvalidState,
+            "this multi-lock handle is closed",
+        ));
+    }
+    // SAFETY: a non-zero lock handle is a `Box<Lock>` from `multiLockNew`, not freed while Java
+    // counts this call as in flight (LockHandle.enter/exit).
+    Ok(unsafe { &*(handle as *const Lock) })
+}
+
+/// The core handle of the lock `name` of `kind` on the client `handle` (name and kind checked, no
+/// round trip), or, when `kind` is `LOCK_HANDLE`, the lock behind the lock handle `handle`.
 pub(crate) fn lock(env: &mut JNIEnv, handle: jlong, name: &JString, kind: jint) -> Result<Lock> {
+    if kind == LOCK_HANDLE {
+        return handle_lock(handle).cloned();
+    }
     let c = client(handle)?;
     let name = string(env, name, "lock name")?;
     c.lock_of_kind(&name, lock_kind(kind)?)
@@ -35,7 +61,9 @@ pub extern "system" fn Java_io_polylock_Native_kindName<'l>(
     })
 }
 
-/// Check a lock name (or ZooKeeper path) and kind without touching the server.
+/// Check a lock name (or ZooKeeper path) and kind without touching the server; returns whether
+/// waiting for the lock takes a place in a queue (ZooKeeper, a fair lock, a multi-lock with such a
+/// member), where Java skips its one-try fast path before a wait.
 #[no_mangle]
 pub extern "system" fn Java_io_polylock_Native_validate<'l>(
     mut env: JNIEnv<'l>,
@@ -43,8 +71,126 @@ pub extern "system" fn Java_io_polylock_Native_validate<'l>(
     handle: jlong,
     name: JString<'l>,
     kind: jint,
+) -> jboolean {
+    entry(&mut env, JNI_FALSE, |env| {
+        Ok(jbool(lock(env, handle, &name, kind)?.queues_waiters()))
+    })
+}
+
+/// The kind number the lock's holds are recorded, and their losses reported, with: its own, but
+/// a fair lock on ZooKeeper is the ordinary lock there, and reports as one (-1 for a multi-lock,
+/// whose holds are its members').
+#[no_mangle]
+pub extern "system" fn Java_io_polylock_Native_holdKind<'l>(
+    mut env: JNIEnv<'l>,
+    _: JClass<'l>,
+    handle: jlong,
+    name: JString<'l>,
+    kind: jint,
+) -> jint {
+    entry(&mut env, -1, |env| {
+        let l = lock(env, handle, &name, kind)?;
+        if l.is_multi() {
+            return Ok(-1);
+        }
+        Ok(kind_number(HoldKind::Lock(l.kind())))
+    })
+}
+
+/// Build a multi-lock over the locks `(handles[i], names[i], kinds[i])` (each a named lock of a
+/// client, or a lock handle with `LOCK_HANDLE`, whose members it takes); returns its lock handle.
+/// `InvalidArgument` for no lock, the same lock twice, or arrays of different lengths.
+#[no_mangle]
+pub extern "system" fn Java_io_polylock_Native_multiLockNew<'l>(
+    mut env: JNIEnv<'l>,
+    _: JClass<'l>,
+    handles: JLongArray<'l>,
+    names: JObjectArray<'l>,
+    kinds: JIntArray<'l>,
+) -> jlong {
+    entry(&mut env, 0, |env| {
+        let n = env.get_array_length(&handles).map_err(jni_error)?;
+        if env.get_array_length(&names).map_err(jni_error)? != n
+            || env.get_array_length(&kinds).map_err(jni_error)? != n
+        {
+            return Err(Error::new(
+                ErrorKind::InvalidArgument,
+                "a multi-lock's handles, names and kinds differ in length",
+            ));
+        }
+        let len = n as usize;
+        let (mut hs, mut ks) = (vec![0; len], vec![0; len]);
+        env.get_long_array_region(&handles, 0, &mut hs)
+            .map_err(jni_error)?;
+        env.get_int_array_region(&kinds, 0, &mut ks)
+            .map_err(jni_error)?;
+        let mut members = Vec::with_capacity(len);
+        for i in 0..len {
+            let name = JString::from(
+                env.get_object_array_element(&names, i as jint)
+                    .map_err(jni_error)?,
+            );
+            members.push(lock(env, hs[i], &name, ks[i])?);
+            env.delete_local_ref(name).map_err(jni_error)?;
+        }
+        let multi = MultiLock::new(members)?;
+        Ok(Box::into_raw(Box::new(multi)) as jlong)
+    })
+}
+
+/// Free a lock handle. The Java side calls this once, when no call is in flight. Holds taken
+/// through it stay held (they are its members' holds, in their clients).
+#[no_mangle]
+pub extern "system" fn Java_io_polylock_Native_lockFree<'l>(
+    mut env: JNIEnv<'l>,
+    _: JClass<'l>,
+    handle: jlong,
 ) {
-    entry(&mut env, (), |env| lock(env, handle, &name, kind).map(drop))
+    entry(&mut env, (), |_| {
+        if handle != 0 {
+            // SAFETY: `handle` came from `multiLockNew` and the Java side frees it exactly once.
+            drop(unsafe { Box::from_raw(handle as *mut Lock) });
+        }
+        Ok(())
+    })
+}
+
+/// The lock's name (a multi-lock's: its members' names joined by `+`, in the order it takes them).
+#[no_mangle]
+pub extern "system" fn Java_io_polylock_Native_lockName<'l>(
+    mut env: JNIEnv<'l>,
+    _: JClass<'l>,
+    handle: jlong,
+    name: JString<'l>,
+    kind: jint,
+) -> jstring {
+    entry(&mut env, std::ptr::null_mut(), |env| {
+        let l = lock(env, handle, &name, kind)?;
+        env.new_string(l.name())
+            .map(|s| s.into_raw())
+            .map_err(jni_error)
+    })
+}
+
+/// Whether `owner` has a hold of the lock, kept or lost and not yet released (local); for a
+/// multi-lock, a hold of every member. Tells a multi-lock's listeners which of its members' lost
+/// holds are its own.
+#[no_mangle]
+pub extern "system" fn Java_io_polylock_Native_hasHold<'l>(
+    mut env: JNIEnv<'l>,
+    _: JClass<'l>,
+    handle: jlong,
+    name: JString<'l>,
+    kind: jint,
+    owner_id: jlong,
+) -> jboolean {
+    entry(&mut env, JNI_FALSE, |env| {
+        let l = lock(env, handle, &name, kind)?;
+        let owner = owner(owner_id)?;
+        Ok(jbool(
+            l.members().iter().all(|m| m.lost_signal(owner).is_some()),
+        ))
+    })
 }
 
 /// One attempt: the fencing token when acquired (or re-entered), -1 when another owner holds it.
@@ -216,7 +362,9 @@ pub extern "system" fn Java_io_polylock_Native_fencingToken<'l>(
     })
 }
 
-/// Whether `owner` has a hold that was lost and not yet released (local).
+/// Whether `owner` has a hold that was lost and not yet released (local); for a multi-lock, a
+/// hold of every member, one of them lost. Read from the members' own signals: a multi-lock's
+/// `lost_signal` is made afresh per call and says "held" until its task has looked at them.
 #[no_mangle]
 pub extern "system" fn Java_io_polylock_Native_isLost<'l>(
     mut env: JNIEnv<'l>,
@@ -228,7 +376,14 @@ pub extern "system" fn Java_io_polylock_Native_isLost<'l>(
 ) -> jboolean {
     entry(&mut env, JNI_FALSE, |env| {
         let l = lock(env, handle, &name, kind)?;
-        let lost = l.lost_signal(owner(owner_id)?).is_some_and(|s| s.is_lost());
-        Ok(jbool(lost))
+        let owner = owner(owner_id)?;
+        let signals = l
+            .members()
+            .iter()
+            .map(|m| m.lost_signal(owner))
+            .collect::<Option<Vec<_>>>();
+        Ok(jbool(
+            signals.is_some_and(|s| s.iter().any(|s| s.is_lost())),
+        ))
     })
 }

@@ -9,8 +9,6 @@
 //! that returning it gives back exactly its own ZooKeeper leases (and reports their loss), not
 //! any of this client's.
 
-use std::time::Duration;
-
 use jni::objects::{JClass, JObject, JString};
 use jni::sys::{jboolean, jint, jlong, jstring, JNI_FALSE};
 use jni::JNIEnv;
@@ -19,19 +17,7 @@ use polylock::{Error, ErrorKind, PermitExpirableSemaphore, Permits, Semaphore, W
 use crate::client::client;
 use crate::convert::{block, jbool, lease_arg, permits, string, wait_arg};
 use crate::error::{entry, jni_error, Result};
-use crate::wait::{start_with_grace, Won};
-
-/// How long a cancelled acquire of permits runs on before it is dropped. Core's semaphore
-/// acquires are not cancel-safe at every await: dropped while a Redis script that takes permits is
-/// in flight, the permits are taken on the server and nobody gets them (a plain semaphore's are
-/// gone for good, an expiring permit's until its lease ends); on ZooKeeper a granted lease
-/// disarms its node's cleanup and then awaits the delete of the internal mutex node
-/// (`Leases::acquire_one`), and a multi-permit acquire keeps its first leases while it waits for
-/// the next, so a drop there leaves lease nodes nobody holds until the session ends. An interrupt
-/// usually comes while the acquire sleeps between tries (where a drop is safe), or races a
-/// release, which is when a try is in flight: the acquire is given this long to finish that try,
-/// and what it got is given back. To remove once core's acquires are cancel-safe.
-const CANCEL_GRACE: Duration = Duration::from_millis(100);
+use crate::wait::{start, Won};
 
 /// `Native.SEMAPHORE`: Redisson's `RSemaphore`, Curator's `InterProcessSemaphoreV2`.
 const SEMAPHORE: jint = 0;
@@ -217,7 +203,7 @@ pub extern "system" fn Java_io_polylock_Native_semaphoreAcquireAsync<'l>(
         let s = semaphore(env, handle, &name)?;
         let (n, wait) = (permits(n)?, wait_arg(wait_ms)?);
         let lease = lease != JNI_FALSE;
-        start_with_grace(env, &future, CANCEL_GRACE, async move {
+        start(env, &future, async move {
             let p = s.acquire(n, wait).await?;
             Ok(taken(s, p, lease))
         })
@@ -341,7 +327,7 @@ pub extern "system" fn Java_io_polylock_Native_permitAcquireAsync<'l>(
     entry(&mut env, 0, |env| {
         let s = expirable(env, handle, &name)?;
         let (wait, lease) = (wait_arg(wait_ms)?, lease_arg(lease_ms)?);
-        start_with_grace(env, &future, CANCEL_GRACE, async move {
+        start(env, &future, async move {
             let p = s.acquire(lease, wait).await?;
             let id = p.id.clone();
             Ok(Won::text(p.id).give_back(async move {

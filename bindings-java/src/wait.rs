@@ -11,7 +11,6 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use jni::objects::{GlobalRef, JClass, JObject, JValue};
 use jni::sys::{jint, jlong};
@@ -114,18 +113,6 @@ pub(crate) fn start(
     future: &JObject,
     op: impl Future<Output = polylock::Result<Won>> + Send + 'static,
 ) -> Result<jlong> {
-    start_with_grace(env, future, Duration::ZERO, op)
-}
-
-/// [`start`], but a cancel lets `op` run on for up to `grace` first: if it completes meanwhile,
-/// what it got is given back; only then is it dropped. For a core call that is not cancel-safe
-/// at every await (see `semaphore::CANCEL_GRACE`).
-pub(crate) fn start_with_grace(
-    env: &mut JNIEnv,
-    future: &JObject,
-    grace: Duration,
-    op: impl Future<Output = polylock::Result<Won>> + Send + 'static,
-) -> Result<jlong> {
     remember_vm(env)?;
     let future = env.new_global_ref(future).map_err(jni_error)?;
     let state = Arc::new(CancelState::default());
@@ -137,17 +124,12 @@ pub(crate) fn start_with_grace(
         if token.cancelled.load(Ordering::SeqCst) {
             return; // the completer reports CANCELLED
         }
-        // A cancel drops `op` (after the grace, where core is not cancel-safe at every await).
-        // Notify keeps a permit, so a cancel between the check above and this select is not
-        // missed.
-        tokio::pin!(op);
+        // A cancel drops `op` (core's acquires are cancel-safe: a dropped acquire leaves
+        // nothing taken on the server). Notify keeps a permit, so a cancel between the check
+        // above and this select is not missed.
         let result = tokio::select! {
-            r = &mut op => Some(r),
+            r = op => Some(r),
             _ = token.wake.notified() => None,
-        };
-        let result = match result {
-            None if !grace.is_zero() => tokio::time::timeout(grace, &mut op).await.ok(),
-            r => r,
         };
         match result {
             None => {}

@@ -1,5 +1,8 @@
 package io.polylock;
 
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.List;
 import java.util.Objects;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
@@ -28,8 +31,24 @@ import java.util.concurrent.locks.Lock;
  * at once, without waiting, while the calling thread holds the read lock, which it keeps
  * (Redisson and Curator wait forever there).
  *
- * <p>This object holds no native memory: creating one per request is cheap, and {@link #close()}
- * only stops this handle (and its listeners).
+ * <p>A fair lock ({@link PolylockClient#getFairLock}) is this class too: on Redis, Redisson's
+ * {@code RFairLock}, granted in the order the waiters asked, polylock's and Redisson's alike.
+ *
+ * <p>So is a multi-lock ({@link PolylockClient#getMultiLock}, {@link Polylock#multiLock}): all of
+ * several locks or none, whatever clients and servers they are on (Redis and ZooKeeper together).
+ * Its members are taken in one canonical order (by name, then server, then kind), whatever order
+ * they were given in, so that multi-locks over overlapping sets never deadlock, and an acquire
+ * that cannot have every member within its wait gives back the ones it took. It is reentrant per
+ * thread as its members are; {@link #getFencingToken()} is the largest of its members' tokens,
+ * and each member's own token stays readable on the member, by the thread holding the
+ * multi-lock; its listeners hear the loss of any member's hold by a thread that holds the
+ * multi-lock (of a ZooKeeper mutex member, held by the client: of any); {@link #isLocked()} is
+ * true when every member is held, {@link #getHoldCount()} is the least of the members' counts.
+ *
+ * <p>A named lock's object holds no native memory: creating one per request is cheap, and {@link
+ * #close()} only stops this handle (and its listeners). A multi-lock holds the native lock it was
+ * built into, until {@link #close()} (or until it is garbage, freed when a later multi-lock is
+ * made); closing it never releases its holds.
  */
 public final class DistributedLock implements Lock, AutoCloseable {
     /**
@@ -45,24 +64,139 @@ public final class DistributedLock implements Lock, AutoCloseable {
         void onAbort(DistributedLock lock, Exception cause);
     }
 
+    /** A lost hold's owner when the whole client held it (a ZooKeeper mutex): core's client owner. */
+    private static final long CLIENT_OWNER = -1L;
+
+    /** The client of a named lock; null for a multi-lock. */
     private final PolylockClient client;
+    /** The native lock of a multi-lock; null for a named lock. */
+    private final LockHandle handle;
     private final String name;
-    /** One of {@code Native.KIND_*}. */
+    /** One of {@code Native.KIND_*}, or {@code Native.LOCK_HANDLE} for a multi-lock. */
     private final int kind;
+    /**
+     * The kind its holds' losses are reported with ({@link Native#holdKind}): {@link #kind}, but
+     * the ordinary lock's for a fair lock on ZooKeeper; unused for a multi-lock.
+     */
+    private final int holdKind;
+    /** A wait takes a queue place (ZooKeeper, a fair lock): no one-try fast path before it. */
+    private final boolean queuesWaiters;
+    /** A multi-lock's locks as given; a named lock's: itself. */
+    private final List<DistributedLock> members;
     private final CopyOnWriteArrayList<Listener> listeners = new CopyOnWriteArrayList<>();
-    private final LostRoute route;
+    /** Where the losses this lock's listeners hear come from: each named lock under it, on its client. */
+    private final List<Route> routes = new ArrayList<>();
     private volatile boolean closed;
 
-    DistributedLock(PolylockClient client, String name, int kind) {
+    /**
+     * A named lock of {@code client}; {@code queuesWaiters} and {@code holdKind} as {@link
+     * Native#validate} and {@link Native#holdKind} said.
+     */
+    DistributedLock(PolylockClient client, String name, int kind, boolean queuesWaiters, int holdKind) {
         this.client = client;
+        this.handle = null;
         this.name = name;
         this.kind = kind;
-        this.route = new LostRoute(name, kind, this::fireLost);
+        this.holdKind = holdKind;
+        this.queuesWaiters = queuesWaiters;
+        this.members = Collections.singletonList(this);
+        this.routes.add(new Route(client, new LostRoute(name, holdKind, this::fireLost)));
     }
 
-    /** The lock's name (a ZooKeeper path on ZooKeeper). */
+    private DistributedLock(List<DistributedLock> members, long nativeLock) {
+        this.client = null;
+        this.handle = LockHandle.own(nativeLock, this);
+        this.kind = Native.LOCK_HANDLE;
+        this.holdKind = -1;
+        this.members = members;
+        long h = handle.enter();
+        try {
+            this.name = Native.lockName(h, null, kind);
+            this.queuesWaiters = Native.validate(h, null, kind);
+        } catch (RuntimeException e) {
+            handle.close();
+            throw e;
+        } finally {
+            handle.exit();
+        }
+        for (DistributedLock named : namedLocks(members)) {
+            LostRoute r = new LostRoute(named.name, named.holdKind, this::fireLostIfHeld);
+            routes.add(new Route(named.client, r));
+        }
+    }
+
+    /**
+     * A multi-lock over {@code locks} (named locks or multi-locks, whose members it takes), built
+     * natively once. The locks' handles must be open while it is built, not afterwards.
+     *
+     * @throws NullPointerException for a null list or a null lock in it
+     * @throws IllegalArgumentException for no lock, or the same lock twice (the same name and kind
+     *     on the same client, as one object or two)
+     */
+    static DistributedLock multi(List<DistributedLock> locks) {
+        Objects.requireNonNull(locks, "locks");
+        List<DistributedLock> given = new ArrayList<>(locks);
+        int n = given.size();
+        long[] handles = new long[n];
+        String[] names = new String[n];
+        int[] kinds = new int[n];
+        for (int i = 0; i < n; i++) {
+            DistributedLock l = given.get(i);
+            Objects.requireNonNull(l, "locks[" + i + "]");
+            names[i] = l.name;
+            kinds[i] = l.kind;
+        }
+        int entered = 0;
+        try {
+            for (; entered < n; entered++) {
+                handles[entered] = given.get(entered).enter();
+            }
+            long nativeLock = Native.multiLockNew(handles, names, kinds);
+            return new DistributedLock(Collections.unmodifiableList(given), nativeLock);
+        } finally {
+            for (int i = 0; i < entered; i++) {
+                given.get(i).exit();
+            }
+        }
+    }
+
+    /** The named locks under {@code locks} (a multi-lock's members, recursively). */
+    private static List<DistributedLock> namedLocks(List<DistributedLock> locks) {
+        List<DistributedLock> named = new ArrayList<>();
+        for (DistributedLock l : locks) {
+            if (l.handle == null) {
+                named.add(l);
+            } else {
+                named.addAll(namedLocks(l.members));
+            }
+        }
+        return named;
+    }
+
+    /**
+     * The lock's name (a ZooKeeper path on ZooKeeper). A multi-lock's: its members' names joined
+     * by {@code +}, in the order it takes them.
+     */
     public String getName() {
         return name;
+    }
+
+    /**
+     * A multi-lock's locks, in the order they were given (it takes them in its own order, see the
+     * class comment); a single lock's: itself. Unmodifiable.
+     */
+    public List<DistributedLock> getMembers() {
+        return members;
+    }
+
+    /** A multi-lock's native lock (tests); null for a named lock. */
+    LockHandle lockHandle() {
+        return handle;
+    }
+
+    /** True for a multi-lock ({@link PolylockClient#getMultiLock}, {@link Polylock#multiLock}). */
+    public boolean isMultiLock() {
+        return handle != null;
     }
 
     // ---- acquiring --------------------------------------------------------------------------
@@ -170,7 +304,7 @@ public final class DistributedLock implements Lock, AutoCloseable {
         try {
             return Native.forceUnlock(h, name, kind);
         } finally {
-            client.exit();
+            exit();
         }
     }
 
@@ -182,7 +316,7 @@ public final class DistributedLock implements Lock, AutoCloseable {
         try {
             return Native.isLocked(h, name, kind);
         } finally {
-            client.exit();
+            exit();
         }
     }
 
@@ -197,7 +331,7 @@ public final class DistributedLock implements Lock, AutoCloseable {
         try {
             return Native.holdCount(h, name, kind, PolylockClient.currentOwner());
         } finally {
-            client.exit();
+            exit();
         }
     }
 
@@ -207,7 +341,7 @@ public final class DistributedLock implements Lock, AutoCloseable {
         try {
             return Native.isHeldLocally(h, name, kind);
         } finally {
-            client.exit();
+            exit();
         }
     }
 
@@ -220,7 +354,7 @@ public final class DistributedLock implements Lock, AutoCloseable {
         try {
             return Native.remainTimeToLive(h, name, kind);
         } finally {
-            client.exit();
+            exit();
         }
     }
 
@@ -239,7 +373,7 @@ public final class DistributedLock implements Lock, AutoCloseable {
             }
             return t;
         } finally {
-            client.exit();
+            exit();
         }
     }
 
@@ -249,7 +383,7 @@ public final class DistributedLock implements Lock, AutoCloseable {
         try {
             return Native.isLost(h, name, kind, PolylockClient.currentOwner());
         } finally {
-            client.exit();
+            exit();
         }
     }
 
@@ -258,14 +392,16 @@ public final class DistributedLock implements Lock, AutoCloseable {
         Objects.requireNonNull(listener, "listener");
         checkOpen();
         listeners.add(listener);
-        client.addListening(route);
+        for (Route r : routes) {
+            r.client.addListening(r.route);
+        }
     }
 
     /** Stop a listener; true if it was registered. */
     public boolean removeListener(Listener listener) {
         boolean removed = listeners.remove(listener);
         if (listeners.isEmpty()) {
-            client.removeListening(route);
+            stopListening();
         }
         return removed;
     }
@@ -278,18 +414,26 @@ public final class DistributedLock implements Lock, AutoCloseable {
 
     /**
      * Stop using this handle: later calls throw {@code INVALID_STATE} and its listeners are
-     * removed. Holds stay held (release them with {@link #unlock()} first). Idempotent.
+     * removed; a multi-lock frees its native lock (its members' handles stay usable). Holds stay
+     * held (release them with {@link #unlock()} first). Idempotent.
      */
     @Override
     public void close() {
         closed = true;
         listeners.clear();
-        client.removeListening(route);
+        stopListening();
+        if (handle != null) {
+            handle.close();
+        }
     }
 
     @Override
     public String toString() {
         switch (kind) {
+            case Native.LOCK_HANDLE:
+                return "DistributedMultiLock[" + name + "]";
+            case Native.KIND_FAIR:
+                return "DistributedFairLock[" + name + "]";
             case Native.KIND_MUTEX:
                 return "DistributedMutex[" + name + "]";
             case Native.KIND_READ:
@@ -346,15 +490,53 @@ public final class DistributedLock implements Lock, AutoCloseable {
         }
     }
 
+    /**
+     * A member's hold was lost: the multi-lock's listeners hear of it if its owner holds every
+     * member (a thread holding the multi-lock), or if the client held it (a mutex member).
+     */
+    private void fireLostIfHeld(long owner, LockLostException e) {
+        if (owner != CLIENT_OWNER) {
+            long h;
+            try {
+                h = enter();
+            } catch (PolylockException closedMeanwhile) {
+                return;
+            }
+            try {
+                if (!Native.hasHold(h, name, kind, owner)) {
+                    return;
+                }
+            } finally {
+                exit();
+            }
+        }
+        fireLost(owner, e);
+    }
+
+    private void stopListening() {
+        for (Route r : routes) {
+            r.client.removeListening(r.route);
+        }
+    }
+
     private void checkOpen() {
         if (closed) {
             throw new PolylockException(PolylockException.Code.INVALID_STATE, "this DistributedLock handle is closed");
         }
     }
 
+    /** Count a call in flight on the client (or the multi-lock's native lock); the handle it may use. */
     private long enter() {
         checkOpen();
-        return client.enter();
+        return handle != null ? handle.enter() : client.enter();
+    }
+
+    private void exit() {
+        if (handle != null) {
+            handle.exit();
+        } else {
+            client.exit();
+        }
     }
 
     private void releaseFor(long owner) {
@@ -362,7 +544,7 @@ public final class DistributedLock implements Lock, AutoCloseable {
         try {
             Native.release(h, name, kind, owner);
         } finally {
-            client.exit();
+            exit();
         }
     }
 
@@ -371,7 +553,7 @@ public final class DistributedLock implements Lock, AutoCloseable {
         try {
             return Native.tryAcquire(h, name, kind, PolylockClient.currentOwner(), leaseMs);
         } finally {
-            client.exit();
+            exit();
         }
     }
 
@@ -399,7 +581,7 @@ public final class DistributedLock implements Lock, AutoCloseable {
         try {
             // The uncontended case costs one round trip on this thread. Not on ZooKeeper, where a
             // try and then a wait would queue twice and lose this waiter's FIFO place.
-            if (waitMs == 0 || !client.queuesWaiters()) {
+            if (waitMs == 0 || !queuesWaiters) {
                 long token = Native.tryAcquire(h, name, kind, owner, leaseMs);
                 if (token >= 0 || waitMs == 0) {
                     return token;
@@ -417,7 +599,18 @@ public final class DistributedLock implements Lock, AutoCloseable {
             NativeFuture done = Waits.await(future, cancel, interruptible);
             return done.succeeded() ? done.value() : -1;
         } finally {
-            client.exit();
+            exit();
+        }
+    }
+
+    /** A lost-event route of a named lock, on the client it is reported by. */
+    private static final class Route {
+        final PolylockClient client;
+        final LostRoute route;
+
+        Route(PolylockClient client, LostRoute route) {
+            this.client = client;
+            this.route = route;
         }
     }
 

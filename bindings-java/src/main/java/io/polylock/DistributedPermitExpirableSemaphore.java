@@ -28,8 +28,8 @@ import java.util.concurrent.TimeUnit;
  * may have overlapped with another holder's.
  *
  * <p>The waiting forms wait for a release notification (pub/sub), never by polling, and answer
- * {@link Thread#interrupt()} with an {@link InterruptedException} within about 100 ms, leaving
- * nothing taken (a try in flight is finished, and a permit it got is released).
+ * {@link Thread#interrupt()} with an {@link InterruptedException} at once, leaving nothing
+ * taken (the native acquire is cancelled; a try it had in flight is undone on the server).
  *
  * <p>On ZooKeeper, {@link PolylockClient#getPermitExpirableSemaphore} throws {@link
  * UnsupportedOperationException}: use {@link DistributedSemaphore}, whose leases already end with

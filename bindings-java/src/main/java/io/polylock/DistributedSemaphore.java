@@ -32,9 +32,9 @@ import java.util.concurrent.TimeUnit;
  *
  * <p>The waiting forms wait for a release notification (Redis pub/sub, ZooKeeper watches), never
  * by polling. {@link #acquire()} and the timed {@code tryAcquire}/{@code acquireLease} forms
- * answer {@link Thread#interrupt()} with an {@link InterruptedException} within about 100 ms,
- * leaving nothing taken: the native acquire is given that long to finish a try it may have in
- * flight (a script on Redis, a grant on ZooKeeper), and permits it got are given back.
+ * answer {@link Thread#interrupt()} with an {@link InterruptedException} at once, leaving
+ * nothing taken: the native acquire is cancelled, and a try it had in flight (a script on Redis,
+ * a grant on ZooKeeper) is undone on the server.
  *
  * <p>Unlike {@code java.util.concurrent.Semaphore}, acquiring or releasing 0 permits is refused
  * with an {@link IllegalArgumentException}, as negative numbers are. Errors of the server are

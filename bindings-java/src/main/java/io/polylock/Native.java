@@ -34,6 +34,16 @@ final class Native {
     static final int KIND_WRITE = 3;
     /** A permit of a semaphore (never a lock native's kind; only lost permits are reported with it). */
     static final int KIND_PERMIT = 4;
+    /** A fair lock (Redisson {@code RFairLock}; on ZooKeeper, where every lock is fair, the ordinary lock). */
+    static final int KIND_FAIR = 5;
+
+    /**
+     * Not a kind of hold: the {@code kind} of a lock native whose first argument is a lock handle
+     * ({@link #multiLockNew}, owned by a {@link LockHandle}) instead of a client handle; the
+     * {@code name} argument is then not read. Twin of {@code LOCK_HANDLE} in convert.rs, outside
+     * the kinds' numbers.
+     */
+    static final int LOCK_HANDLE = 1000;
 
     // The kinds of semaphore, passed as {@code int kind} to the natives both kinds share; the
     // twins are the constants of bindings-java/src/semaphore.rs.
@@ -133,7 +143,12 @@ final class Native {
 
     static native long freshOwner();
 
-    static native long connect(String url, long watchdogMs, long connectMs, long commandMs, long sessionMs);
+    static native long connect(String url, long watchdogMs, long connectMs, long commandMs, long sessionMs,
+            long fairWaitMs);
+
+    /** A client handle like {@link #connect}'s, whose reentrant lock is a RedLock over {@code urls}. */
+    static native long connectRedlock(String[] urls, long watchdogMs, long connectMs, long commandMs, long sessionMs,
+            long fairWaitMs);
 
     static native void close(long client);
 
@@ -145,7 +160,30 @@ final class Native {
 
     static native boolean queuesWaiters(long client);
 
-    static native void validate(long client, String name, int kind);
+    // ---- every kind of lock: (client, name, kind), or (lock handle, ignored, LOCK_HANDLE) ----
+
+    /** Checks the name and kind (no round trip); true if a wait takes a queue place (no fast path). */
+    static native boolean validate(long client, String name, int kind);
+
+    /**
+     * The lock handle of a multi-lock over the locks {@code (handles[i], names[i], kinds[i])};
+     * freed with {@link #lockFree} once.
+     */
+    static native long multiLockNew(long[] handles, String[] names, int[] kinds);
+
+    static native void lockFree(long lock);
+
+    /** The lock's name (a multi-lock's: its members' names joined by {@code +}, in its order). */
+    static native String lockName(long client, String name, int kind);
+
+    /**
+     * The kind its holds are recorded, and their losses reported, with: its own, but {@code
+     * KIND_LOCK} for a fair lock on ZooKeeper (the ordinary lock there); -1 for a multi-lock.
+     */
+    static native int holdKind(long client, String name, int kind);
+
+    /** Whether {@code owner} has a hold, kept or lost and not yet released (a multi-lock: of every member). */
+    static native boolean hasHold(long client, String name, int kind, long owner);
 
     static native long tryAcquire(long client, String name, int kind, long owner, long leaseMs);
 

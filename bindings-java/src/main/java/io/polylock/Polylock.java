@@ -1,6 +1,8 @@
 package io.polylock;
 
 import java.time.Duration;
+import java.util.Arrays;
+import java.util.List;
 import java.util.Objects;
 
 /**
@@ -10,7 +12,8 @@ import java.util.Objects;
  * {@code zk://[user:password@]host:port[,host:port...][/chroot][?session_timeout_ms=N]}.
  * On Redis, locks are stored in Redisson's RLock (and RReadWriteLock) format; on ZooKeeper, in
  * Curator's InterProcessMutex (and InterProcessReadWriteLock) format: polylock and
- * Redisson/Curator services exclude each other.
+ * Redisson/Curator services exclude each other. {@link #connectRedlock} connects a RedLock over
+ * independent Redis masters; {@link #multiLock} takes several locks, of any clients, as one.
  */
 public final class Polylock {
     private Polylock() {}
@@ -27,8 +30,59 @@ public final class Polylock {
         Native.init();
         long handle = Native.connect(url, options.watchdogTimeout.toMillis(),
                 options.connectTimeout.toMillis(), options.commandTimeout.toMillis(),
-                options.sessionTimeout.toMillis());
+                options.sessionTimeout.toMillis(), options.fairWaitTimeout.toMillis());
         return new PolylockClient(handle);
+    }
+
+    /**
+     * Connect a RedLock over independent Redis masters, with default {@link Options}: the
+     * client's {@link PolylockClient#getLock getLock(name)} is held while a majority of the
+     * masters hold it (Redisson's {@code RLock} on each). 3 to 16 {@code redis://} or {@code
+     * rediss://} URLs of different servers. A master that does not answer now is tried again
+     * every second, as long as a majority answers. Only {@code getLock} exists on such a client:
+     * fair locks, read-write locks, semaphores, latches and mutexes throw {@link
+     * UnsupportedOperationException}. RedLock's safety rests on bounded process pauses and clock
+     * drift (see the README's RedLock section); prefer one Redis with replicas, or ZooKeeper,
+     * where you can.
+     *
+     * @throws NullPointerException for a null array or a null URL in it
+     * @throws IllegalArgumentException for fewer than 3 or more than 16 URLs, a URL given twice,
+     *     or a URL that is not {@code redis://} or {@code rediss://}
+     * @throws PolylockConnectionException when a majority of the masters cannot be reached
+     */
+    public static PolylockClient connectRedlock(String... urls) {
+        Objects.requireNonNull(urls, "urls");
+        return connectRedlock(Arrays.asList(urls), new Options());
+    }
+
+    /** {@link #connectRedlock(String...)} with a list of URLs and these options. */
+    public static PolylockClient connectRedlock(List<String> urls, Options options) {
+        Objects.requireNonNull(urls, "urls");
+        Objects.requireNonNull(options, "options");
+        String[] all = urls.toArray(new String[0]);
+        for (int i = 0; i < all.length; i++) {
+            Objects.requireNonNull(all[i], "urls[" + i + "]");
+        }
+        Native.init();
+        long handle = Native.connectRedlock(all, options.watchdogTimeout.toMillis(),
+                options.connectTimeout.toMillis(), options.commandTimeout.toMillis(),
+                options.sessionTimeout.toMillis(), options.fairWaitTimeout.toMillis());
+        return new PolylockClient(handle);
+    }
+
+    /**
+     * A multi-lock over {@code locks}: all of them or none (Curator's {@code new
+     * InterProcessMultiLock(locks)}; the same as {@link PolylockClient#getMultiLock}). The locks
+     * may be of any clients and servers (Redis and ZooKeeper together); see {@link
+     * DistributedLock} for what a multi-lock does. Close it when done with it: it holds a native
+     * lock.
+     *
+     * @throws NullPointerException for a null list or a null lock in it
+     * @throws IllegalArgumentException for no lock, or the same lock twice (the same name and
+     *     kind on the same client)
+     */
+    public static DistributedLock multiLock(List<DistributedLock> locks) {
+        return DistributedLock.multi(locks);
     }
 
     /** The version of polylock (JAR and native library, which must match). */
@@ -43,6 +97,7 @@ public final class Polylock {
         Duration connectTimeout = Duration.ofSeconds(5);
         Duration commandTimeout = Duration.ofSeconds(5);
         Duration sessionTimeout = Duration.ofSeconds(10);
+        Duration fairWaitTimeout = Duration.ofSeconds(5);
 
         /**
          * Lease of locks taken without an explicit lease time; renewed every third of it while the
@@ -68,6 +123,17 @@ public final class Polylock {
         /** ZooKeeper session timeout (a {@code session_timeout_ms} in the URL wins). Default 10 s. */
         public Options sessionTimeout(Duration d) {
             sessionTimeout = positive(d, "sessionTimeout");
+            return this;
+        }
+
+        /**
+         * How long a waiter of a fair lock ({@link PolylockClient#getFairLock}, Redis) keeps its
+         * place in the queue without asking again: a live waiter refreshes it every third of
+         * this, so only a dead waiter's place expires, after this long. At least 30 ms. Default
+         * 5 s (Redisson's {@code fairLockWaitTimeout} is 5 minutes).
+         */
+        public Options fairWaitTimeout(Duration d) {
+            fairWaitTimeout = positive(d, "fairWaitTimeout");
             return this;
         }
 

@@ -104,6 +104,38 @@ public final class PolylockClient implements AutoCloseable {
     }
 
     /**
+     * A fair lock on {@code name} (Redisson's {@code getFairLock}): reentrant per thread like
+     * {@link #getLock}, and granted in the order the waiters asked for it. On Redis it is
+     * Redisson's {@code RFairLock} (the lock hash, the queue {@code redisson_lock_queue:{name}} and
+     * the deadlines {@code redisson_lock_timeout:{name}}), so polylock's and Redisson's waiters
+     * queue together. A waiter that stops asking (its process died) loses its place after {@link
+     * Polylock.Options#fairWaitTimeout} (5 s by default; live waiters keep refreshing theirs),
+     * where Redisson lets it keep its place for 5 minutes. On ZooKeeper every lock is granted in
+     * order: this is the ordinary lock of {@link #getLock}.
+     *
+     * @throws IllegalArgumentException for an empty, oversized or NUL-containing name, or a bad
+     *     ZooKeeper path
+     * @throws UnsupportedOperationException on a RedLock client
+     */
+    public DistributedLock getFairLock(String name) {
+        return newLock(name, Native.KIND_FAIR);
+    }
+
+    /**
+     * A multi-lock over {@code locks} (Redisson's {@code getMultiLock}): all of them or none. The
+     * locks may be of any clients and servers, this one's or others' (Redis and ZooKeeper
+     * together); the same as {@link Polylock#multiLock}. See {@link DistributedLock} for what a
+     * multi-lock does. Close it when done with it: it holds a native lock.
+     *
+     * @throws NullPointerException for a null array or a null lock in it
+     * @throws IllegalArgumentException for no lock, or the same lock twice
+     */
+    public DistributedLock getMultiLock(DistributedLock... locks) {
+        Objects.requireNonNull(locks, "locks");
+        return DistributedLock.multi(java.util.Arrays.asList(locks));
+    }
+
+    /**
      * A non-reentrant ZooKeeper mutex in Curator's {@code InterProcessSemaphoreMutex} layout: held by
      * the client, so any thread may release it.
      *
@@ -187,12 +219,15 @@ public final class PolylockClient implements AutoCloseable {
     private DistributedLock newLock(String name, int kind) {
         Objects.requireNonNull(name, "name");
         long h = enter();
+        boolean queues;
+        int holdKind;
         try {
-            Native.validate(h, name, kind);
+            queues = Native.validate(h, name, kind);
+            holdKind = Native.holdKind(h, name, kind);
         } finally {
             exit();
         }
-        return new DistributedLock(this, name, kind);
+        return new DistributedLock(this, name, kind, queues, holdKind);
     }
 
     /** This client's random id (the {@code <uuid>} part of {@code <uuid>:<thread>} on Redis). */

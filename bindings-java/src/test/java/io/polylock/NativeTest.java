@@ -55,8 +55,10 @@ class NativeTest {
         assertEquals("read lock", Native.kindName(Native.KIND_READ));
         assertEquals("write lock", Native.kindName(Native.KIND_WRITE));
         assertEquals("permit", Native.kindName(Native.KIND_PERMIT), "a semaphore's permit, as lost holds report it");
-        assertNull(Native.kindName(Native.KIND_PERMIT + 1), "no kinds beyond the constants");
+        assertEquals("fair lock", Native.kindName(Native.KIND_FAIR));
+        assertNull(Native.kindName(Native.KIND_FAIR + 1), "no kinds beyond the constants");
         assertNull(Native.kindName(-1));
+        assertNull(Native.kindName(Native.LOCK_HANDLE), "the lock-handle marker is no kind");
     }
 
     @Test
@@ -69,6 +71,12 @@ class NativeTest {
         assertThrows(IllegalArgumentException.class, () -> new Polylock.Options().commandTimeout(Duration.ofMillis(-5)));
         assertThrows(IllegalArgumentException.class,
                 () -> Polylock.connect("redis://127.0.0.1:6379", new Polylock.Options().watchdogTimeout(Duration.ofMillis(5))));
+        assertThrows(IllegalArgumentException.class, () -> new Polylock.Options().fairWaitTimeout(Duration.ZERO));
+        assertThrows(NullPointerException.class, () -> new Polylock.Options().fairWaitTimeout(null));
+        // Core's lower bound (30 ms), checked before any connection is tried.
+        IllegalArgumentException shortWait = assertThrows(IllegalArgumentException.class,
+                () -> Polylock.connect("redis://127.0.0.1:6379", new Polylock.Options().fairWaitTimeout(Duration.ofMillis(5))));
+        assertTrue(shortWait.getMessage().contains("fair wait timeout"), shortWait.getMessage());
     }
 
     @Test

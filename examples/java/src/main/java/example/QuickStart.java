@@ -8,7 +8,7 @@ import io.polylock.PolylockClient;
 import java.util.concurrent.TimeUnit;
 
 /**
- * Lock, work, unlock; then a semaphore and a count-down latch:
+ * Lock, work, unlock; a fair lock and a multi-lock; then a semaphore and a count-down latch:
  * {@code java example.QuickStart [redis://127.0.0.1:6379 | zk://127.0.0.1:2181]}.
  */
 public final class QuickStart {
@@ -30,6 +30,19 @@ public final class QuickStart {
                 System.out.printf("held again, fencing token %d%n", hold.getFencingToken());
             }
             System.out.println("unlocked: " + !lock.isLocked());
+
+            // First come, first served (Redisson's RFairLock; on ZooKeeper every lock is fair).
+            DistributedLock fair = client.getFairLock(name + "-fair");
+            try (DistributedLock.Hold hold = fair.hold()) {
+                System.out.printf("fair lock held, fencing token %d%n", hold.getFencingToken());
+            }
+
+            // All or none, taken in one order whatever order they are given in; the locks may be
+            // of different clients and servers (Redis and ZooKeeper together).
+            try (DistributedLock both = client.getMultiLock(client.getLock(name + "-a"), client.getLock(name + "-b"));
+                    DistributedLock.Hold hold = both.hold()) {
+                System.out.printf("multi-lock %s held, fencing token %d%n", both.getName(), hold.getFencingToken());
+            }
 
             // At most 2 downloads at once, across every process (RSemaphore / InterProcessSemaphoreV2).
             DistributedSemaphore downloads = client.getSemaphore(name + "-downloads");

@@ -1,0 +1,102 @@
+package io.polylock;
+
+import java.lang.ref.PhantomReference;
+import java.lang.ref.Reference;
+import java.lang.ref.ReferenceQueue;
+import java.util.Collections;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
+
+/**
+ * A native lock handle (the core lock of a multi-lock, built once by {@link Native#multiLockNew}),
+ * owned by one {@link DistributedLock}: counted while a call uses it, and freed exactly once, by
+ * the last call out after {@link #close()}, as {@link PolylockClient} does with a client handle.
+ *
+ * <p>A handle whose owner became unreachable without {@code close()} is freed too: its owner is
+ * tracked by a phantom reference, and the handles of unreachable owners are freed whenever a new
+ * one is made (no thread of its own; the library targets Java 8, which has no {@code Cleaner}).
+ * Freeing the handle never releases a hold: holds taken through a multi-lock are its members'
+ * holds, in their clients.
+ */
+final class LockHandle {
+    /** Bit of {@link #users} set once closed; the bits below count calls in flight. */
+    private static final int CLOSED = 1 << 30;
+
+    private static final ReferenceQueue<Object> UNREACHABLE = new ReferenceQueue<>();
+    /** Keeps the phantom references themselves reachable until their owner is gone or closed. */
+    private static final Set<Reclaim> TRACKED = Collections.newSetFromMap(new ConcurrentHashMap<Reclaim, Boolean>());
+
+    private final long handle;
+    private final AtomicInteger users = new AtomicInteger();
+    private final AtomicBoolean closing = new AtomicBoolean();
+    private final AtomicBoolean freed = new AtomicBoolean();
+    private final Reclaim reclaim;
+
+    private LockHandle(long handle, Object owner) {
+        this.handle = handle;
+        this.reclaim = new Reclaim(owner, this);
+    }
+
+    /** Own {@code handle} on behalf of {@code owner}, which must not be reachable from the handle. */
+    static LockHandle own(long handle, Object owner) {
+        reclaimUnreachable();
+        LockHandle h = new LockHandle(handle, owner);
+        TRACKED.add(h.reclaim);
+        return h;
+    }
+
+    /** Count a call in flight and return the handle it may use. */
+    long enter() {
+        int u = users.incrementAndGet();
+        if ((u & CLOSED) != 0) {
+            exit();
+            throw new PolylockException(PolylockException.Code.INVALID_STATE, "this multi-lock handle is closed");
+        }
+        return handle;
+    }
+
+    /** End a call; the last one out after close frees the native handle. */
+    void exit() {
+        if (users.decrementAndGet() == CLOSED && freed.compareAndSet(false, true)) {
+            Native.lockFree(handle);
+        }
+    }
+
+    /** True once the native handle was freed (tests). */
+    boolean isFreed() {
+        return freed.get();
+    }
+
+    /** Refuse new calls and free the handle once the calls in flight are done. Idempotent. */
+    void close() {
+        if (!closing.compareAndSet(false, true)) {
+            return;
+        }
+        TRACKED.remove(reclaim);
+        reclaim.clear();
+        users.incrementAndGet();
+        users.addAndGet(CLOSED);
+        exit();
+    }
+
+    /** Close the handles whose owners were collected without closing them. */
+    static void reclaimUnreachable() {
+        Reference<?> r;
+        while ((r = UNREACHABLE.poll()) != null) {
+            Reclaim gone = (Reclaim) r;
+            TRACKED.remove(gone);
+            gone.handle.close();
+        }
+    }
+
+    private static final class Reclaim extends PhantomReference<Object> {
+        final LockHandle handle;
+
+        Reclaim(Object owner, LockHandle handle) {
+            super(owner, UNREACHABLE);
+            this.handle = handle;
+        }
+    }
+}
