@@ -1,0 +1,103 @@
+//! A worker of the fault harness (`faults/harness.py`), on the Rust core: takes the lock, runs a
+//! critical section against the harness's fenced resource (BEGIN, three WRITEs, END, each with
+//! the fencing token), releases, and prints one JSON line per section on stdout:
+//! `{"token":N,"refused":bool,"told":bool,"lost":"reason"|null,"release":"ok"|"<error kind>"}`.
+//! A failed acquire prints `{"acquire_error":"<kind>"}`.
+//!
+//! `fault_worker URL NAME RESOURCE(host:port) SECONDS WATCHDOG_MS`
+
+use std::io::{BufRead, BufReader, Write};
+use std::net::TcpStream;
+use std::time::{Duration, Instant};
+
+use polylock::{owner, AcquireOptions, Client, ClientOptions, ErrorKind, HoldState};
+
+/// One request to the resource; true when it was accepted.
+fn ask(conn: &mut (BufReader<TcpStream>, TcpStream), line: &str) -> std::io::Result<bool> {
+    conn.1.write_all(format!("{line}\n").as_bytes())?;
+    let mut reply = String::new();
+    conn.0.read_line(&mut reply)?;
+    Ok(reply.trim() == "OK")
+}
+
+#[tokio::main(flavor = "multi_thread", worker_threads = 2)]
+async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let args: Vec<String> = std::env::args().collect();
+    let [_, url, name, resource, seconds, watchdog] = &args[..] else {
+        return Err("usage: fault_worker URL NAME RESOURCE SECONDS WATCHDOG_MS".into());
+    };
+    let me = format!("rust-{}", std::process::id());
+    let options = ClientOptions {
+        watchdog_timeout: Duration::from_millis(watchdog.parse()?),
+        session_timeout: Duration::from_secs(4),
+        ..ClientOptions::default()
+    };
+    let end = Instant::now() + Duration::from_secs_f64(seconds.parse()?);
+    let client = loop {
+        match Client::connect_with(url, options.clone()).await {
+            Ok(c) => break c,
+            Err(e) if Instant::now() < end => {
+                println!("{{\"acquire_error\":\"{:?}\"}}", e.kind());
+                tokio::time::sleep(Duration::from_millis(200)).await;
+            }
+            Err(e) => return Err(e.into()),
+        }
+    };
+    let lock = client.lock(name)?;
+    let stream = TcpStream::connect(resource)?;
+    let mut conn = (BufReader::new(stream.try_clone()?), stream);
+    let owner = owner::fresh();
+    while Instant::now() < end {
+        let held = match lock
+            .acquire(owner, AcquireOptions::wait_for(Duration::from_secs(2)))
+            .await
+        {
+            Ok(h) => h,
+            Err(e) => {
+                if e.kind() != ErrorKind::Timeout {
+                    println!("{{\"acquire_error\":\"{:?}\"}}", e.kind());
+                    tokio::time::sleep(Duration::from_millis(200)).await;
+                }
+                continue;
+            }
+        };
+        let token = held.fencing_token;
+        let mut refused = false;
+        let steps = ["BEGIN", "WRITE", "WRITE", "WRITE", "END"];
+        for (i, step) in steps.iter().enumerate() {
+            let conn = &mut conn;
+            let line = format!("{step} {me} {token}");
+            if !tokio::task::block_in_place(|| ask(conn, &line))? {
+                refused = true;
+                break;
+            }
+            if i + 1 < steps.len() {
+                tokio::time::sleep(Duration::from_millis(40)).await;
+            }
+        }
+        // A release the server did not answer is tried again.
+        let mut release = String::new();
+        for _ in 0..20 {
+            release = match lock.release(owner).await {
+                Ok(_) => "ok".to_string(),
+                Err(e) => format!("{:?}", e.kind()),
+            };
+            if release == "ok" || release == "LockLost" {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        let lost = match held.lost.state() {
+            HoldState::Lost(r) => format!("\"{r:?}\""),
+            _ => "null".into(),
+        };
+        let told = lost != "null" || release == "LockLost";
+        println!(
+            "{{\"worker\":\"{me}\",\"token\":{token},\"refused\":{refused},\"told\":{told},\"lost\":{lost},\"release\":\"{release}\"}}"
+        );
+        std::io::stdout().flush()?;
+        tokio::time::sleep(Duration::from_millis(5 + (token % 20))).await;
+    }
+    client.close().await?;
+    Ok(())
+}
