@@ -2,8 +2,8 @@
 """The flash sale of seed 002 with buyers in five runtimes on one lock (run it through
 scripts/demo.sh, which builds the buyers).
 
-Round 1 locks on Redis (Redisson's format), round 2 on ZooKeeper (Curator's); the stock is in
-Redis both times. Every buyer process tries until the stock is gone and records each critical
+Round 1 locks on Redis (Redisson's format), round 2 on ZooKeeper (Curator's), round 3 on
+MariaDB/MySQL (GET_LOCK), round 4 on PostgreSQL (advisory locks); the stock is in Redis every time. Every buyer process tries until the stock is gone and records each critical
 section (start, end, fencing token) on the wall clock. The demo prints a table, checks that the
 sale sold exactly the stock, that no two sections overlap and that fencing tokens grow in time
 order, writes a timeline SVG, and exits non-zero if anything is wrong.
@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -143,7 +144,8 @@ def self_test() -> int:
 
 
 def report(rd: Round, stock: int) -> bool:
-    print(f"\n== {rd.title}: lock on {rd.lock_url}, {len(rd.buyers)} buyer processes, stock {stock}")
+    shown = re.sub(r"://([^:/@]+):[^@/]*@", r"://\1:***@", rd.lock_url)  # no password in the output
+    print(f"\n== {rd.title}: lock on {shown}, {len(rd.buyers)} buyer processes, stock {stock}")
     print(f"{'runtime':<8} {'process':<10} {'purchases':>9} {'sections':>8} {'wait p50 ms':>11} {'wait p99 ms':>11}  error")
     for b in rd.buyers:
         res = b.result
@@ -209,8 +211,9 @@ def svg(rounds: list[Round], path: Path, stock: int) -> None:
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--url", action="append", default=[],
-                   help="a Redis (redis://, rediss://) or ZooKeeper (zk://) URL to use instead of the local "
-                        "one; give it twice for both. The stock always lives in the Redis")
+                   help="a Redis (redis://, rediss://), ZooKeeper (zk://), MySQL/MariaDB (mysql://) or PostgreSQL "
+                        "(postgres://) URL to use instead of the local one; give it once per kind. The stock "
+                        "always lives in the Redis")
     p.add_argument("--stock", type=int, default=100, help="items on sale in each round (default 100)")
     p.add_argument("--per-runtime", type=int, default=2, help="buyer processes per runtime (default 2)")
     p.add_argument("--runtimes", default=",".join(RUNTIMES), help="comma-separated subset of " + ",".join(RUNTIMES))
@@ -218,7 +221,8 @@ def main() -> int:
     p.add_argument("--start-delay-ms", type=int, default=4000,
                    help="time the buyers get to start and connect before the sale opens (default 4000)")
     p.add_argument("--timeout", type=float, default=300, help="seconds a round may take (default 300)")
-    p.add_argument("--rounds", default="redis,zookeeper", help="which rounds to run (default redis,zookeeper)")
+    p.add_argument("--rounds", default="redis,zookeeper,mysql,postgres",
+                   help="which rounds to run (default redis,zookeeper,mysql,postgres)")
     p.add_argument("--svg", default="demo-timeline.svg", help="where to write the timeline (default demo-timeline.svg)")
     p.add_argument("--self-test", action="store_true", help="check the demo's checks on made-up sections, then exit")
     args = p.parse_args()
@@ -229,12 +233,22 @@ def main() -> int:
     if bad or args.stock < 1 or args.per_runtime < 1:
         p.error(f"unknown runtimes {bad}" if bad else "--stock and --per-runtime must be positive")
     # The last URL of each kind wins: demo.sh passes the local servers first, the user's after.
-    redis_url = ([u for u in args.url if u.startswith(("redis://", "rediss://"))] or ["redis://127.0.0.1:6379"])[-1]
-    zk_url = ([u for u in args.url if u.startswith("zk://")] or ["zk://127.0.0.1:2181"])[-1]
-    unknown = [u for u in args.url if not u.startswith(("redis://", "rediss://", "zk://"))]
+    def last(prefixes: tuple[str, ...], env: str, default: str) -> str:
+        return ([u for u in args.url if u.startswith(prefixes)] or [os.environ.get(env, default)])[-1]
+
+    redis_url = last(("redis://", "rediss://"), "POLYLOCK_REDIS_URL", "redis://127.0.0.1:6379")
+    zk_url = last(("zk://",), "POLYLOCK_ZK_URL", "zk://127.0.0.1:2181")
+    mysql_url = last(("mysql://",), "POLYLOCK_MYSQL_URL", "mysql://polylock:polylock-pw@127.0.0.1:3307/polylock")
+    pg_url = last(("postgres://", "postgresql://"), "POLYLOCK_PG_URL", "postgres://polylock:polylock-pw@127.0.0.1:5433/polylock")
+    known = ("redis://", "rediss://", "zk://", "mysql://", "postgres://", "postgresql://")
+    unknown = [u for u in args.url if not u.startswith(known)]
     if unknown:
-        p.error(f"--url must be redis://, rediss:// or zk://, got {unknown}")
-    plan = {"redis": ("Round 1 (Redis)", redis_url), "zookeeper": ("Round 2 (ZooKeeper)", zk_url)}
+        p.error(f"--url must be redis://, rediss://, zk://, mysql:// or postgres://, got {unknown}")
+    plan = {"redis": ("Round 1 (Redis)", redis_url), "zookeeper": ("Round 2 (ZooKeeper)", zk_url),
+            "mysql": ("Round 3 (MariaDB)", mysql_url), "postgres": ("Round 4 (PostgreSQL)", pg_url)}
+    wrong = [k for k in args.rounds.split(",") if k not in plan]
+    if wrong:
+        p.error(f"unknown rounds {wrong}; choose from {','.join(plan)}")
     ok = True
     rounds = []
     with tempfile.TemporaryDirectory(prefix="polylock-demo-") as tmp:

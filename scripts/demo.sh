@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# The main demo: one flash sale (seed 002), five runtimes, one lock. Installs and starts Redis and
-# ZooKeeper on 127.0.0.1 when they are missing (unless --url points elsewhere), builds the buyers
+# The main demo: one flash sale (seed 002), five runtimes, one lock. Installs and starts Redis,
+# ZooKeeper, MariaDB and PostgreSQL on 127.0.0.1 when they are missing, builds the buyers
 # of examples/ (Rust, C, Python, Node, Java; debug builds in the one target directory), then runs
-# scripts/demo.py: round 1 on Redis, round 2 on ZooKeeper, a table, the overlap and fencing-token
-# checks, and demo-timeline.svg. Options go to demo.py (try --help).
+# scripts/demo.py: round 1 on Redis, round 2 on ZooKeeper, round 3 on MariaDB, round 4 on
+# PostgreSQL (servers.sh starts both), a table, the overlap and fencing-token checks, and
+# demo-timeline.svg. Options go to demo.py (try --help).
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
