@@ -108,6 +108,7 @@ unsafe fn options_from(opts: *const polylock_options) -> ClientOptions {
         command_timeout: opt_ms(o.command_timeout_ms, d.command_timeout),
         session_timeout: opt_ms(o.session_timeout_ms, d.session_timeout),
         fair_wait_timeout: opt_ms(o.fair_wait_timeout_ms, d.fair_wait_timeout),
+        ..ClientOptions::default()
     }
 }
 

@@ -59,6 +59,7 @@ fn options(
         command_timeout: millis(command_ms, "command timeout")?,
         session_timeout: millis(session_ms, "session timeout")?,
         fair_wait_timeout: millis(fair_wait_ms, "fair wait timeout")?,
+        ..ClientOptions::default()
     })
 }
 

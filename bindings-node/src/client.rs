@@ -22,6 +22,7 @@ fn options_of(d: [f64; 5]) -> Result<ClientOptions> {
             command_timeout: ms(d[2], "commandTimeoutMs")?,
             session_timeout: ms(d[3], "sessionTimeoutMs")?,
             fair_wait_timeout: ms(d[4], "fairWaitTimeoutMs")?,
+            ..ClientOptions::default()
         })
     })()
     .map_err(sync_err)

@@ -21,6 +21,7 @@ impl Options {
             command_timeout: seconds(self.2, "command_timeout")?,
             session_timeout: seconds(self.3, "session_timeout")?,
             fair_wait_timeout: seconds(self.4, "fair_wait_timeout")?,
+            ..ClientOptions::default()
         })
     }
 }

@@ -65,6 +65,11 @@ async fn connection_cap_and_close() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn connection_cap_from_client_options() {
+    cases::connection_cap_from_options(&mysql_url()).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn no_lease_and_no_read_write_lock() {
     cases::no_lease_on_session_locks(&mysql_url()).await;
     let c = client(&mysql_url()).await;

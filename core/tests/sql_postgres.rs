@@ -66,6 +66,11 @@ async fn connection_cap_and_close() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn connection_cap_from_client_options() {
+    cases::connection_cap_from_options(&pg_url()).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn no_lease_on_session_locks() {
     cases::no_lease_on_session_locks(&pg_url()).await;
 }

@@ -22,10 +22,15 @@ pub struct ClientOptions {
     /// ZooKeeper session timeout (a `session_timeout_ms` in the URL wins). Locks held through a
     /// session are lost when it expires. Default 10 s.
     pub session_timeout: Duration,
-    /// How long a waiter of a fair lock (Redis) keeps its place in the queue without trying again:
-    /// a live waiter refreshes it every third of this, so only a dead waiter's place expires.
-    /// Default 5 s (Redisson's `fairLockWaitTimeout` is 300 s, chained behind every waiter).
+    /// How long a waiter of a fair lock (Redis) stays in the queue without trying again: a live
+    /// waiter renews its heartbeat every third of this, so only a dead waiter is dropped (by
+    /// polylock's scripts; Redisson's know only their own chained 300 s deadlines). Default 5 s.
     pub fair_wait_timeout: Duration,
+    /// SQL backends: the most connections this client opens (the query connection, and one per
+    /// held or waiting session lock); an acquire that would need one more fails with
+    /// `InvalidState`. `None`: the URL's `max_connections`, else 64. A `max_connections` in the
+    /// URL wins. At least 2.
+    pub max_sql_connections: Option<usize>,
 }
 
 impl Default for ClientOptions {
@@ -36,6 +41,7 @@ impl Default for ClientOptions {
             command_timeout: Duration::from_secs(5),
             session_timeout: Duration::from_secs(10),
             fair_wait_timeout: Duration::from_secs(5),
+            max_sql_connections: None,
         }
     }
 }
@@ -53,6 +59,11 @@ impl ClientOptions {
         check_duration("command timeout", self.command_timeout)?;
         check_duration("session timeout", self.session_timeout)?;
         check_duration("fair wait timeout", self.fair_wait_timeout)?;
+        if self.max_sql_connections.is_some_and(|n| n < 2) {
+            return Err(Error::invalid(
+                "max_sql_connections must be at least 2 (the query connection and one lock)",
+            ));
+        }
         if self.fair_wait_timeout < Duration::from_millis(30) {
             return Err(Error::invalid(format!(
                 "fair wait timeout {:?} is too short; use at least 30ms",

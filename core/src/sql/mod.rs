@@ -58,7 +58,8 @@ pub(crate) enum Mode {
 pub(crate) struct SqlUrl {
     pub(crate) flavor: Flavor,
     pub(crate) mode: Mode,
-    pub(crate) max_connections: usize,
+    /// `max_connections` of the URL, if it has one (it wins over `ClientOptions`).
+    pub(crate) max_connections: Option<usize>,
     /// The lease table (ShedLock's `shedlock` by default).
     pub(crate) table: String,
     /// The URL for the driver, with the driver's own options only.
@@ -134,7 +135,7 @@ impl SqlUrl {
             return Err(bad("no database (add /name after the host)"));
         }
         let mut mode = Mode::Session;
-        let mut max_connections = DEFAULT_MAX_CONNECTIONS;
+        let mut max_connections = None;
         let mut table = "shedlock".to_string();
         let mut root_cert = None;
         let mut driver_params: Vec<&str> = Vec::new();
@@ -155,8 +156,9 @@ impl SqlUrl {
                 "max_connections" => {
                     max_connections = v
                         .parse::<usize>()
+                        .map(Some)
                         .ok()
-                        .filter(|n| *n >= 2)
+                        .filter(|n| n.is_some_and(|n| n >= 2))
                         .ok_or_else(|| bad("max_connections must be a number of at least 2 (the query connection and one lock)"))?;
                 }
                 "table" => {
@@ -210,7 +212,12 @@ pub(crate) async fn connect(
     options: &ClientOptions,
     client_id: &str,
 ) -> Result<Box<dyn Backend>> {
-    let url = SqlUrl::parse(url)?;
+    let mut url = SqlUrl::parse(url)?;
+    url.max_connections = Some(
+        url.max_connections
+            .or(options.max_sql_connections)
+            .unwrap_or(DEFAULT_MAX_CONNECTIONS),
+    );
     match url.flavor {
         Flavor::MySql => mysql::connect(url, options, client_id).await,
         Flavor::Postgres => postgres::connect(url, options, client_id).await,
@@ -254,8 +261,9 @@ impl Slots {
                     ErrorKind::InvalidState,
                     format!(
                         "{}: this client has {} connections open, its cap (max_connections={} in \
-                         the URL): each held or waiting session lock keeps a connection of its \
-                         own. Release a lock, or raise max_connections",
+                         the URL, or ClientOptions::max_sql_connections): each held or waiting \
+                         session lock keeps a connection of its own. Release a lock, or raise \
+                         the cap",
                         self.server, open, self.cap
                     ),
                 ));
@@ -298,7 +306,7 @@ mod tests {
         let u = SqlUrl::parse("mysql://u:secret@127.0.0.1:3307/db").unwrap();
         assert_eq!(u.flavor, Flavor::MySql);
         assert_eq!(u.mode, Mode::Session);
-        assert_eq!(u.max_connections, DEFAULT_MAX_CONNECTIONS);
+        assert_eq!(u.max_connections, None);
         assert_eq!(u.driver_url, "mysql://u:secret@127.0.0.1:3307/db");
         let u = SqlUrl::parse(
             "postgresql://u:pw@h:5433/db?mode=table&max_connections=5&sslmode=require&table=jobs",
@@ -306,7 +314,7 @@ mod tests {
         .unwrap();
         assert_eq!(u.flavor, Flavor::Postgres);
         assert_eq!(u.mode, Mode::Table);
-        assert_eq!(u.max_connections, 5);
+        assert_eq!(u.max_connections, Some(5));
         assert_eq!(u.table, "jobs");
         assert_eq!(u.driver_url, "postgresql://u:pw@h:5433/db?sslmode=require");
         for bad in [

@@ -18,7 +18,7 @@ use tokio::sync::watch;
 use super::names::mysql_lock_name;
 use super::session::{Pool, SessionConn};
 use super::table::{self, TableDb, TableLock, TableWaiter};
-use super::{Mode, Slot, Slots, SqlUrl};
+use super::{Mode, Slot, Slots, SqlUrl, DEFAULT_MAX_CONNECTIONS};
 use crate::backend::{
     AcquireRequest, Backend, Granted, HoldOps, LeaseSupport, LockOps, Reentry, ReleaseRequest,
     UnlockReply,
@@ -660,7 +660,10 @@ pub(crate) async fn connect(
     let opts: mysql_async::Opts = mysql_async::OptsBuilder::from_opts(opts)
         .client_found_rows(false)
         .into();
-    let slots = Slots::new(url.max_connections, SERVER);
+    let slots = Slots::new(
+        url.max_connections.unwrap_or(DEFAULT_MAX_CONNECTIONS),
+        SERVER,
+    );
     let pool = Pool::new(slots.clone(), options.command_timeout);
     let mode = url.mode;
     let db = Arc::new(MySql {

@@ -25,7 +25,7 @@ use super::names::{pg_key, PgKey};
 use super::session::{Pool, SessionConn};
 use super::table::{self, TableDb, TableLock, TableWaiter};
 use super::tls::MakeRustls;
-use super::{Mode, Slot, Slots, SqlUrl};
+use super::{Mode, Slot, Slots, SqlUrl, DEFAULT_MAX_CONNECTIONS};
 use crate::backend::{
     AcquireRequest, Backend, Granted, HoldOps, LeaseSupport, LockOps, Reentry, ReleaseRequest,
     UnlockReply,
@@ -922,7 +922,10 @@ pub(crate) async fn connect(
     config.connect_timeout(options.connect_timeout);
     config.application_name("polylock");
     let tls = MakeRustls::new(url.root_cert.as_deref())?;
-    let slots = Slots::new(url.max_connections, SERVER);
+    let slots = Slots::new(
+        url.max_connections.unwrap_or(DEFAULT_MAX_CONNECTIONS),
+        SERVER,
+    );
     let pool = Pool::new(slots.clone(), options.command_timeout);
     let mode = url.mode;
     let db = Arc::new(Pg {

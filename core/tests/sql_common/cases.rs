@@ -366,6 +366,49 @@ pub async fn connection_cap_and_close(url: &str, server: &Server) {
     d.close().await.unwrap();
 }
 
+/// `ClientOptions::max_sql_connections` caps a client like the URL's `max_connections`, which
+/// wins when both are given; a cap under 2 is refused at connect.
+pub async fn connection_cap_from_options(url: &str) {
+    let capped = |n: usize| polylock::ClientOptions {
+        max_sql_connections: Some(n),
+        ..polylock::ClientOptions::default()
+    };
+    let c = Client::connect_with(url, capped(2)).await.unwrap();
+    let (a, b) = (super::unique("cap-opt"), super::unique("cap-opt"));
+    c.lock(&a)
+        .unwrap()
+        .acquire(1, AcquireOptions::try_once())
+        .await
+        .unwrap();
+    let e = c
+        .lock(&b)
+        .unwrap()
+        .acquire(1, AcquireOptions::try_once())
+        .await
+        .unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::InvalidState, "{}", e.message());
+    assert!(
+        e.message().contains("max_sql_connections"),
+        "{}",
+        e.message()
+    );
+    c.close().await.unwrap();
+    // The URL's cap wins: 3 connections, so two locks fit.
+    let d = Client::connect_with(&super::with(url, "max_connections=3"), capped(2))
+        .await
+        .unwrap();
+    for n in [&a, &b] {
+        d.lock(n)
+            .unwrap()
+            .acquire(1, AcquireOptions::try_once())
+            .await
+            .unwrap();
+    }
+    d.close().await.unwrap();
+    let e = Client::connect_with(url, capped(1)).await.unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{}", e.message());
+}
+
 /// Session locks have no lease: asking for one is a typed error.
 pub async fn no_lease_on_session_locks(url: &str) {
     let c = client(url).await;
