@@ -278,18 +278,67 @@ def test_decorator_formats_the_name_from_arguments(client):
     assert pay(oid, amount=7) == 7
     assert not client.lock(f"order:{oid}").locked()
 
-    @client.locked("order:{missing}")
-    def broken(order_id):
-        return order_id
+    # A template naming an argument the function lacks fails when the function is decorated.
+    with pytest.raises(polylock.InvalidArgumentError, match="missing"):
+
+        @client.locked("order:{missing}")
+        def broken(order_id):
+            return order_id
 
     with pytest.raises(polylock.InvalidArgumentError):
-        broken(1)
+        client.locked("order:{}")
+    with pytest.raises(polylock.InvalidArgumentError):
+        client.locked("order:{x}", wait=1, timeout=1)
 
     @client.locked("async-order:{order_id}")
     async def apay(order_id):
         return order_id
 
     assert asyncio.run(apay("x")) == "x"
+
+
+def test_decorator_keys_wait_and_lost(client):
+    class Order:
+        def __init__(self, oid):
+            self.id = oid
+
+    oid = uuid.uuid4().hex
+    seen = []
+
+    @client.locked("order:{order.id}", wait=0.2)
+    def ship(order):
+        seen.append(client.lock(f"order:{order.id}").held_by_me())
+        return "shipped"
+
+    assert ship(Order(oid)) == "shipped" and seen == [True]
+    # Another client holds the key: the bounded wait runs out with LockTimeoutError, in time.
+    other = polylock.connect(REDIS)
+    held = other.lock(f"order:{oid}")
+    assert held.acquire()
+    started = time.monotonic()
+    with pytest.raises(polylock.LockTimeoutError):
+        ship(Order(oid))
+    assert time.monotonic() - started < 2.0
+    # Different keys do not exclude each other.
+    assert ship(Order(uuid.uuid4().hex)) == "shipped"
+    held.release()
+    other.close()
+
+    # A lock lost while the function runs (deleted behind its back; the watchdog renews every
+    # 0.2 s and finds it gone): the call fails with LockLostError when it returns.
+    fast = polylock.connect(REDIS, watchdog_timeout=0.6)
+
+    @fast.locked("job:{job_id}")
+    def job(job_id):
+        assert other_client.lock(f"job:{job_id}").force_unlock()
+        time.sleep(0.8)
+        return fast.lock(f"job:{job_id}").lost
+
+    other_client = polylock.connect(REDIS)
+    with pytest.raises(polylock.LockLostError):
+        job(uuid.uuid4().hex)
+    other_client.close()
+    fast.close()
 
 
 def test_bad_input_raises_typed_errors(client):

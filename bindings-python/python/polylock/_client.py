@@ -5,6 +5,7 @@ from __future__ import annotations
 import atexit
 import functools
 import inspect
+import string
 import weakref
 from types import TracebackType
 from typing import Any, Callable, Optional, Sequence, TypeVar, cast
@@ -163,21 +164,62 @@ class Client:
         _check_name(name)
         return CountDownLatch(self._native.count_down_latch(name))
 
-    def locked(self, name: str, *, timeout: float = -1, lease: Optional[float] = None) -> Callable[[F], F]:
+    def locked(
+        self,
+        name: str,
+        *,
+        wait: Optional[float] = None,
+        timeout: float = -1,
+        lease: Optional[float] = None,
+    ) -> Callable[[F], F]:
         """Decorator: run the function under ``self.lock(name.format(**arguments))``, where the
-        arguments are the call's, bound by name (``@client.locked("order:{order_id}")``). Works
-        on plain and ``async`` functions; raises ``LockTimeoutError`` if ``timeout`` runs out."""
+        arguments are the call's, bound by name (``@client.locked("order:{order_id}")``, attribute
+        and index access allowed: ``"{order.id}"``). Works on plain and ``async`` functions.
+        ``wait`` (seconds; ``timeout`` is its older name) bounds the wait, after which the call
+        raises ``LockTimeoutError``; without either it waits as long as it takes. A template
+        naming an argument the function does not have is an ``InvalidArgumentError`` when the
+        function is decorated. If the lock is lost while the function runs, the call raises
+        ``LockLostError`` when it returns."""
+        if wait is not None and timeout != -1:
+            raise InvalidArgumentError("give wait= or its older name timeout=, not both")
+        if wait is not None:
+            if isinstance(wait, bool) or not isinstance(wait, (int, float)) or wait < 0:
+                raise InvalidArgumentError(f"wait must be a number of seconds >= 0, got {wait!r}")
+            timeout = float(wait)
+        fields: set[str] = set()
+        try:
+            for _, field_name, _, _ in string.Formatter().parse(name):
+                if field_name is not None:
+                    root = field_name.split(".", 1)[0].split("[", 1)[0]
+                    if root == "" or root.isdigit():
+                        raise InvalidArgumentError(
+                            f"lock name template {name!r}: name the argument ({{order_id}}), not a position"
+                        )
+                    fields.add(root)
+        except ValueError as e:
+            raise InvalidArgumentError(f"lock name template {name!r}: {e}") from None
 
         def decorate(fn: F) -> F:
             signature = inspect.signature(fn)
+            takes_any = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in signature.parameters.values())
+            missing = sorted(f for f in fields if f not in signature.parameters)
+            if missing and not takes_any:
+                raise InvalidArgumentError(
+                    f"lock name template {name!r} needs {', '.join(missing)}, which "
+                    f"{getattr(fn, '__qualname__', fn)!s} does not take"
+                )
 
             def lock_for(args: Any, kwargs: Any) -> Lock:
                 bound = signature.bind(*args, **kwargs)
                 bound.apply_defaults()
+                arguments = dict(bound.arguments)
+                for p in signature.parameters.values():
+                    if p.kind is inspect.Parameter.VAR_KEYWORD:
+                        arguments.update(arguments.pop(p.name, {}))
                 try:
-                    key = name.format(**bound.arguments)
-                except (KeyError, IndexError) as e:
-                    raise InvalidArgumentError(f"lock name template {name!r} needs argument {e}") from None
+                    key = name.format(**arguments)
+                except (KeyError, IndexError, AttributeError) as e:
+                    raise InvalidArgumentError(f"lock name template {name!r} cannot be filled: {e}") from None
                 return self.lock(key)
 
             if inspect.iscoroutinefunction(fn):
