@@ -186,6 +186,62 @@ impl Client {
         Lock::new(self.core.clone(), name, LockKind::Reentrant)
     }
 
+    /// Run `f` under the lock `name`: acquire it for a fresh owner (as `options` say), call `f`
+    /// with the hold (its fencing token and lost signal), and release it when `f`'s future ends.
+    /// If the lock was lost meanwhile, the result is the `LockLost` error once `f` returns (hand
+    /// the lost signal to `f` to stop early). A panic in `f`, or this future dropped while `f`
+    /// runs, releases the lock in the background.
+    ///
+    /// ```no_run
+    /// # async fn demo(client: polylock::Client) -> polylock::Result<()> {
+    /// use polylock::AcquireOptions;
+    /// use std::time::Duration;
+    /// let paid = client
+    ///     .with_lock("order:42", AcquireOptions::wait_for(Duration::from_secs(5)), |hold| async move {
+    ///         // hold.fencing_token goes to the resource; hold.lost.wait() resolves on a loss
+    ///         hold.fencing_token > 0
+    ///     })
+    ///     .await?;
+    /// # Ok(()) }
+    /// ```
+    pub async fn with_lock<T, F, Fut>(
+        &self,
+        name: &str,
+        options: crate::model::options::AcquireOptions,
+        f: F,
+    ) -> Result<T>
+    where
+        F: FnOnce(crate::model::outcome::Acquired) -> Fut,
+        Fut: std::future::Future<Output = T>,
+    {
+        /// Releases in the background unless disarmed (a panic in `f`, a dropped future).
+        struct Release {
+            lock: Option<Lock>,
+            owner: crate::model::owner::OwnerId,
+        }
+        impl Drop for Release {
+            fn drop(&mut self) {
+                if let Some(lock) = self.lock.take() {
+                    let owner = self.owner;
+                    runtime::handle().spawn(async move {
+                        let _ = lock.release(owner).await;
+                    });
+                }
+            }
+        }
+        let lock = self.lock(name)?;
+        let owner = crate::model::owner::fresh();
+        let held = lock.acquire(owner, options).await?;
+        let mut guard = Release {
+            lock: Some(lock),
+            owner,
+        };
+        let out = f(held).await;
+        let lock = guard.lock.take().expect("the lock of with_lock");
+        lock.release(owner).await?;
+        Ok(out)
+    }
+
     /// A non-reentrant mutex on ZooKeeper (Curator's InterProcessSemaphoreMutex): one holder; a
     /// second acquire, even by the same owner, waits or fails; any owner of this client may
     /// release it. `Unsupported` on Redis.
