@@ -155,6 +155,17 @@ export class Client {
   semaphore(name: string): Semaphore;
   permitExpirableSemaphore(name: string): PermitExpirableSemaphore;
   countDownLatch(name: string): CountDownLatch;
+  /** `client.lock(name).using(fn, options)`: `fn` runs under the lock; `signal` aborts on a loss. */
+  using<T>(name: string, fn: (signal: AbortSignal) => Promise<T> | T, options?: AcquireOptions): Promise<T>;
+  /**
+   * A function that runs `fn` under a lock named by `name` (or by `name(...args)`); `fn` gets the
+   * call's arguments and then an AbortSignal that fires when the lock is lost.
+   */
+  withLock<A extends unknown[], T>(
+    name: string | ((...args: A) => string),
+    fn: (...args: [...A, AbortSignal]) => Promise<T> | T,
+    options?: AcquireOptions,
+  ): (...args: A) => Promise<T>;
   close(): Promise<void>;
 }
 

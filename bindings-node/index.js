@@ -201,9 +201,9 @@ class Client {
 
   /**
    * A fair lock: granted in the order of asking, across polylock and Redisson clients (Redisson's
-   * RFairLock on Redis; a waiter that stops asking loses its place after `fairWaitTimeoutMs`, 5 s
-   * by default, where Redisson waits 5 minutes). On ZooKeeper every lock is fair: this is the
-   * ordinary lock.
+   * RFairLock on Redis; a polylock waiter that stops asking is dropped from the queue after
+   * `fairWaitTimeoutMs`, 5 s by default). On ZooKeeper every lock is fair: this is the ordinary
+   * lock.
    */
   fairLock(lockName) {
     name(lockName, 'name');
@@ -245,6 +245,36 @@ class Client {
   countDownLatch(latchName) {
     name(latchName, 'name');
     return new CountDownLatch(call(() => this._native.countDownLatch(latchName)));
+  }
+
+  /**
+   * Run `fn(signal)` under the lock `lockName` (a fresh handle, so a fresh owner, per call) and
+   * release it after: `lock.using` by name. `signal` aborts if the lock is lost meanwhile, and the
+   * call then rejects with LOCK_LOST when `fn` returns.
+   */
+  async using(lockName, fn, options = {}) {
+    return this.lock(lockName).using(fn, options);
+  }
+
+  /**
+   * A function that runs `fn` under a lock: `lockName` is a name, or a function of the call's
+   * arguments that returns one (`(orderId) => \`order:${orderId}\``). The wrapped function
+   * takes `fn`'s arguments and returns a Promise of its result; `fn` gets the arguments and then
+   * the AbortSignal that fires when the lock is lost. `options` as for `acquire` (`waitMs`,
+   * `leaseMs`); a wait that runs out rejects with TIMEOUT.
+   */
+  withLock(lockName, fn, options = {}) {
+    if (typeof lockName !== 'string' && typeof lockName !== 'function') {
+      throw argError(TypeError, 'lockName must be a string or a function of the arguments');
+    }
+    if (typeof lockName === 'string') name(lockName, 'name');
+    if (typeof fn !== 'function') throw argError(TypeError, 'fn must be a function');
+    const client = this;
+    return async function withLock(...args) {
+      const key = typeof lockName === 'function' ? lockName(...args) : lockName;
+      name(key, 'the name lockName returned');
+      return client.lock(key).using((signal) => fn.call(this, ...args, signal), options);
+    };
   }
 
   /** Release every lock this client still holds and close it. Idempotent. */
