@@ -26,6 +26,26 @@ cc -std=c11 -Wall -Wextra -Werror -Iinclude examples/c/seckill_buyer.c "$target/
 "$out/quickstart" "${POLYLOCK_REDIS_URL:-redis://127.0.0.1:6379}"
 "$out/quickstart" "${POLYLOCK_ZK_URL:-zk://127.0.0.1:2181}"
 
+# `make install` into a prefix of our own, then the quick start built against the installed copy
+# through pkg-config: shared (run from the prefix) and static (the archive and Libs.private).
+prefix="$out/prefix"
+rm -rf "$prefix"
+make --no-print-directory -s install PREFIX="$prefix" PROFILE=debug >/dev/null
+export PKG_CONFIG_PATH="$prefix/lib/pkgconfig"
+[ "$(pkg-config --modversion polylock)" = "$version" ]
+# shellcheck disable=SC2046
+cc -std=c11 -Wall -Wextra -Werror examples/c/quickstart.c $(pkg-config --cflags --libs polylock) \
+  -o "$out/quickstart_installed"
+LD_LIBRARY_PATH="$prefix/lib" "$out/quickstart_installed" "${POLYLOCK_REDIS_URL:-redis://127.0.0.1:6379}"
+# shellcheck disable=SC2046
+cc -std=c11 -Wall -Wextra -Werror $(pkg-config --cflags polylock) examples/c/quickstart.c \
+  "$(pkg-config --variable=libdir polylock)/libpolylock.a" $(pkg-config --static --libs-only-l polylock | sed 's/-lpolylock//') \
+  -o "$out/quickstart_static"
+"$out/quickstart_static" "${POLYLOCK_REDIS_URL:-redis://127.0.0.1:6379}"
+make --no-print-directory -s uninstall PREFIX="$prefix"
+[ ! -e "$prefix/lib/pkgconfig/polylock.pc" ] && [ ! -e "$prefix/include/polylock.h" ]
+echo "C install: make install, pkg-config --cflags --libs polylock (shared and static), make uninstall: ok"
+
 # Two C buyers against 30 items must sell exactly 30.
 name="c-smoke-$$"
 redis-cli -u "${POLYLOCK_REDIS_URL:-redis://127.0.0.1:6379}" SET "seckill:$name:stock" 30 >/dev/null

@@ -47,6 +47,8 @@ install() {
   # Build tools of the C binding's tests and examples.
   [ -f /usr/include/hiredis/hiredis.h ] || missing+=(libhiredis-dev)
   command -v cc >/dev/null 2>&1 || missing+=(gcc)
+  command -v make >/dev/null 2>&1 || missing+=(make)              # make install of the C library
+  command -v pkg-config >/dev/null 2>&1 || missing+=(pkg-config)
   command -v openssl >/dev/null 2>&1 || missing+=(openssl) # certificates of the TLS test
   # The Java binding's build (usually already there: the JDK and Maven of the machine).
   command -v javac >/dev/null 2>&1 || missing+=(default-jdk-headless)
