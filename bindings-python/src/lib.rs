@@ -20,12 +20,20 @@ fn fresh_owner() -> u64 {
     polylock::owner::fresh()
 }
 
+/// The `polylock` command with `argv` (program name first); its exit code. The GIL is released
+/// while it runs (it may wait for a lock and run a child for hours).
+#[pyfunction]
+fn run_cli(py: Python<'_>, argv: Vec<String>) -> u8 {
+    py.detach(move || polylock::cli::main(argv))
+}
+
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(client::connect, m)?)?;
     m.add_function(wrap_pyfunction!(client::connect_redlock, m)?)?;
     m.add_function(wrap_pyfunction!(lock::multi_lock, m)?)?;
     m.add_function(wrap_pyfunction!(fresh_owner, m)?)?;
+    m.add_function(wrap_pyfunction!(run_cli, m)?)?;
     m.add_function(wrap_pyfunction!(errors::error_table, m)?)?;
     m.add_class::<client::NativeClient>()?;
     m.add_class::<lock::NativeLock>()?;

@@ -29,6 +29,8 @@
 
 mod backend;
 pub mod blocking;
+#[cfg(feature = "cli")]
+pub mod cli;
 mod client;
 mod hold;
 mod model;
