@@ -252,6 +252,49 @@ async fn lease_table_in_shedlocks_layout() {
     b.close().await.unwrap();
 }
 
+/// ShedLock's unlock notifies nobody: a waiter behind a ShedLock holder backs off (at most 1 s
+/// between looks) instead of sleeping to the end of ShedLock's lease.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_shedlock_unlock_is_seen_within_the_back_off() {
+    // The default 30 s watchdog: no short lease bounds the waiter's pauses here.
+    let b = client(&with(&pg_url(), "mode=table")).await;
+    let raw = pg_raw().await;
+    let name = unique("shed-unlock");
+    // ShedLock takes the row for 20 s (its statement), then unlocks after 600 ms (its unlock
+    // statement sets lock_until to now).
+    raw.execute(
+        "INSERT INTO shedlock (name, lock_until, locked_at, locked_by) VALUES ($1, \
+         timezone('utc', CURRENT_TIMESTAMP) + interval '20 seconds', timezone('utc', \
+         CURRENT_TIMESTAMP), 'shedlock-host')",
+        &[&name],
+    )
+    .await
+    .unwrap();
+    let lb = b.lock(&name).unwrap();
+    let waiting = tokio::spawn(async move {
+        lb.acquire(3, AcquireOptions::wait_for(Duration::from_secs(15)))
+            .await
+            .map(|_| std::time::Instant::now())
+    });
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    raw.execute(
+        "UPDATE shedlock SET lock_until = timezone('utc', CURRENT_TIMESTAMP) WHERE name = $1 \
+         AND locked_by = 'shedlock-host'",
+        &[&name],
+    )
+    .await
+    .unwrap();
+    let unlocked = std::time::Instant::now();
+    let got = waiting.await.unwrap().unwrap();
+    let after = got.saturating_duration_since(unlocked);
+    assert!(
+        after < Duration::from_millis(1500),
+        "the waiter got in {after:?} after ShedLock's unlock (its lease had 19 s left)"
+    );
+    b.lock(&name).unwrap().release(3).await.unwrap();
+    b.close().await.unwrap();
+}
+
 /// A waiter with a 30 s lease ahead of it is woken by the release's NOTIFY, not by a pause.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn lease_table_waiters_wake_by_notify() {

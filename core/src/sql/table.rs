@@ -5,9 +5,9 @@
 //!
 //! `locked_by` is `<host>:<client id>:<owner>`, unique to the holder, so that a ShedLock process
 //! on the same host cannot extend or release polylock's lease. Waiters wake by `LISTEN/NOTIFY`
-//! on PostgreSQL (each release notifies) and retry with a growing pause on MySQL; every pause is
-//! bounded by the holder's remaining lease, so a release by ShedLock (which notifies nobody)
-//! only delays a waiter.
+//! on PostgreSQL (each of polylock's releases notifies) and retry with a growing pause (up to
+//! 1 s) on MySQL, and on PostgreSQL too while the holder is not polylock (ShedLock notifies
+//! nobody); every pause is bounded by the holder's remaining lease.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -85,6 +85,17 @@ impl TableLock {
     }
 }
 
+/// Whether `locked_by` is a polylock holder's (`<host>:<client uuid>:<owner>`), whose release
+/// notifies waiters on PostgreSQL; a ShedLock holder's is its host name.
+fn is_polylock_holder(locked_by: &str) -> bool {
+    let mut parts = locked_by.rsplitn(3, ':');
+    let (Some(owner), Some(client), Some(_host)) = (parts.next(), parts.next(), parts.next())
+    else {
+        return false;
+    };
+    owner.parse::<u64>().is_ok() && uuid::Uuid::parse_str(client).is_ok()
+}
+
 #[async_trait]
 impl HoldOps for TableLock {
     async fn renew(&self, holds: &[RenewItem], lease: Duration) -> Result<Vec<bool>> {
@@ -140,12 +151,12 @@ impl LockOps for TableLock {
                 continue;
             }
             let w = waiter.as_mut().expect("waiter");
-            let lease_left = match self.db.holder(req.name).await? {
-                Some((_, left)) => left,
+            let (holder, lease_left) = match self.db.holder(req.name).await? {
+                Some(h) => h,
                 None => continue, // released meanwhile
             };
             let mut pause = lease_left.min(req.max_sleep);
-            if !w.notified() {
+            if !w.notified() || !is_polylock_holder(&holder) {
                 pause = pause.min(backoff);
                 backoff = (backoff * 2).min(Duration::from_secs(1));
             }
@@ -198,5 +209,25 @@ impl LockOps for TableLock {
                 .collect(),
             waiters: Vec::new(),
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_polylock_holder;
+
+    #[test]
+    fn polylock_holders_are_told_from_shedlocks() {
+        assert!(is_polylock_holder(
+            "web-1:5b0b7c4e-6a59-4f5e-9c43-9b0d6f3a2e11:42"
+        ));
+        assert!(is_polylock_holder(
+            "host:with:colons:5b0b7c4e-6a59-4f5e-9c43-9b0d6f3a2e11:7"
+        ));
+        assert!(!is_polylock_holder("shedlock-host"));
+        assert!(!is_polylock_holder("web-1:not-a-uuid:42"));
+        assert!(!is_polylock_holder(
+            "web-1:5b0b7c4e-6a59-4f5e-9c43-9b0d6f3a2e11:x"
+        ));
     }
 }
