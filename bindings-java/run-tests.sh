@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Build the JAR the way a user does (mvn package builds the native library into it; -Pdev: a debug
 # build in the workspace's one target directory), run the unit tests (Surefire) and the suites
-# against the servers of scripts/servers.sh, Redisson and Curator interop included (Failsafe, from
+# against the servers of scripts/servers.sh, Redisson, Curator, ShedLock and plain-JDBC interop included (Failsafe, from
 # the packaged JAR), then build the examples against the installed JAR and run them as smoke
 # tests. Prints "N passed, N failed" (JUnit's counts; a skipped test counts as failed).
 set -uo pipefail

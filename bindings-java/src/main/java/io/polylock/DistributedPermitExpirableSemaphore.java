@@ -29,7 +29,8 @@ import java.util.concurrent.TimeUnit;
  *
  * <p>The waiting forms wait for a release notification (pub/sub), never by polling, and answer
  * {@link Thread#interrupt()} with an {@link InterruptedException} at once, leaving nothing
- * taken (the native acquire is cancelled; a try it had in flight is undone on the server).
+ * taken (the native acquire is cancelled; a try it had in flight is undone on the server in the
+ * background, within milliseconds).
  *
  * <p>On ZooKeeper, {@link PolylockClient#getPermitExpirableSemaphore} throws {@link
  * UnsupportedOperationException}: use {@link DistributedSemaphore}, whose leases already end with

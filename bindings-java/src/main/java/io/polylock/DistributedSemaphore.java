@@ -34,7 +34,8 @@ import java.util.concurrent.TimeUnit;
  * by polling. {@link #acquire()} and the timed {@code tryAcquire}/{@code acquireLease} forms
  * answer {@link Thread#interrupt()} with an {@link InterruptedException} at once, leaving
  * nothing taken: the native acquire is cancelled, and a try it had in flight (a script on Redis,
- * a grant on ZooKeeper) is undone on the server.
+ * a grant on ZooKeeper) is undone on the server in the background (a permit it took may be
+ * missing for a few milliseconds after the exception).
  *
  * <p>Unlike {@code java.util.concurrent.Semaphore}, acquiring or releasing 0 permits is refused
  * with an {@link IllegalArgumentException}, as negative numbers are. Errors of the server are
