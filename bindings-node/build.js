@@ -6,6 +6,23 @@ const fs = require('node:fs');
 const path = require('node:path');
 
 const here = __dirname;
+// `npm install` runs this with --if-needed: nothing to build when the prebuilt addon of this
+// platform is installed (the polylock-<platform> package, an optional dependency).
+if (process.argv.includes('--if-needed')) {
+  const native = require('./native');
+  const have = native.prebuilt();
+  if (have) {
+    console.log(`polylock: using the prebuilt ${have}`);
+    process.exit(0);
+  }
+  if (!fs.existsSync(path.join(here, 'Cargo.toml'))) {
+    console.warn(
+      `polylock: no prebuilt addon for ${native.platformTriple()} and no sources to build one ` +
+        '(install from the repository with cargo to build it)'
+    );
+    process.exit(0);
+  }
+}
 const profile = process.env.POLYLOCK_NODE_PROFILE || 'release';
 const cargo = process.env.CARGO || 'cargo';
 const args = ['build', '-p', 'polylock-node', '--message-format=short'];

@@ -6,9 +6,8 @@
 // threads.
 
 const { EventEmitter } = require('node:events');
-const path = require('node:path');
 
-const native = require(path.join(__dirname, 'polylock.node'));
+const native = require('./native').load();
 
 const asyncDispose = Symbol.asyncDispose || Symbol.for('nodejs.asyncDispose');
 

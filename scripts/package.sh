@@ -3,9 +3,14 @@
 #   dist/polylock-<ver>-cp39-abi3-<platform>.whl   one abi3 wheel (Python 3.9+), with the `polylock`
 #                                                   console command; maturin build --release
 #   dist/polylock-c-<ver>-linux-<arch>.tar.gz       include/, lib/ (libpolylock.so, .a), lib/pkgconfig
+#   dist/polylock-<ver>.tgz                         the npm package (JS, types, and the sources
+#                                                   for a build where no prebuilt addon fits)
+#   dist/polylock-<platform>-<ver>.tgz              its prebuilt addon for this platform (napi-rs's
+#                                                   layout: an optional dependency of the main one)
 # The checks: a fresh venv installs the wheel, locks on Redis and runs `polylock --version`; a C
-# program builds against the unpacked tarball through pkg-config and locks. (The npm package and
-# the JAR are not built here yet.) Needs the Redis of scripts/servers.sh for the checks.
+# program builds against the unpacked tarball through pkg-config and locks; an empty folder
+# `npm install`s the two npm tarballs and locks from CommonJS and from ESM. (The JAR is not built
+# here yet.) Needs the Redis of scripts/servers.sh for the checks.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
@@ -30,6 +35,42 @@ make --no-print-directory -s install PREFIX=/usr/local DESTDIR="$stage" >/dev/nu
 strip --strip-debug "$stage/usr/local/lib/libpolylock.a" "$stage/usr/local/lib/libpolylock.so"
 (cd "$stage/usr/local" && tar czf "$root/dist/polylock-c-$version-linux-$arch.tar.gz" include lib)
 echo "built dist/polylock-c-$version-linux-$arch.tar.gz"
+
+echo "== Node: the npm package and its prebuilt addon"
+triple=$(node -p "require('./bindings-node/native').platformTriple()")
+(cd bindings-node && POLYLOCK_NODE_PROFILE=release node build.js >/dev/null)
+plat="$work/npm-platform"
+mkdir -p "$plat"
+cp bindings-node/polylock.node "$plat/polylock.$triple.node"
+strip --strip-debug "$plat/polylock.$triple.node"
+node - "$plat" "$triple" "$version" <<'JSEOF'
+const [dir, triple, version] = process.argv.slice(2);
+const [os, cpu, libc] = triple.split('-');
+const pkg = {
+  name: `polylock-${triple}`, version, license: 'Apache-2.0',
+  description: `The prebuilt native addon of polylock for ${triple}`,
+  main: `polylock.${triple}.node`, files: [`polylock.${triple}.node`], os: [os], cpu: [cpu],
+};
+if (libc) pkg.libc = [libc === 'gnu' ? 'glibc' : 'musl'];
+require('node:fs').writeFileSync(`${dir}/package.json`, JSON.stringify(pkg, null, 2) + '\n');
+JSEOF
+main="$work/npm-main"
+mkdir -p "$main"
+(cd bindings-node && cp index.js index.d.ts native.js build.js "$main/")
+# The Rust sources build only inside the workspace: a from-source install is `npm install
+# ./bindings-node` in the repository; the package carries the JS and the prebuilt dependency.
+node - "$main" "$triple" "$version" <<'JSEOF'
+const fs = require('node:fs');
+const [dir, triple, version] = process.argv.slice(2);
+const pkg = JSON.parse(fs.readFileSync('bindings-node/package.json', 'utf8'));
+pkg.optionalDependencies = { [`polylock-${triple}`]: version };
+pkg.files = ['index.js', 'index.d.ts', 'native.js', 'build.js'];
+fs.writeFileSync(`${dir}/package.json`, JSON.stringify(pkg, null, 2) + '\n');
+JSEOF
+rm -f dist/polylock-*.tgz
+(cd "$plat" && npm pack --silent --pack-destination "$root/dist" >/dev/null)
+(cd "$main" && npm pack --silent --pack-destination "$root/dist" >/dev/null)
+echo "built dist/polylock-$version.tgz and dist/polylock-$triple-$version.tgz"
 
 echo "== checks without cargo on the PATH"
 clean_path=/usr/local/bin:/usr/bin:/bin
@@ -60,4 +101,29 @@ env -i PATH="$clean_path" PKG_CONFIG_PATH="$work/c/lib/pkgconfig" bash -c '
   LD_LIBRARY_PATH="$(pkg-config --variable=libdir polylock)" "$2/qs" "$3"
   echo "C: built against the tarball and locked"
 ' check "$root/examples/c/quickstart.c" "$work" "$url"
+mkdir -p "$work/node-app"
+node_dir=$(dirname "$(command -v node)")
+env -i HOME="$work" PATH="$node_dir:$clean_path" NPM_CONFIG_UPDATE_NOTIFIER=false bash -c '
+  set -euo pipefail
+  if command -v cargo >/dev/null; then echo "cargo is on the PATH"; exit 1; fi
+  cd "$1"
+  npm init -y >/dev/null
+  npm install --no-audit --no-fund --loglevel=error "$2"/polylock-*.tgz >/dev/null
+  node -e "
+    const polylock = require(\"polylock\");
+    (async () => {
+      const c = await polylock.connect(process.argv[1]);
+      await c.lock(\"package-check-cjs\").using(async () => {});
+      await c.close();
+      console.log(\"npm (CommonJS): required and locked\");
+    })();
+  " "$3"
+  node --input-type=module -e "
+    import polylock from \"polylock\";
+    const c = await polylock.connect(process.argv[1]);
+    await c.lock(\"package-check-esm\").using(async () => {});
+    await c.close();
+    console.log(\"npm (ESM): imported and locked\");
+  " "$3"
+' check "$work/node-app" "$root/dist" "$url"
 ls -l dist/
