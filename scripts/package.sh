@@ -7,10 +7,13 @@
 #                                                   for a build where no prebuilt addon fits)
 #   dist/polylock-<platform>-<ver>.tgz              its prebuilt addon for this platform (napi-rs's
 #                                                   layout: an optional dependency of the main one)
+#   dist/polylock-<ver>.jar                         io.polylock:polylock, the native library inside
+#                                                   (Automatic-Module-Name io.polylock)
 # The checks: a fresh venv installs the wheel, locks on Redis and runs `polylock --version`; a C
 # program builds against the unpacked tarball through pkg-config and locks; an empty folder
-# `npm install`s the two npm tarballs and locks from CommonJS and from ESM. (The JAR is not built
-# here yet.) Needs the Redis of scripts/servers.sh for the checks.
+# `npm install`s the two npm tarballs and locks from CommonJS and from ESM; a plain `java -cp
+# polylock.jar` program and the module path (`--module-path`, `requires io.polylock`) lock. Needs
+# the Redis of scripts/servers.sh for the checks.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
@@ -72,6 +75,12 @@ rm -f dist/polylock-*.tgz
 (cd "$main" && npm pack --silent --pack-destination "$root/dist" >/dev/null)
 echo "built dist/polylock-$version.tgz and dist/polylock-$triple-$version.tgz"
 
+echo "== Java: the JAR (mvn package, release native library inside)"
+mvn -B -q -Dstyle.color=never -f bindings-java/pom.xml package -DskipTests
+cp "bindings-java/target/polylock-$version.jar" dist/
+unzip -p "dist/polylock-$version.jar" META-INF/MANIFEST.MF | grep -q "Automatic-Module-Name: io.polylock"
+echo "built dist/polylock-$version.jar"
+
 echo "== checks without cargo on the PATH"
 clean_path=/usr/local/bin:/usr/bin:/bin
 "$py" -m venv "$work/venv"
@@ -126,4 +135,33 @@ env -i HOME="$work" PATH="$node_dir:$clean_path" NPM_CONFIG_UPDATE_NOTIFIER=fals
     console.log(\"npm (ESM): imported and locked\");
   " "$3"
 ' check "$work/node-app" "$root/dist" "$url"
+mkdir -p "$work/java/app" "$work/java/mod/app"
+cat >"$work/java/app/Check.java" <<'JEOF'
+public class Check {
+    public static void main(String[] args) throws Exception {
+        try (io.polylock.PolylockClient c = io.polylock.Polylock.connect(args[0])) {
+            io.polylock.DistributedLock lock = c.getLock("package-check-java");
+            lock.lock();
+            try {
+                System.out.println("JAR (" + args[1] + "): locked with token " + lock.getFencingToken());
+            } finally {
+                lock.unlock();
+            }
+        }
+    }
+}
+JEOF
+cp "$work/java/app/Check.java" "$work/java/mod/app/Check.java"
+sed -i '1i package app;' "$work/java/mod/app/Check.java"
+printf 'module check { requires io.polylock; }\n' >"$work/java/mod/module-info.java"
+java_home=$(dirname "$(dirname "$(readlink -f "$(command -v javac)")")")
+env -i HOME="$work" PATH="$java_home/bin:$clean_path" bash -c '
+  set -euo pipefail
+  if command -v cargo >/dev/null; then echo "cargo is on the PATH"; exit 1; fi
+  jar=$1 work=$2 url=$3
+  javac -d "$work/java/out" -cp "$jar" "$work/java/app/Check.java"
+  java -cp "$jar:$work/java/out" Check "$url" "class path"
+  javac -d "$work/java/modout" --module-path "$jar" "$work/java/mod/module-info.java" "$work/java/mod/app/Check.java"
+  java --module-path "$jar:$work/java/modout" -m check/app.Check "$url" "module path"
+' check "$root/dist/polylock-$version.jar" "$work" "$url"
 ls -l dist/
