@@ -341,6 +341,52 @@ def test_decorator_keys_wait_and_lost(client):
     fast.close()
 
 
+def test_decorator_cancels_an_async_function_whose_lock_is_lost():
+    fast = polylock.connect(REDIS, watchdog_timeout=0.6)
+    admin = polylock.connect(REDIS)
+    reached = []
+
+    @fast.locked("job:{job_id}", cancel_on_lost=True)
+    async def job(job_id):
+        assert admin.lock(f"job:{job_id}").force_unlock()
+        try:
+            await asyncio.sleep(10)
+        except asyncio.CancelledError:
+            reached.append("cancelled inside")
+            raise
+        return "finished"
+
+    started = time.monotonic()
+    with pytest.raises(polylock.LockLostError):
+        asyncio.run(job(uuid.uuid4().hex))
+    assert time.monotonic() - started < 3.0, "cancelled at the loss, not after the sleep"
+    assert reached == ["cancelled inside"]
+
+    # Without the loss, cancel_on_lost changes nothing; a cancel from outside stays a cancel.
+    @fast.locked("job2:{job_id}", cancel_on_lost=True)
+    async def quick(job_id):
+        await asyncio.sleep(0.01)
+        return job_id
+
+    assert asyncio.run(quick("a")) == "a"
+
+    async def cancel_it():
+        t = asyncio.ensure_future(job_forever("b"))
+        await asyncio.sleep(0.2)
+        t.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await t
+
+    @fast.locked("job3:{job_id}", cancel_on_lost=True)
+    async def job_forever(job_id):
+        await asyncio.sleep(30)
+
+    asyncio.run(cancel_it())
+    assert not fast.lock("job3:b").locked()
+    admin.close()
+    fast.close()
+
+
 def test_bad_input_raises_typed_errors(client):
     for name in ["", "a\0b", "x" * (64 * 1024 + 1)]:
         with pytest.raises(polylock.InvalidArgumentError):

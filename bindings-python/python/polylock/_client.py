@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
+import asyncio
 import atexit
 import functools
 import inspect
 import string
+import threading
 import weakref
 from types import TracebackType
 from typing import Any, Callable, Optional, Sequence, TypeVar, cast
 
 from . import _native
-from ._errors import InvalidArgumentError, LockTimeoutError
+from ._errors import InvalidArgumentError, LockLostError, LockTimeoutError
 from ._lock import Lock, ReadWriteLock, _check_name
 from ._semaphore import CountDownLatch, PermitExpirableSemaphore, Semaphore
 from ._lost import LostWatch
@@ -171,6 +173,7 @@ class Client:
         wait: Optional[float] = None,
         timeout: float = -1,
         lease: Optional[float] = None,
+        cancel_on_lost: bool = False,
     ) -> Callable[[F], F]:
         """Decorator: run the function under ``self.lock(name.format(**arguments))``, where the
         arguments are the call's, bound by name (``@client.locked("order:{order_id}")``, attribute
@@ -179,7 +182,8 @@ class Client:
         raises ``LockTimeoutError``; without either it waits as long as it takes. A template
         naming an argument the function does not have is an ``InvalidArgumentError`` when the
         function is decorated. If the lock is lost while the function runs, the call raises
-        ``LockLostError`` when it returns."""
+        ``LockLostError`` when it returns; with ``cancel_on_lost=True`` an ``async`` function is
+        cancelled at once (``CancelledError`` inside it) and the call raises ``LockLostError``."""
         if wait is not None and timeout != -1:
             raise InvalidArgumentError("give wait= or its older name timeout=, not both")
         if wait is not None:
@@ -229,8 +233,25 @@ class Client:
                     lk = lock_for(args, kwargs)
                     if not await lk.acquire_async(timeout=None if timeout < 0 else timeout, lease=lease):
                         raise LockTimeoutError(f"lock {lk.name!r} not acquired within {timeout} s")
+                    cancelled_by_loss = threading.Event()
+                    task = asyncio.current_task()
+                    if cancel_on_lost and task is not None:
+                        loop = asyncio.get_running_loop()
+
+                        def on_lost(_: Lock) -> None:  # a polylock thread
+                            if not cancelled_by_loss.is_set():
+                                cancelled_by_loss.set()
+                                loop.call_soon_threadsafe(task.cancel)
+
+                        lk.on_lost(on_lost)
                     try:
                         return await fn(*args, **kwargs)
+                    except asyncio.CancelledError:
+                        if not cancelled_by_loss.is_set():
+                            raise
+                        if task is not None and hasattr(task, "uncancel"):  # Python 3.11+
+                            task.uncancel()
+                        raise LockLostError(f"lock {lk.name!r} was lost while the function ran") from None
                     finally:
                         await lk.release_async()
 
