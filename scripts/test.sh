@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Every test of polylock, against real servers this script installs and starts on 127.0.0.1:
 # the Rust suites (cargo test, debug builds, one shared target directory), the C suite under
-# AddressSanitizer, the Python suite (pytest), the Node suite (node --test) and the Java suite (JUnit). Ends with one line: "N passed, N failed".
+# AddressSanitizer, the Python suite (pytest), the Node suite (node --test), the Java suite (JUnit) and the Spring Boot starter's. Ends with one line: "N passed, N failed".
 set -uo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
@@ -20,6 +20,8 @@ echo "== Node suite (npm install in bindings-node, node --test)"
 bash bindings-node/run-tests.sh 2>&1 | tee -a "$log" || status=1
 echo "== Java suite (mvn verify in bindings-java: JUnit, Redisson and Curator interop; examples)"
 bash bindings-java/run-tests.sh 2>&1 | tee -a "$log" || status=1
+echo "== Java Spring Boot starter (bindings-java/spring: @DistributedLocked, auto-configuration)"
+bash bindings-java/spring/run-tests.sh 2>&1 | tee -a "$log" || status=1
 
 # cargo ("test result: ok. N passed; N failed"), the C and Java runners and pytest ("N passed, N failed"),
 # node --test ("ℹ pass N", "ℹ fail N").

@@ -1,0 +1,89 @@
+package io.polylock.spring;
+
+import java.time.Duration;
+import org.springframework.boot.context.properties.ConfigurationProperties;
+
+/** {@code polylock.*}: how the auto-configured {@link io.polylock.PolylockClient} connects. */
+@ConfigurationProperties(prefix = "polylock")
+public class PolylockProperties {
+    /** Whether to configure polylock at all (client and aspect). */
+    private boolean enabled = true;
+    /** The server: {@code redis://host:6379}, {@code rediss://...}, {@code zk://host:2181}, ... */
+    private String url;
+    /** Lease of locks taken without a lease time, renewed every third of it (default 30 s). */
+    private Duration watchdogTimeout;
+    /** Limit of one connection attempt (default 5 s). */
+    private Duration connectTimeout;
+    /** Limit of one command's answer (default 5 s). */
+    private Duration commandTimeout;
+    /** ZooKeeper session timeout (default 10 s). */
+    private Duration sessionTimeout;
+    /** How long a dead waiter keeps its place in a fair lock's queue (default 5 s). */
+    private Duration fairWaitTimeout;
+    /** Order of the aspect among other advice; the default runs it outside {@code @Transactional}. */
+    private int aspectOrder = 0;
+
+    public boolean isEnabled() {
+        return enabled;
+    }
+
+    public void setEnabled(boolean enabled) {
+        this.enabled = enabled;
+    }
+
+    public String getUrl() {
+        return url;
+    }
+
+    public void setUrl(String url) {
+        this.url = url;
+    }
+
+    public Duration getWatchdogTimeout() {
+        return watchdogTimeout;
+    }
+
+    public void setWatchdogTimeout(Duration watchdogTimeout) {
+        this.watchdogTimeout = watchdogTimeout;
+    }
+
+    public Duration getConnectTimeout() {
+        return connectTimeout;
+    }
+
+    public void setConnectTimeout(Duration connectTimeout) {
+        this.connectTimeout = connectTimeout;
+    }
+
+    public Duration getCommandTimeout() {
+        return commandTimeout;
+    }
+
+    public void setCommandTimeout(Duration commandTimeout) {
+        this.commandTimeout = commandTimeout;
+    }
+
+    public Duration getSessionTimeout() {
+        return sessionTimeout;
+    }
+
+    public void setSessionTimeout(Duration sessionTimeout) {
+        this.sessionTimeout = sessionTimeout;
+    }
+
+    public Duration getFairWaitTimeout() {
+        return fairWaitTimeout;
+    }
+
+    public void setFairWaitTimeout(Duration fairWaitTimeout) {
+        this.fairWaitTimeout = fairWaitTimeout;
+    }
+
+    public int getAspectOrder() {
+        return aspectOrder;
+    }
+
+    public void setAspectOrder(int aspectOrder) {
+        this.aspectOrder = aspectOrder;
+    }
+}

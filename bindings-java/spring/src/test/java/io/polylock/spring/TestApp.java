@@ -1,0 +1,11 @@
+package io.polylock.spring;
+
+import org.springframework.boot.SpringBootConfiguration;
+import org.springframework.boot.autoconfigure.EnableAutoConfiguration;
+import org.springframework.context.annotation.Import;
+
+/** The application of the tests: auto-configuration (polylock's included) and {@link LockedService}. */
+@SpringBootConfiguration
+@EnableAutoConfiguration
+@Import(LockedService.class)
+public class TestApp {}
