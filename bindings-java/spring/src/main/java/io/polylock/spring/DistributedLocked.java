@@ -66,4 +66,12 @@ public @interface DistributedLocked {
 
     /** A fair lock ({@link io.polylock.PolylockClient#getFairLock}): waiters served in order. */
     boolean fair() default false;
+
+    /**
+     * Interrupt the thread running the method the moment the lock is lost (the method sees an
+     * {@link InterruptedException} from its next blocking call, or {@link Thread#isInterrupted()}),
+     * so that it can stop early; the call then throws {@link io.polylock.LockLostException} as
+     * usual. The interrupt is not left behind on the thread when the call ends.
+     */
+    boolean interruptOnLost() default false;
 }

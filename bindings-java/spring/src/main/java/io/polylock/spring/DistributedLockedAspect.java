@@ -66,7 +66,33 @@ public class DistributedLockedAspect implements Ordered {
             throw new LockNotAcquiredException(name, "lock '" + name + "' was not acquired within "
                     + locked.waitTime() + " " + locked.timeUnit().name().toLowerCase(java.util.Locale.ROOT));
         }
-        return runHolding(pjp, lock, name);
+        if (!locked.interruptOnLost()) {
+            return runHolding(pjp, lock, name);
+        }
+        // Interrupt this thread at a loss, but only while the method runs.
+        Thread runner = Thread.currentThread();
+        Object guard = new Object();
+        boolean[] state = {true, false}; // running, interrupted by a loss
+        DistributedLock.Listener listener = (l, cause) -> {
+            synchronized (guard) {
+                if (state[0] && !state[1]) {
+                    state[1] = true;
+                    runner.interrupt();
+                }
+            }
+        };
+        lock.addListener(listener);
+        try {
+            return runHolding(pjp, lock, name);
+        } finally {
+            synchronized (guard) {
+                state[0] = false;
+                if (state[1]) {
+                    Thread.interrupted(); // our interrupt, not the caller's: do not leave it set
+                }
+            }
+            lock.removeListener(listener);
+        }
     }
 
     private boolean acquire(DistributedLock lock, DistributedLocked locked, String name) {

@@ -61,6 +61,32 @@ class LockLostTest {
     }
 
     @Test
+    void interruptOnLostStopsTheMethodAtTheLoss() {
+        String key = "spring-test:interrupt:" + UUID.randomUUID();
+        AtomicBoolean interrupted = new AtomicBoolean();
+        long started = System.nanoTime();
+        assertThrows(LockLostException.class, () -> service.interruptible(key, () -> {
+            assertTrue(other.getLock(key).forceUnlock());
+            try {
+                Thread.sleep(10_000);
+            } catch (InterruptedException e) {
+                interrupted.set(true);
+            }
+        }));
+        long tookMs = (System.nanoTime() - started) / 1_000_000;
+        assertTrue(interrupted.get(), "the method was interrupted at the loss");
+        assertTrue(tookMs < 3000, "stopped at the loss, not after the 10 s sleep: " + tookMs + " ms");
+        assertFalse(Thread.currentThread().isInterrupted(), "no interrupt left on the caller's thread");
+        // Without a loss nothing is interrupted.
+        AtomicBoolean clean = new AtomicBoolean();
+        service.interruptible(key, () -> {
+            sleep(300);
+            clean.set(!Thread.currentThread().isInterrupted());
+        });
+        assertTrue(clean.get());
+    }
+
+    @Test
     void aForceUnlockWhileTheMethodRunsThrowsLockLostAfterItReturns() {
         String key = "spring-test:lost:" + UUID.randomUUID();
         AtomicBoolean forced = new AtomicBoolean();

@@ -18,6 +18,11 @@ public class LockedService {
         body.run();
     }
 
+    @DistributedLocked(key = "#key", interruptOnLost = true)
+    public void interruptible(String key, Runnable body) {
+        body.run();
+    }
+
     @DistributedLocked(key = "#key", skipIfLocked = true)
     public String skipping(String key, Supplier<String> body) {
         return body.get();
