@@ -74,4 +74,11 @@ public @interface DistributedLocked {
      * usual. The interrupt is not left behind on the thread when the call ends.
      */
     boolean interruptOnLost() default false;
+
+    /**
+     * The lock server: empty for the context's {@link io.polylock.PolylockClient} ({@code
+     * polylock.url}), or the name of one of {@code polylock.backends.<name>=<url>} (a ZooKeeper
+     * ensemble beside the Redis, say: {@code backend = "zk"}, whose keys are znode paths).
+     */
+    String backend() default "";
 }

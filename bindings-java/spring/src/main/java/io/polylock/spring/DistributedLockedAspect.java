@@ -34,6 +34,7 @@ import org.springframework.expression.spel.standard.SpelExpressionParser;
 @Aspect
 public class DistributedLockedAspect implements Ordered {
     private final PolylockClient client;
+    private final PolylockBackends backends;
     private final BeanFactory beanFactory;
     private final int order;
     private final ExpressionParser parser = new SpelExpressionParser();
@@ -41,7 +42,13 @@ public class DistributedLockedAspect implements Ordered {
     private final Map<String, Expression> expressions = new ConcurrentHashMap<>();
 
     public DistributedLockedAspect(PolylockClient client, BeanFactory beanFactory, int order) {
+        this(client, null, beanFactory, order);
+    }
+
+    public DistributedLockedAspect(
+            PolylockClient client, PolylockBackends backends, BeanFactory beanFactory, int order) {
         this.client = Objects.requireNonNull(client, "client");
+        this.backends = backends;
         this.beanFactory = beanFactory;
         this.order = order;
     }
@@ -58,7 +65,15 @@ public class DistributedLockedAspect implements Ordered {
     public Object around(ProceedingJoinPoint pjp, DistributedLocked locked) throws Throwable {
         Method method = ((MethodSignature) pjp.getSignature()).getMethod();
         String name = evaluateKey(locked.key(), method, pjp.getArgs(), pjp.getTarget());
-        DistributedLock lock = locked.fair() ? client.getFairLock(name) : client.getLock(name);
+        PolylockClient on = client;
+        if (!locked.backend().isEmpty()) {
+            if (backends == null) {
+                throw new IllegalArgumentException("@DistributedLocked(backend = \"" + locked.backend()
+                        + "\") on " + method + ": no polylock.backends are configured");
+            }
+            on = backends.client(locked.backend());
+        }
+        DistributedLock lock = locked.fair() ? on.getFairLock(name) : on.getLock(name);
         if (!acquire(lock, locked, name)) {
             if (locked.skipIfLocked()) {
                 return skippedResult(method.getReturnType());

@@ -30,6 +30,11 @@ public class PolylockAutoConfiguration {
                     "polylock.url is not set: give the lock server (e.g. redis://127.0.0.1:6379), "
                             + "define a PolylockClient bean, or set polylock.enabled=false");
         }
+        return Polylock.connect(url, options(properties));
+    }
+
+    /** The client options of {@code polylock.*} (shared by the named backends). */
+    static Polylock.Options options(PolylockProperties properties) {
         Polylock.Options options = new Polylock.Options();
         if (properties.getWatchdogTimeout() != null) {
             options.watchdogTimeout(properties.getWatchdogTimeout());
@@ -46,13 +51,20 @@ public class PolylockAutoConfiguration {
         if (properties.getFairWaitTimeout() != null) {
             options.fairWaitTimeout(properties.getFairWaitTimeout());
         }
-        return Polylock.connect(url, options);
+        return options;
+    }
+
+    @Bean(destroyMethod = "close")
+    @ConditionalOnMissingBean
+    public PolylockBackends polylockBackends(PolylockProperties properties) {
+        return new PolylockBackends(properties.getBackends(), options(properties));
     }
 
     @Bean
     @ConditionalOnMissingBean
     public DistributedLockedAspect distributedLockedAspect(
-            PolylockClient client, PolylockProperties properties, BeanFactory beanFactory) {
-        return new DistributedLockedAspect(client, beanFactory, properties.getAspectOrder());
+            PolylockClient client, PolylockBackends backends, PolylockProperties properties,
+            BeanFactory beanFactory) {
+        return new DistributedLockedAspect(client, backends, beanFactory, properties.getAspectOrder());
     }
 }

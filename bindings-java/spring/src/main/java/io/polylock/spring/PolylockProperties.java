@@ -22,6 +22,16 @@ public class PolylockProperties {
     private Duration fairWaitTimeout;
     /** Order of the aspect among other advice; the default runs it outside {@code @Transactional}. */
     private int aspectOrder = 0;
+    /** More lock servers by name ({@code polylock.backends.zk=zk://...}), for {@code backend = "zk"}. */
+    private java.util.Map<String, String> backends = new java.util.LinkedHashMap<>();
+
+    public java.util.Map<String, String> getBackends() {
+        return backends;
+    }
+
+    public void setBackends(java.util.Map<String, String> backends) {
+        this.backends = backends;
+    }
 
     public boolean isEnabled() {
         return enabled;

@@ -74,6 +74,26 @@ class DistributedLockedTest {
     }
 
     @Test
+    void aNamedBackendLocksOnItsOwnServer() throws Exception {
+        // polylock.backends.zk: the ZooKeeper of scripts/servers.sh; the key is a znode path.
+        String id = UUID.randomUUID().toString();
+        AtomicBoolean checked = new AtomicBoolean();
+        try (PolylockClient zk = Polylock.connect(System.getenv().getOrDefault("POLYLOCK_ZK_URL",
+                "zk://127.0.0.1:2181"))) {
+            service.onZooKeeper(id, () -> {
+                assertTrue(zk.getLock("/spring-test/" + id).isLocked(), "held on ZooKeeper");
+                assertFalse(other.getLock("/spring-test/" + id).isLocked(), "not on the Redis");
+                checked.set(true);
+            });
+            assertTrue(checked.get());
+            assertFalse(zk.getLock("/spring-test/" + id).isLocked(), "released after the call");
+        }
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+                () -> service.onAnUnknownBackend(freshKey("nowhere"), () -> { }));
+        assertTrue(e.getMessage().contains("polylock.backends.nowhere"), e.getMessage());
+    }
+
+    @Test
     void theKeyFillsFromTheArgumentsAndIsHeldInside() throws Exception {
         String orderId = UUID.randomUUID().toString();
         String name = "order:" + orderId;

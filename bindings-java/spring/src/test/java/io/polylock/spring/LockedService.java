@@ -18,6 +18,16 @@ public class LockedService {
         body.run();
     }
 
+    @DistributedLocked(key = "'/spring-test/' + #id", backend = "zk")
+    public void onZooKeeper(String id, Runnable body) {
+        body.run();
+    }
+
+    @DistributedLocked(key = "#key", backend = "nowhere")
+    public void onAnUnknownBackend(String key, Runnable body) {
+        body.run();
+    }
+
     @DistributedLocked(key = "#key", interruptOnLost = true)
     public void interruptible(String key, Runnable body) {
         body.run();
