@@ -4,7 +4,8 @@ scripts/demo.sh, which builds the buyers).
 
 Round 1 locks on Redis (Redisson's format), round 2 on ZooKeeper (Curator's), round 3 on
 MariaDB/MySQL (GET_LOCK), round 4 on PostgreSQL (advisory locks); the stock is in Redis every time. Every buyer process tries until the stock is gone and records each critical
-section (start, end, fencing token) on the wall clock. The demo prints a table, checks that the
+section (start, end, fencing token) on the machine's monotonic clock (CLOCK_MONOTONIC, read the
+same way by every runtime). The demo prints a table, checks that the
 sale sold exactly the stock, that no two sections overlap and that fencing tokens grow in time
 order, writes a timeline SVG, and exits non-zero if anything is wrong.
 """
@@ -65,7 +66,6 @@ class Round:
     title: str
     lock_url: str
     buyers: list[Buyer]
-    t0: int = 0
     sold: int = 0
     left: int = 0
     overlaps: list[str] = field(default_factory=list)
@@ -108,7 +108,7 @@ def run_round(title: str, redis_url: str, lock_url: str, args: argparse.Namespac
                 b.sections.append((s, e, t))
         except (OSError, ValueError) as ex:
             b.error = b.error or f"sections: {ex}"
-    rd = Round(title, lock_url, buyers, t0=start_at * 1000, seconds=time.monotonic() - started)
+    rd = Round(title, lock_url, buyers, seconds=time.monotonic() - started)
     rd.left = int(r.get(keys[0]) or 0)
     rd.sold = int(r.get(keys[1]) or 0)
     r.delete(*keys)

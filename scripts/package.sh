@@ -2,6 +2,7 @@
 # Build the installable artifacts into dist/ and check each where no Rust toolchain is on the PATH:
 #   dist/polylock-<ver>-cp39-abi3-<platform>.whl   one abi3 wheel (Python 3.9+), with the `polylock`
 #                                                   console command; maturin build --release
+#   dist/polylock-<ver>.tar.gz                      the sdist (builds from source with cargo)
 #   dist/polylock-c-<ver>-linux-<arch>.tar.gz       include/, lib/ (libpolylock.so, .a), lib/pkgconfig
 #   dist/polylock-<ver>.tgz                         the npm package (JS, types, and the sources
 #                                                   for a build where no prebuilt addon fits)
@@ -30,6 +31,11 @@ rm -f dist/polylock-*.whl
 "$py" -m maturin build --release --strip --quiet -m bindings-python/Cargo.toml -o dist
 wheel=$(ls dist/polylock-"$version"-*abi3*.whl)
 echo "built $wheel"
+# The source distribution stays available: it builds with cargo (checked below, with cargo).
+rm -f dist/polylock-*.tar.gz
+"$py" -m maturin sdist --quiet -m bindings-python/Cargo.toml -o dist
+sdist="dist/polylock-$version.tar.gz"
+echo "built $sdist"
 
 echo "== C: headers, libraries and pkg-config file"
 arch=$(uname -m)
@@ -98,6 +104,19 @@ print("wheel: imported and locked")
 PYEOF
   polylock --version
 ' check "$root/$wheel" "$url"
+
+# The sdist, with cargo (the workspace's target directory keeps it quick): it builds and locks.
+"$py" -m venv "$work/sdist-venv"
+CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$root/target}" "$work/sdist-venv/bin/pip" install --quiet \
+  --disable-pip-version-check "$root/$sdist"
+"$work/sdist-venv/bin/python" -c "
+import sys, uuid, polylock
+c = polylock.connect(sys.argv[1])
+with c.lock(f'package-check:{uuid.uuid4().hex}') as lock:
+    assert lock.fencing_token > 0
+c.close()
+print('sdist: built from source with cargo and locked')
+" "$url"
 
 mkdir -p "$work/c"
 tar xzf "dist/polylock-c-$version-linux-$arch.tar.gz" -C "$work/c"

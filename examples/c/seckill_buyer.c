@@ -21,7 +21,15 @@ static double now_ms(void) {
     return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
 }
 
-/* Wall-clock microseconds since the epoch: comparable between processes on one machine. */
+/* Microseconds on the machine's monotonic clock: the demo's section stamps, read the same way by
+ * every buyer so that they compare across processes. */
+static long long section_us(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long long)ts.tv_sec * 1000000LL + ts.tv_nsec / 1000;
+}
+
+/* Wall-clock microseconds since the epoch (the coordinated start). */
 static long long epoch_us(void) {
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
@@ -102,7 +110,7 @@ int main(int argc, char **argv) {
         double asked = now_ms();
         polylock_result res = polylock_lock_acquire(lock, me, POLYLOCK_WAIT_FOREVER, POLYLOCK_WATCHDOG);
         if (res != POLYLOCK_OK) { status = 1; break; }
-        long long start = epoch_us();
+        long long start = section_us();
         if (n == cap) {
             cap *= 2;
             waits = realloc(waits, cap * sizeof *waits);
@@ -116,7 +124,7 @@ int main(int argc, char **argv) {
         sections[3 * n + 2] = (long long)token;
         n++;
         if (stock <= 0) {
-            sections[3 * n - 2] = epoch_us();
+            sections[3 * n - 2] = section_us();
             polylock_lock_release(lock, me);
             break;
         }
@@ -124,7 +132,7 @@ int main(int argc, char **argv) {
             fprintf(stderr, "fencing token %llu is not above the last one: sections out of order\n",
                     (unsigned long long)token);
             status = 1;
-            sections[3 * n - 2] = epoch_us();
+            sections[3 * n - 2] = section_us();
             polylock_lock_release(lock, me);
             break;
         }
@@ -133,7 +141,7 @@ int main(int argc, char **argv) {
         long long sold = get_int(r, sold_key, 0);
         if (!set_int(r, stock_key, stock - 1) || !set_int(r, sold_key, sold + 1) ||
             !set_int(r, token_key, (long long)token)) { status = 1; }
-        sections[3 * n - 2] = epoch_us();
+        sections[3 * n - 2] = section_us();
         if (polylock_lock_release(lock, me) != POLYLOCK_OK || status) { status = 1; break; }
         bought++;
     }

@@ -41,12 +41,12 @@ def main() -> int:
         while args.max is None or bought < args.max:
             asked = time.monotonic()
             with lock:
-                start = time.time_ns() // 1000
+                start = time.monotonic_ns() // 1000  # CLOCK_MONOTONIC, as every buyer stamps sections
                 waits.append((time.monotonic() - asked) * 1e3)
                 stock = int(r.get(stock_key) or 0)
                 token = lock.fencing_token or 0
                 if stock <= 0:
-                    sections.append((start, time.time_ns() // 1000, token))
+                    sections.append((start, time.monotonic_ns() // 1000, token))
                     break
                 if token <= int(r.get(token_key) or 0):
                     print(f"fencing token {token} is not above the last one", file=sys.stderr)
@@ -56,7 +56,7 @@ def main() -> int:
                 r.set(stock_key, stock - 1)
                 r.set(sold_key, sold + 1)
                 r.set(token_key, token)
-                sections.append((start, time.time_ns() // 1000, token))
+                sections.append((start, time.monotonic_ns() // 1000, token))
             bought += 1
     if args.sections:
         with open(args.sections, "w") as f:

@@ -52,7 +52,20 @@ struct Args {
     start_at: Option<u64>,
 }
 
-/// Wall-clock microseconds since the epoch: comparable between processes on one machine.
+/// Microseconds on the machine's monotonic clock (CLOCK_MONOTONIC): what every buyer of the demo
+/// stamps its sections with, read the same way in every runtime, so they compare across processes
+/// (the runtimes' wall clocks do not agree to the millisecond: Node's, for one, can be off by more).
+fn section_us() -> u128 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes the timespec it is given.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u128 * 1_000_000 + ts.tv_nsec as u128 / 1_000
+}
+
+/// Wall-clock microseconds since the epoch (the coordinated start).
 fn epoch_us() -> u128 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -125,11 +138,11 @@ fn buyer(args: &Args, max: Option<u64>) -> Res<()> {
         }
         let asked = Instant::now();
         let held = lock.acquire(me, AcquireOptions::forever())?;
-        let start = epoch_us();
+        let start = section_us();
         waits.push(asked.elapsed());
         let stock: i64 = redis.get(&stock_key)?;
         if stock <= 0 {
-            sections.push((start, epoch_us(), held.fencing_token));
+            sections.push((start, section_us(), held.fencing_token));
             lock.release(me)?;
             break;
         }
@@ -146,7 +159,7 @@ fn buyer(args: &Args, max: Option<u64>) -> Res<()> {
         redis.set::<_, _, ()>(&stock_key, stock - 1)?;
         redis.set::<_, _, ()>(&sold_key, sold + 1)?;
         redis.set::<_, _, ()>(&token_key, held.fencing_token)?;
-        sections.push((start, epoch_us(), held.fencing_token));
+        sections.push((start, section_us(), held.fencing_token));
         lock.release(me)?;
         bought += 1;
     }
