@@ -33,7 +33,7 @@ wheel=$(ls dist/polylock-"$version"-*abi3*.whl)
 echo "built $wheel"
 # The source distribution stays available: it builds with cargo (checked below, with cargo).
 rm -f dist/polylock-*.tar.gz
-"$py" -m maturin sdist --quiet -m bindings-python/Cargo.toml -o dist
+"$py" -m maturin sdist -m bindings-python/Cargo.toml -o dist >/dev/null
 sdist="dist/polylock-$version.tar.gz"
 echo "built $sdist"
 
