@@ -84,7 +84,7 @@ echo "built dist/polylock-$version.tgz and dist/polylock-$triple-$version.tgz"
 echo "== Java: the JAR (mvn package, release native library inside)"
 mvn -B -q -Dstyle.color=never -f bindings-java/pom.xml package -DskipTests
 cp "bindings-java/target/polylock-$version.jar" dist/
-unzip -p "dist/polylock-$version.jar" META-INF/MANIFEST.MF | grep -q "Automatic-Module-Name: io.polylock"
+"$py" -c "import sys, zipfile; sys.exit('Automatic-Module-Name: io.polylock' not in zipfile.ZipFile(sys.argv[1]).read('META-INF/MANIFEST.MF').decode())" "dist/polylock-$version.jar"
 echo "built dist/polylock-$version.jar"
 
 echo "== checks without cargo on the PATH"
