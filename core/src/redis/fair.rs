@@ -22,7 +22,10 @@ use std::time::{Duration, Instant};
 use async_trait::async_trait;
 use redis::{RedisError, Script, Value};
 
-use super::lock::{channel, field, parse_acquire, status_of, token_key, Flavor};
+use super::lock::{
+    channel, field, lock_exists, parse_acquire, read_hold_count, read_lease, status_of, token_key,
+    Flavor,
+};
 use super::pubsub::Wake;
 use super::{backoff, epoch_ms, map_err, ms, prefixed, retryable, RedisConn, RETRIES};
 use crate::backend::{
@@ -359,30 +362,15 @@ impl LockOps for RedisFairLock {
     }
 
     async fn is_locked(&self, name: &str) -> Result<bool> {
-        let n: i64 = self
-            .conn
-            .query(redis::cmd("EXISTS").arg(name).clone(), "check the lock")
-            .await?;
-        Ok(n == 1)
+        lock_exists(&self.conn, name).await
     }
 
     async fn hold_count(&self, name: &str, owner: OwnerId) -> Result<u32> {
-        let n: Option<i64> = self
-            .conn
-            .query(
-                redis::cmd("HGET").arg(name).arg(self.field(owner)).clone(),
-                "read the hold count",
-            )
-            .await?;
-        Ok(n.unwrap_or(0).clamp(0, u32::MAX as i64) as u32)
+        read_hold_count(&self.conn, name, &self.field(owner)).await
     }
 
     async fn remaining_lease(&self, name: &str) -> Result<Option<Duration>> {
-        let pttl: i64 = self
-            .conn
-            .query(redis::cmd("PTTL").arg(name).clone(), "read the lease")
-            .await?;
-        Ok((pttl >= 0).then(|| Duration::from_millis(pttl as u64)))
+        read_lease(&self.conn, name).await
     }
 
     async fn force_unlock(&self, name: &str) -> Result<bool> {

@@ -489,35 +489,18 @@ impl LockOps for RedisLock {
 
     async fn is_locked(&self, name: &str) -> Result<bool> {
         match self.flavor {
-            Flavor::Plain => {
-                let n: i64 = self
-                    .conn
-                    .query(redis::cmd("EXISTS").arg(name).clone(), "check the lock")
-                    .await?;
-                Ok(n == 1)
-            }
+            Flavor::Plain => lock_exists(&self.conn, name).await,
             Flavor::Read => Ok(self.mode(name).await?.as_deref() == Some("read")),
             Flavor::Write => Ok(self.mode(name).await?.as_deref() == Some("write")),
         }
     }
 
     async fn hold_count(&self, name: &str, owner: OwnerId) -> Result<u32> {
-        let n: Option<i64> = self
-            .conn
-            .query(
-                redis::cmd("HGET").arg(name).arg(self.field(owner)).clone(),
-                "read the hold count",
-            )
-            .await?;
-        Ok(n.unwrap_or(0).clamp(0, u32::MAX as i64) as u32)
+        read_hold_count(&self.conn, name, &self.field(owner)).await
     }
 
     async fn remaining_lease(&self, name: &str) -> Result<Option<Duration>> {
-        let pttl: i64 = self
-            .conn
-            .query(redis::cmd("PTTL").arg(name).clone(), "read the lease")
-            .await?;
-        Ok((pttl >= 0).then(|| Duration::from_millis(pttl as u64)))
+        read_lease(&self.conn, name).await
     }
 
     async fn force_unlock(&self, name: &str) -> Result<bool> {
@@ -609,6 +592,33 @@ impl Drop for UndoOnDrop<'_> {
                 .undo_in_background(self.name, self.field, self.held + 1);
         }
     }
+}
+
+/// Whether the lock hash `name` exists (held by anybody): the plain and the fair lock.
+pub(super) async fn lock_exists(conn: &RedisConn, name: &str) -> Result<bool> {
+    let n: i64 = conn
+        .query(redis::cmd("EXISTS").arg(name).clone(), "check the lock")
+        .await?;
+    Ok(n == 1)
+}
+
+/// The hold count of `field` in the lock hash `name` (0 if it holds nothing).
+pub(super) async fn read_hold_count(conn: &RedisConn, name: &str, field: &str) -> Result<u32> {
+    let n: Option<i64> = conn
+        .query(
+            redis::cmd("HGET").arg(name).arg(field).clone(),
+            "read the hold count",
+        )
+        .await?;
+    Ok(n.unwrap_or(0).clamp(0, u32::MAX as i64) as u32)
+}
+
+/// What is left of the lease of `name`; `None` if it is free or has no expiry.
+pub(super) async fn read_lease(conn: &RedisConn, name: &str) -> Result<Option<Duration>> {
+    let pttl: i64 = conn
+        .query(redis::cmd("PTTL").arg(name).clone(), "read the lease")
+        .await?;
+    Ok((pttl >= 0).then(|| Duration::from_millis(pttl as u64)))
 }
 
 fn undo_key(name: &str, field: &str) -> String {
