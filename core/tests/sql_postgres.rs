@@ -260,6 +260,10 @@ async fn a_shedlock_unlock_is_seen_within_the_back_off() {
     let b = client(&with(&pg_url(), "mode=table")).await;
     let raw = pg_raw().await;
     let name = unique("shed-unlock");
+    // polylock creates the table on its first use; on a fresh database this test may run first.
+    let first = b.lock(&unique("shed-unlock-table")).unwrap();
+    first.acquire(3, AcquireOptions::default()).await.unwrap();
+    first.release(3).await.unwrap();
     // ShedLock takes the row for 20 s (its statement), then unlocks after 600 ms (its unlock
     // statement sets lock_until to now).
     raw.execute(
