@@ -173,3 +173,9 @@ export function connect(url: string, options?: ConnectOptions): Promise<Client>;
 /** A RedLock over 3 to 16 independent Redis masters; only `lock()` exists on its client. */
 export function connectRedlock(urls: string[], options?: ConnectOptions): Promise<Client>;
 export const version: string;
+/**
+ * The driver of this thread's calls: `loop` (Redis commands on sockets watched by this thread's
+ * own event loop: the default) or `runtime` (every call on polylock's runtime threads; set
+ * `POLYLOCK_NODE_DRIVER=runtime`, and the choice of hosts without libuv).
+ */
+export function driver(): 'loop' | 'runtime';

@@ -669,4 +669,6 @@ module.exports = {
   CountDownLatch,
   PolylockError,
   version: native.version(),
+  /** The driver of this thread's calls: 'loop' (Redis I/O on Node's own event loop) or 'runtime'. */
+  driver: () => native.driverName(),
 };

@@ -6,7 +6,13 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 root=$(cd "$here/.." && pwd)
 cd "$here"
 POLYLOCK_NODE_PROFILE=dev npm install --no-audit --no-fund --loglevel=error >/dev/null
-node --test --test-reporter=spec test/ 2>&1
+# Both drivers: the loop driver (Redis I/O on Node's own event loop, the default) and the
+# runtime driver (every call on polylock's runtime threads).
+echo "== Node suite on the loop driver"
+suites=0
+node --test --test-reporter=spec test/ 2>&1 || suites=1
+echo "== Node suite on the runtime driver (POLYLOCK_NODE_DRIVER=runtime)"
+POLYLOCK_NODE_DRIVER=runtime node --test --test-reporter=spec test/ 2>&1 || suites=1
 cd "$root"
 url=${POLYLOCK_REDIS_URL:-redis://127.0.0.1:6379}
 (cd examples/node && POLYLOCK_NODE_PROFILE=dev npm install --no-audit --no-fund --loglevel=error >/dev/null)
@@ -24,3 +30,4 @@ wait $b1
 sold=$(redis-cli -u "$url" GET "seckill:$name:sold")
 echo "Node seckill: sold $sold ($(cat /tmp/polylock-node-b1.json) $(cat /tmp/polylock-node-b2.json))"
 [ "$sold" = 20 ]
+exit $suites

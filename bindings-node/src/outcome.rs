@@ -74,11 +74,15 @@ pub(crate) fn sync_err(e: polylock::Error) -> Error {
     Error::from_reason(format!("{}\u{1}{}", e.kind().name(), e.message()))
 }
 
-/// Spawn `fut` on polylock's runtime; its outcome settles the returned Promise.
+/// Run `fut` on the environment's loop driver (see `driver.rs`), or else spawn it on
+/// polylock's runtime; its outcome settles the returned Promise.
 pub(crate) fn promise<F>(env: &Env, fut: F) -> Result<Object<'_>>
 where
     F: std::future::Future<Output = Outcome> + Send + 'static,
 {
+    if let Some(l) = crate::driver::node_loop(env) {
+        return l.promise(env, fut);
+    }
     let (deferred, promise) = env.create_deferred::<Outcome, _>()?;
     runtime::handle().spawn(async move {
         let o = fut.await;

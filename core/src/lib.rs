@@ -32,6 +32,7 @@ pub mod blocking;
 #[cfg(feature = "cli")]
 pub mod cli;
 mod client;
+pub mod driver;
 mod hold;
 mod model;
 mod primitives;

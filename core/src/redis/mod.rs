@@ -27,7 +27,7 @@ use crate::backend::{Backend, ExpirableOps, HoldOps, LatchOps, LockOps, RenewIte
 use crate::model::error::{Error, ErrorKind, Result};
 use crate::model::kind::{HoldKind, LockKind};
 use crate::model::options::ClientOptions;
-use crate::runtime;
+use crate::{driver, runtime};
 
 use fair::RedisFairLock;
 use latch::RedisLatch;
@@ -175,10 +175,60 @@ where
 /// The connections to the current server: the multiplexed (or cluster) connection, and the pool
 /// of connections of blocked callers (not in a cluster, where every call takes the routed path).
 pub(crate) struct Target {
+    /// Names this target's connection on host loops ([`crate::driver`]).
+    id: u64,
     conn: AnyConn,
     sync: Option<SyncConns>,
     /// The server's address (Sentinel: which master this is).
     addr: String,
+}
+
+fn next_target_id() -> u64 {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+    NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+}
+
+/// A connection that only records the command a redis-rs call packs (a script's `EVALSHA` or
+/// `SCRIPT LOAD`), for a host loop's connection to send.
+struct Capture(Vec<u8>);
+
+impl redis::ConnectionLike for Capture {
+    fn req_packed_command(&mut self, cmd: &[u8]) -> redis::RedisResult<redis::Value> {
+        self.0 = cmd.to_vec();
+        Err(std::io::Error::other("captured").into())
+    }
+
+    fn req_packed_commands(
+        &mut self,
+        cmd: &[u8],
+        _offset: usize,
+        _count: usize,
+    ) -> redis::RedisResult<Vec<redis::Value>> {
+        self.0 = cmd.to_vec();
+        Err(std::io::Error::other("captured").into())
+    }
+
+    fn get_db(&self) -> i64 {
+        0
+    }
+
+    fn check_connection(&mut self) -> bool {
+        false
+    }
+
+    fn is_open(&self) -> bool {
+        true
+    }
+}
+
+fn captured(f: impl FnOnce(&mut Capture)) -> Vec<u8> {
+    let mut c = Capture(Vec::new());
+    f(&mut c);
+    c.0
+}
+
+fn is_noscript(e: &RedisError) -> bool {
+    e.kind() == redis::ErrorKind::Server(redis::ServerErrorKind::NoScript)
 }
 
 /// The connections of one client, shared by its Redis primitives.
@@ -212,7 +262,8 @@ impl RedisConn {
     }
 
     /// Run a script on the caller's own connection when the caller blocks a thread of its own,
-    /// else on the shared multiplexed connection.
+    /// on the loop's connection when a host loop drives the call, else on the shared
+    /// multiplexed connection.
     async fn invoke<T: redis::FromRedisValue>(
         &self,
         inv: &redis::ScriptInvocation<'_>,
@@ -223,7 +274,34 @@ impl RedisConn {
                 return sync.run(|c| inv.invoke(c));
             }
         }
+        if driver::on_driver() {
+            let evalsha = captured(|c| {
+                let _ = inv.invoke::<redis::Value>(c);
+            });
+            if let Some(reply) = self.loop_send(&target, &evalsha) {
+                match reply.get().await.and_then(|v| v.extract_error()) {
+                    Err(e) if is_noscript(&e) => {} // loaded below, on the runtime's connection
+                    v => return Ok(redis::from_redis_value(v?)?),
+                }
+            }
+        }
         inv.invoke_async(&mut target.conn.clone()).await
+    }
+
+    /// Send a packed command on the host loop's connection to `target`, made now (in the
+    /// background) if there is none: `None` until it is there, or off a host loop.
+    fn loop_send(&self, target: &Arc<Target>, cmd: &[u8]) -> Option<driver::Reply> {
+        driver::send(target.id, cmd, || {
+            let sync = target.sync.as_ref()?;
+            let connect = sync.stream_connector()?;
+            let stop = self.stop.clone();
+            let current = Arc::downgrade(target);
+            Some(driver::ConnectSpec {
+                connect,
+                alive: Arc::new(move || !stop.is_cancelled() && current.strong_count() > 0),
+                timeout: sync.command_timeout(),
+            })
+        })
     }
 
     /// [`RedisConn::invoke`], then, where the client asks replicas to acknowledge and `written`
@@ -353,8 +431,16 @@ impl RedisConn {
         let mut attempt = 0;
         loop {
             let target = self.target();
-            let reply = match (&target.sync, runtime::on_blocking_caller()) {
-                (Some(sync), true) => sync.run(|c| cmd.query(c)),
+            let on_loop = driver::on_driver()
+                .then(|| self.loop_send(&target, &cmd.get_packed_command()))
+                .flatten();
+            let reply = match (&target.sync, runtime::on_blocking_caller(), on_loop) {
+                (Some(sync), true, _) => sync.run(|c| cmd.query(c)),
+                (_, _, Some(reply)) => reply
+                    .get()
+                    .await
+                    .and_then(|v| v.extract_error())
+                    .and_then(|v| Ok(redis::from_redis_value(v)?)),
                 _ => cmd.query_async(&mut target.conn.clone()).await,
             };
             match reply {
@@ -387,6 +473,7 @@ impl RedisConn {
         let old = std::mem::replace(
             &mut *self.target.write().unwrap_or_else(|e| e.into_inner()),
             Arc::new(Target {
+                id: next_target_id(),
                 conn: AnyConn::Single(conn),
                 sync: Some(SyncConns::new(
                     client.clone(),
@@ -504,6 +591,7 @@ async fn connect_backend(
                 .unwrap_or(0);
             let sharded = major >= 7;
             let target = Target {
+                id: next_target_id(),
                 conn: AnyConn::Cluster(conn),
                 sync: None,
                 addr: seeds.join(","),
@@ -568,6 +656,7 @@ async fn single_target(
         .await
         .map_err(|e| map_err(e, "connect"))?;
     let target = Target {
+        id: next_target_id(),
         conn: AnyConn::Single(conn),
         sync: Some(SyncConns::new(
             client.clone(),

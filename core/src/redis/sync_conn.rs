@@ -74,6 +74,31 @@ impl SyncConns {
         self.idle.lock().unwrap_or_else(|e| e.into_inner()).clear();
     }
 
+    /// How long a reply may take.
+    pub(super) fn command_timeout(&self) -> Duration {
+        self.command_timeout
+    }
+
+    /// A function that makes a plain TCP connection like this pool's (connected, authenticated,
+    /// its database selected) and hands over its socket: a host loop's connection. `None` for TLS
+    /// and Unix-socket URLs.
+    pub(super) fn stream_connector(
+        &self,
+    ) -> Option<Box<dyn FnOnce() -> io::Result<TcpStream> + Send>> {
+        let info = self.client.get_connection_info();
+        let ConnectionAddr::Tcp(host, port) = info.addr() else {
+            return None;
+        };
+        let (host, port) = (host.clone(), *port);
+        let settings = info.redis_settings().clone();
+        let (connect, command) = (self.connect_timeout, self.command_timeout);
+        Some(Box::new(move || {
+            TcpConn::connect((host.as_str(), port), &settings, connect, command)
+                .map(|c| c.stream)
+                .map_err(|e| io::Error::other(e.to_string()))
+        }))
+    }
+
     fn connect(&self) -> RedisResult<SyncConn> {
         let info = self.client.get_connection_info();
         if let ConnectionAddr::Tcp(host, port) = info.addr() {

@@ -1,0 +1,951 @@
+//! Running polylock's calls on a host's own event loop (Node's libuv loop; the binding supplies
+//! the loop's primitives through [`LoopHost`]).
+//!
+//! The lock logic is written once as Rust futures: each is a state machine that issues commands
+//! and waits for their replies, and none of it knows which thread polls it. The tokio runtime is
+//! one host for those machines; a [`Driver`] is another. A driver polls the futures of its calls
+//! on the loop's thread, and gives each Redis server they talk to a connection of the loop's own:
+//! a non-blocking socket the loop watches. A command is written to that socket from the JS (or
+//! other host) call itself, its reply is read in the loop's readiness callback, which completes
+//! the waiting future and polls it on at once, so an uncontended lock call crosses no thread.
+//!
+//! What stays on the runtime: connecting (the connection is made there, authenticated, then
+//! handed over), timers, pub/sub wake-ups of waiters, the watchdog's renewals; a future woken
+//! from there is queued and the host is asked to run the driver once ([`Driver::new`]'s `wake`,
+//! e.g. `uv_async_send`). Commands issued while the host settles a batch of results are written
+//! with one write after it ([`Driver::end_batch`]).
+
+pub(crate) mod resp;
+
+use std::cell::{Cell, RefCell};
+use std::collections::{HashMap, VecDeque};
+use std::future::Future;
+use std::io::{self, Read, Write};
+use std::net::TcpStream;
+use std::pin::Pin;
+use std::rc::Rc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll, Waker};
+use std::time::{Duration, Instant};
+
+use crate::runtime;
+
+/// The file descriptor (socket) a host watches.
+#[cfg(unix)]
+pub type Fd = std::os::fd::RawFd;
+#[cfg(not(unix))]
+pub type Fd = i64;
+
+/// What a host loop does for a [`Driver`], called on the loop's thread only.
+pub trait LoopHost {
+    /// Watch `fd` for readability, and for writability too while `write` (called again for the
+    /// same `fd` to change that).
+    fn watch(&self, fd: Fd, write: bool) -> io::Result<()>;
+    /// Stop watching `fd` (its socket is about to close).
+    fn unwatch(&self, fd: Fd);
+    /// Keep the host process alive (calls of the user are in flight) or let it end.
+    fn keep_alive(&self, yes: bool);
+}
+
+/// The state a driver shares with wakers on other threads.
+struct Shared {
+    ready: Mutex<Vec<usize>>,
+    /// Asks the host to run [`Driver::woken`] on the loop (any thread); `None` once closed.
+    wake: Mutex<Option<Box<dyn Fn() + Send + Sync>>>,
+    /// Connections made on the runtime, waiting to be adopted by the loop.
+    adopt: Mutex<Vec<(u64, io::Result<TcpStream>)>>,
+}
+
+impl Shared {
+    fn wake_host(&self) {
+        if let Some(w) = &*self.wake.lock().unwrap_or_else(|e| e.into_inner()) {
+            w();
+        }
+    }
+}
+
+thread_local! {
+    /// The driver whose futures this thread is polling now.
+    static CURRENT: RefCell<Option<Rc<Inner>>> = const { RefCell::new(None) };
+    /// The driver (its shared state) in a turn on this thread: a wake-up from inside the turn
+    /// needs no host wake, the turn polls it before it ends.
+    static TURNING: Cell<usize> = const { Cell::new(0) };
+}
+
+struct TaskWaker {
+    shared: Arc<Shared>,
+    id: usize,
+}
+
+impl std::task::Wake for TaskWaker {
+    fn wake(self: Arc<Self>) {
+        self.wake_by_ref();
+    }
+
+    fn wake_by_ref(self: &Arc<Self>) {
+        self.shared
+            .ready
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(self.id);
+        if TURNING.with(|t| t.get()) != Arc::as_ptr(&self.shared) as usize {
+            self.shared.wake_host();
+        }
+    }
+}
+
+struct Task {
+    /// `None` while it is being polled.
+    fut: Option<Pin<Box<dyn Future<Output = ()>>>>,
+    waker: Waker,
+}
+
+/// The loop-side half of a connection's reply slots.
+struct Slot {
+    state: Mutex<SlotState>,
+}
+
+#[derive(Default)]
+struct SlotState {
+    reply: Option<redis::RedisResult<redis::Value>>,
+    waker: Option<Waker>,
+}
+
+impl Slot {
+    fn fill(&self, reply: redis::RedisResult<redis::Value>) {
+        let waker = {
+            let mut s = self.state.lock().unwrap_or_else(|e| e.into_inner());
+            s.reply = Some(reply);
+            s.waker.take()
+        };
+        if let Some(w) = waker {
+            w.wake();
+        }
+    }
+}
+
+/// The reply of one command sent on a loop connection.
+pub(crate) struct Reply {
+    slot: Arc<Slot>,
+    /// Set on a timeout: the connection is out of step and is closed at the end of the turn.
+    broken: Arc<AtomicBool>,
+    shared: Arc<Shared>,
+    timeout: Duration,
+}
+
+impl Reply {
+    /// The reply, or an I/O error when the connection failed or `timeout` ran out.
+    pub(crate) async fn get(self) -> redis::RedisResult<redis::Value> {
+        let wait = std::future::poll_fn(|cx| {
+            let mut s = self.slot.state.lock().unwrap_or_else(|e| e.into_inner());
+            match s.reply.take() {
+                Some(r) => Poll::Ready(r),
+                None => {
+                    if !s.waker.as_ref().is_some_and(|w| w.will_wake(cx.waker())) {
+                        s.waker = Some(cx.waker().clone());
+                    }
+                    Poll::Pending
+                }
+            }
+        });
+        match tokio::time::timeout(self.timeout, wait).await {
+            Ok(r) => r,
+            Err(_) => {
+                self.broken.store(true, Ordering::Release);
+                self.shared.wake_host();
+                Err(io::Error::new(
+                    io::ErrorKind::TimedOut,
+                    format!("no reply within the command timeout ({:?})", self.timeout),
+                )
+                .into())
+            }
+        }
+    }
+}
+
+/// What a caller gives to have a connection made when the loop has none to a server yet.
+pub(crate) struct ConnectSpec {
+    /// Makes the connection (blocking; run on the runtime's blocking threads): connected,
+    /// authenticated, its database selected, nothing in flight.
+    pub(crate) connect: Box<dyn FnOnce() -> io::Result<TcpStream> + Send>,
+    /// False once the client that wants it is closed: the connection is then closed too.
+    pub(crate) alive: Arc<dyn Fn() -> bool + Send + Sync>,
+    /// How long a reply may take.
+    pub(crate) timeout: Duration,
+}
+
+/// A loop connection: one socket, commands written in order, replies matched in order.
+struct Conn {
+    stream: TcpStream,
+    fd: Fd,
+    out: Vec<u8>,
+    replies: Replies,
+    broken: Arc<AtomicBool>,
+    alive: Arc<dyn Fn() -> bool + Send + Sync>,
+    timeout: Duration,
+    want_write: bool,
+    /// Commands added to `out` since the last write.
+    unsent: usize,
+}
+
+/// Where a server's connection stands on this loop.
+enum ConnState {
+    Connecting,
+    /// The last attempt failed at this time; the next is not tried before a second has passed.
+    Failed(Instant),
+    Open(Box<Conn>),
+}
+
+const RECONNECT_AFTER: Duration = Duration::from_secs(1);
+
+/// While a batch settles, its commands are written every this many, not all at its end: the
+/// server starts on the first ones while the loop still settles the rest (measured with 64 Node
+/// handles: one write per batch 45k pairs/s, every 16 commands 78k; every command 61k).
+const FLUSH_EVERY: usize = 16;
+
+struct Inner {
+    shared: Arc<Shared>,
+    host: Box<dyn LoopHost>,
+    tasks: RefCell<Vec<Option<Task>>>,
+    free: RefCell<Vec<usize>>,
+    conns: RefCell<HashMap<u64, ConnState>>,
+    /// Calls of the user in flight (they keep the host alive).
+    in_flight: Cell<usize>,
+    batch: Cell<bool>,
+    closed: Cell<bool>,
+    rt: tokio::runtime::Handle,
+    /// The client liveness and reply timeout of connections being made.
+    pending_specs: RefCell<HashMap<u64, PendingSpec>>,
+    /// Connections `end_batch` found readable.
+    spun: RefCell<Vec<u64>>,
+}
+
+type PendingSpec = (Arc<dyn Fn() -> bool + Send + Sync>, Duration);
+
+/// Polls polylock's futures on a host loop's thread and owns the loop's connections. Not `Send`:
+/// it lives on the loop's thread; only its `wake` is called from elsewhere.
+pub struct Driver {
+    inner: Rc<Inner>,
+}
+
+impl Driver {
+    /// A driver on the calling thread's loop. `wake` is called from any thread when futures
+    /// became ready there: the host must then call [`Driver::woken`] on the loop soon (it may
+    /// coalesce several wakes into one call).
+    pub fn new(host: Box<dyn LoopHost>, wake: Box<dyn Fn() + Send + Sync>) -> Driver {
+        Driver {
+            inner: Rc::new(Inner {
+                shared: Arc::new(Shared {
+                    ready: Mutex::new(Vec::new()),
+                    wake: Mutex::new(Some(wake)),
+                    adopt: Mutex::new(Vec::new()),
+                }),
+                host,
+                tasks: RefCell::new(Vec::new()),
+                free: RefCell::new(Vec::new()),
+                conns: RefCell::new(HashMap::new()),
+                in_flight: Cell::new(0),
+                batch: Cell::new(false),
+                closed: Cell::new(false),
+                rt: runtime::handle(),
+                pending_specs: RefCell::new(HashMap::new()),
+                spun: RefCell::new(Vec::new()),
+            }),
+        }
+    }
+
+    /// Run `fut` on the loop: it is polled at once (its first command is written before this
+    /// returns, or with the batch's write when called while a batch settles), and `done` gets
+    /// its output on the loop's thread. Until then it keeps the host alive.
+    pub fn spawn<T: 'static>(
+        &self,
+        fut: impl Future<Output = T> + 'static,
+        done: impl FnOnce(T) + 'static,
+    ) {
+        let inner = &self.inner;
+        if inner.closed.get() {
+            return;
+        }
+        let task = async move { done(fut.await) };
+        let id = {
+            let mut tasks = inner.tasks.borrow_mut();
+            let id = inner.free.borrow_mut().pop().unwrap_or_else(|| {
+                tasks.push(None);
+                tasks.len() - 1
+            });
+            tasks[id] = Some(Task {
+                fut: Some(Box::pin(task)),
+                waker: Waker::from(Arc::new(TaskWaker {
+                    shared: inner.shared.clone(),
+                    id,
+                })),
+            });
+            id
+        };
+        inner.in_flight.set(inner.in_flight.get() + 1);
+        if inner.in_flight.get() == 1 {
+            inner.host.keep_alive(true);
+        }
+        inner.turn(Some(id));
+        if !inner.batch.get() {
+            inner.sweep();
+            // No waiting for the reply here: a Promise settled inside the call that made it
+            // would run its reactions before the host's loop runs again, and a program that
+            // calls in a loop would starve the host's timers and I/O.
+            inner.flush_all();
+        }
+    }
+
+    /// The host calls this after a `wake`: adopt connections made on the runtime, poll the
+    /// futures woken from other threads.
+    pub fn woken(&self) {
+        self.inner.adopt();
+        self.inner.turn(None);
+    }
+
+    /// The host calls this when `fd` is readable or writable: replies are read and the futures
+    /// waiting for them polled on.
+    pub fn io_ready(&self, fd: Fd, readable: bool, writable: bool) {
+        let inner = &self.inner;
+        let key = inner
+            .conns
+            .borrow()
+            .iter()
+            .find(|(_, c)| matches!(c, ConnState::Open(c) if c.fd == fd))
+            .map(|(k, _)| *k);
+        let Some(key) = key else { return };
+        let _turning = inner.turning();
+        if writable {
+            inner.flush(key);
+        }
+        if readable {
+            inner.read(key);
+        }
+        inner.turn(None);
+    }
+
+    /// Start a batch: the host is about to settle results (commands issued meanwhile wait for
+    /// [`Driver::end_batch`]).
+    pub fn begin_batch(&self) {
+        self.inner.batch.set(true);
+    }
+
+    /// End a batch: write what its calls issued, close connections of closed clients. True
+    /// when replies to what it wrote arrived within a moment's wait (see `spin`): the host then
+    /// runs one more batch with [`Driver::io_spun`] right away, before it sleeps.
+    pub fn end_batch(&self) -> bool {
+        let inner = &self.inner;
+        inner.batch.set(false);
+        inner.sweep();
+        inner.flush_all();
+        let ready = inner.spin();
+        let more = !ready.is_empty();
+        *inner.spun.borrow_mut() = ready;
+        more
+    }
+
+    /// Drop what [`Driver::end_batch`] saw arrive without reading it now (the host's poll of
+    /// the sockets will report it).
+    pub fn forget_spun(&self) {
+        self.inner.spun.borrow_mut().clear();
+    }
+
+    /// Read the replies that [`Driver::end_batch`] saw arrive, and poll their futures on.
+    pub fn io_spun(&self) {
+        let inner = &self.inner;
+        let ready = std::mem::take(&mut *inner.spun.borrow_mut());
+        let _turning = inner.turning();
+        for key in ready {
+            inner.read(key);
+        }
+        inner.turn(None);
+    }
+
+    /// Calls of the user in flight.
+    pub fn in_flight(&self) -> usize {
+        self.inner.in_flight.get()
+    }
+
+    /// Open loop connections (tests: they close with their clients).
+    pub fn connections(&self) -> usize {
+        self.inner
+            .conns
+            .borrow()
+            .values()
+            .filter(|c| matches!(c, ConnState::Open(_)))
+            .count()
+    }
+
+    /// The loop is going away: drop every future (each cleans up as a dropped future does), stop
+    /// watching and close every connection, refuse wakes. Results never come.
+    pub fn close(&self) {
+        let inner = &self.inner;
+        if inner.closed.replace(true) {
+            return;
+        }
+        *inner.shared.wake.lock().unwrap_or_else(|e| e.into_inner()) = None;
+        let tasks = std::mem::take(&mut *inner.tasks.borrow_mut());
+        {
+            let _rt = inner.rt.enter();
+            drop(tasks);
+        }
+        let conns = std::mem::take(&mut *inner.conns.borrow_mut());
+        for (_, c) in conns {
+            if let ConnState::Open(c) = c {
+                inner.host.unwatch(c.fd);
+                (*c).fail_all(io::ErrorKind::ConnectionAborted);
+            }
+        }
+        if inner.in_flight.replace(0) > 0 {
+            inner.host.keep_alive(false);
+        }
+    }
+}
+
+impl Drop for Driver {
+    fn drop(&mut self) {
+        self.close();
+    }
+}
+
+impl Inner {
+    /// Poll `first` (if given) and every woken future until none is ready.
+    fn turn(self: &Rc<Self>, first: Option<usize>) {
+        let _turning = self.turning();
+        if let Some(id) = first {
+            self.poll(id);
+        }
+        loop {
+            let ids =
+                std::mem::take(&mut *self.shared.ready.lock().unwrap_or_else(|e| e.into_inner()));
+            if ids.is_empty() {
+                break;
+            }
+            for id in ids {
+                self.poll(id);
+            }
+        }
+    }
+
+    fn poll(self: &Rc<Self>, id: usize) {
+        let (mut fut, waker) = {
+            let mut tasks = self.tasks.borrow_mut();
+            match tasks.get_mut(id) {
+                Some(Some(t)) => match t.fut.take() {
+                    Some(f) => (f, t.waker.clone()),
+                    None => return,
+                },
+                _ => return,
+            }
+        };
+        let ready = {
+            let _rt = self.rt.enter();
+            struct Current(Option<Rc<Inner>>);
+            impl Drop for Current {
+                fn drop(&mut self) {
+                    CURRENT.with(|c| *c.borrow_mut() = self.0.take());
+                }
+            }
+            let _current = Current(CURRENT.with(|c| c.borrow_mut().replace(self.clone())));
+            fut.as_mut()
+                .poll(&mut Context::from_waker(&waker))
+                .is_ready()
+        };
+        let mut tasks = self.tasks.borrow_mut();
+        if ready {
+            if let Some(slot) = tasks.get_mut(id) {
+                *slot = None;
+                self.free.borrow_mut().push(id);
+            }
+            drop(tasks);
+            drop(fut);
+            let n = self.in_flight.get().saturating_sub(1);
+            self.in_flight.set(n);
+            if n == 0 && !self.closed.get() {
+                self.host.keep_alive(false);
+            }
+        } else if let Some(Some(t)) = tasks.get_mut(id) {
+            t.fut = Some(fut);
+        }
+    }
+
+    /// Wait a moment, polling, for replies to what was just written: a reply on a local network
+    /// comes back in tens of microseconds, about what it costs the host loop to sleep in the
+    /// kernel and be woken for it, so the loop gets it sooner without a round through its poll.
+    /// Bounded by the spin time of blocked callers (`POLYLOCK_SPIN_US`, default 150 µs; 0 turns
+    /// it off) and their permits (at most half the cores poll at once). The connections that
+    /// have bytes to read; none when the time ran out first.
+    fn spin(&self) -> Vec<u64> {
+        let waiting: Vec<(u64, Fd)> = self
+            .conns
+            .borrow()
+            .iter()
+            .filter_map(|(k, c)| match c {
+                ConnState::Open(c) if !c.replies.pending.is_empty() && c.out.is_empty() => {
+                    Some((*k, c.fd))
+                }
+                _ => None,
+            })
+            .collect();
+        if waiting.is_empty() {
+            return Vec::new();
+        }
+        let permit = runtime::SpinPermit::take();
+        let Some(until) = permit.deadline() else {
+            return Vec::new();
+        };
+        loop {
+            let ready: Vec<u64> = waiting
+                .iter()
+                .filter(|(_, fd)| readable_now(*fd))
+                .map(|(k, _)| *k)
+                .collect();
+            if !ready.is_empty() || Instant::now() >= until {
+                return ready;
+            }
+            std::hint::spin_loop();
+        }
+    }
+
+    /// Mark this thread as in a turn of this driver until the guard drops: wake-ups meanwhile
+    /// (a reply read, a future polled) are run by the turn, without a host wake.
+    fn turning(&self) -> impl Drop {
+        struct Turning(usize);
+        impl Drop for Turning {
+            fn drop(&mut self) {
+                TURNING.with(|t| t.set(self.0));
+            }
+        }
+        Turning(TURNING.with(|t| t.replace(Arc::as_ptr(&self.shared) as usize)))
+    }
+
+    /// Send `cmd` on the loop's connection `key`; `None` when there is none (yet): one is then
+    /// made from `spec` in the background and the caller takes the runtime's path meanwhile.
+    fn send(
+        self: &Rc<Self>,
+        key: u64,
+        cmd: &[u8],
+        spec: impl FnOnce() -> Option<ConnectSpec>,
+    ) -> Option<Reply> {
+        if self.closed.get() {
+            return None;
+        }
+        let mut conns = self.conns.borrow_mut();
+        match conns.get_mut(&key) {
+            Some(ConnState::Open(c)) if !c.broken.load(Ordering::Acquire) => {
+                let slot = Arc::new(Slot {
+                    state: Mutex::new(SlotState::default()),
+                });
+                c.out.extend_from_slice(cmd);
+                c.replies.pending.push_back(slot.clone());
+                c.unsent += 1;
+                let reply = Reply {
+                    slot,
+                    broken: c.broken.clone(),
+                    shared: self.shared.clone(),
+                    timeout: c.timeout,
+                };
+                if c.unsent >= FLUSH_EVERY {
+                    drop(conns);
+                    self.flush(key);
+                }
+                return Some(reply);
+            }
+            Some(ConnState::Open(_)) | Some(ConnState::Connecting) => return None,
+            Some(ConnState::Failed(at)) if at.elapsed() < RECONNECT_AFTER => return None,
+            _ => {}
+        }
+        let spec = spec()?;
+        conns.insert(key, ConnState::Connecting);
+        drop(conns);
+        let ConnectSpec {
+            connect,
+            alive,
+            timeout,
+        } = spec;
+        self.pending_specs
+            .borrow_mut()
+            .insert(key, (alive, timeout));
+        let shared = Arc::downgrade(&self.shared);
+        self.rt.spawn_blocking(move || {
+            let made = connect();
+            if let Some(shared) = shared.upgrade() {
+                shared
+                    .adopt
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .push((key, made));
+                shared.wake_host();
+            }
+        });
+        None
+    }
+
+    /// Take over the connections made on the runtime.
+    fn adopt(&self) {
+        let made =
+            std::mem::take(&mut *self.shared.adopt.lock().unwrap_or_else(|e| e.into_inner()));
+        for (key, result) in made {
+            let Some((alive, timeout)) = self.pending_specs.borrow_mut().remove(&key) else {
+                continue;
+            };
+            let conn = result.and_then(|stream| {
+                stream.set_nonblocking(true)?;
+                let fd = raw_fd(&stream);
+                self.host.watch(fd, false)?;
+                Ok(Conn {
+                    stream,
+                    fd,
+                    out: Vec::new(),
+                    replies: Replies::default(),
+                    broken: Arc::new(AtomicBool::new(false)),
+                    alive,
+                    timeout,
+                    want_write: false,
+                    unsent: 0,
+                })
+            });
+            let state = match conn {
+                Ok(c) => ConnState::Open(Box::new(c)),
+                Err(e) => {
+                    tracing::debug!("polylock: no loop connection ({e}); calls take the runtime");
+                    ConnState::Failed(Instant::now())
+                }
+            };
+            self.conns.borrow_mut().insert(key, state);
+        }
+    }
+
+    fn flush_all(&self) {
+        let keys: Vec<u64> = self
+            .conns
+            .borrow()
+            .iter()
+            .filter(|(_, c)| matches!(c, ConnState::Open(c) if !c.out.is_empty() || c.want_write))
+            .map(|(k, _)| *k)
+            .collect();
+        for k in keys {
+            self.flush(k);
+        }
+    }
+
+    /// Write what `key` has to send; watch for writability while some is left.
+    fn flush(&self, key: u64) {
+        let mut conns = self.conns.borrow_mut();
+        let Some(ConnState::Open(c)) = conns.get_mut(&key) else {
+            return;
+        };
+        let mut failed = None;
+        c.unsent = 0;
+        while !c.out.is_empty() {
+            match (&c.stream).write(&c.out) {
+                Ok(0) => {
+                    failed = Some(io::ErrorKind::WriteZero);
+                    break;
+                }
+                Ok(n) => {
+                    c.out.drain(..n);
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                Err(e) => {
+                    failed = Some(e.kind());
+                    break;
+                }
+            }
+        }
+        if let Some(kind) = failed {
+            drop(conns);
+            self.drop_conn(key, kind);
+            return;
+        }
+        let want = !c.out.is_empty();
+        if want != c.want_write {
+            c.want_write = want;
+            let fd = c.fd;
+            drop(conns);
+            if self.host.watch(fd, want).is_err() {
+                self.drop_conn(key, io::ErrorKind::Other);
+            }
+        }
+    }
+
+    /// Read what arrived on `key` and complete the replies it holds.
+    fn read(&self, key: u64) {
+        let mut conns = self.conns.borrow_mut();
+        let Some(ConnState::Open(c)) = conns.get_mut(&key) else {
+            return;
+        };
+        let mut buf = [0u8; 16 * 1024];
+        let mut failed = None;
+        loop {
+            match (&c.stream).read(&mut buf) {
+                Ok(0) => {
+                    failed = Some(io::ErrorKind::UnexpectedEof);
+                    break;
+                }
+                Ok(n) => {
+                    if let Err(kind) = c.replies.take(&buf[..n]) {
+                        failed = Some(kind);
+                        break;
+                    }
+                    if n < buf.len() {
+                        break;
+                    }
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                Err(e) => {
+                    failed = Some(e.kind());
+                    break;
+                }
+            }
+        }
+        drop(conns);
+        if let Some(kind) = failed {
+            self.drop_conn(key, kind);
+        }
+    }
+
+    /// Close `key`'s connection: its waiting replies fail with `kind` (an I/O error, so the
+    /// caller's error is a typed connection error), and the next call makes a new one.
+    fn drop_conn(&self, key: u64, kind: io::ErrorKind) {
+        let old = self
+            .conns
+            .borrow_mut()
+            .insert(key, ConnState::Failed(Instant::now() - RECONNECT_AFTER));
+        if let Some(ConnState::Open(c)) = old {
+            self.host.unwatch(c.fd);
+            (*c).fail_all(kind);
+        }
+    }
+
+    /// Close the connections of closed clients and those a timeout left out of step.
+    fn sweep(&self) {
+        let gone: Vec<(u64, bool)> = self
+            .conns
+            .borrow()
+            .iter()
+            .filter_map(|(k, c)| match c {
+                ConnState::Open(c) if !(c.alive)() => Some((*k, true)),
+                ConnState::Open(c) if c.broken.load(Ordering::Acquire) => Some((*k, false)),
+                _ => None,
+            })
+            .collect();
+        for (key, closed) in gone {
+            if closed {
+                if let Some(ConnState::Open(c)) = self.conns.borrow_mut().remove(&key) {
+                    self.host.unwatch(c.fd);
+                    (*c).fail_all(io::ErrorKind::ConnectionAborted);
+                }
+            } else {
+                self.drop_conn(key, io::ErrorKind::TimedOut);
+            }
+        }
+    }
+}
+
+/// The replies a connection waits for, matched in order with the bytes read (no socket here).
+#[derive(Default)]
+struct Replies {
+    input: Vec<u8>,
+    pending: VecDeque<Arc<Slot>>,
+}
+
+impl Replies {
+    /// Add `bytes` to what was read and complete every whole reply, in order. An error when
+    /// the bytes are not RESP2 or hold a reply nobody asked for (the connection is then out of
+    /// step).
+    fn take(&mut self, bytes: &[u8]) -> Result<(), io::ErrorKind> {
+        self.input.extend_from_slice(bytes);
+        let mut at = 0;
+        let result = loop {
+            match resp::frame_len(&self.input[at..]) {
+                Ok(Some(n)) => {
+                    let reply = redis::parse_redis_value(&self.input[at..at + n]);
+                    at += n;
+                    match self.pending.pop_front() {
+                        Some(slot) => slot.fill(reply),
+                        None => break Err(io::ErrorKind::InvalidData), // a reply nobody asked for
+                    }
+                }
+                Ok(None) => break Ok(()),
+                Err(bad) => {
+                    tracing::warn!("polylock: a loop connection read bad RESP ({})", bad.0);
+                    break Err(io::ErrorKind::InvalidData);
+                }
+            }
+        };
+        self.input.drain(..at);
+        result
+    }
+
+    /// Fail every waiting reply with `kind` (the connection is gone).
+    fn fail_all(&mut self, kind: io::ErrorKind) {
+        for slot in self.pending.drain(..) {
+            slot.fill(Err(io::Error::new(
+                kind,
+                "the connection closed before the reply came",
+            )
+            .into()));
+        }
+    }
+}
+
+impl Conn {
+    /// Fail what it waits for and close it (the socket closes as it drops).
+    fn fail_all(mut self, kind: io::ErrorKind) {
+        self.replies.fail_all(kind);
+    }
+}
+
+/// True when the socket has bytes to read (or an error to report), without reading them.
+#[cfg(unix)]
+fn readable_now(fd: Fd) -> bool {
+    let mut byte = 0u8;
+    // SAFETY: a one-byte buffer of our own; the descriptor is an open socket of a connection.
+    let n = unsafe {
+        libc::recv(
+            fd,
+            (&mut byte as *mut u8).cast(),
+            1,
+            libc::MSG_PEEK | libc::MSG_DONTWAIT,
+        )
+    };
+    n >= 0 || io::Error::last_os_error().kind() != io::ErrorKind::WouldBlock
+}
+
+#[cfg(not(unix))]
+fn readable_now(_fd: Fd) -> bool {
+    false
+}
+
+#[cfg(unix)]
+fn raw_fd(s: &TcpStream) -> Fd {
+    use std::os::fd::AsRawFd;
+    s.as_raw_fd()
+}
+
+#[cfg(not(unix))]
+fn raw_fd(_s: &TcpStream) -> Fd {
+    -1
+}
+
+/// On a driver's thread while it polls a future: send `cmd` on the loop's connection `key`
+/// (made from `spec` when missing). `None` off a driver, or while there is no connection yet:
+/// the caller then takes the runtime's path.
+pub(crate) fn send(
+    key: u64,
+    cmd: &[u8],
+    spec: impl FnOnce() -> Option<ConnectSpec>,
+) -> Option<Reply> {
+    CURRENT.with(|c| {
+        let current = c.borrow();
+        let inner = current.as_ref()?;
+        inner.send(key, cmd, spec)
+    })
+}
+
+/// True while a driver polls a future on this thread.
+pub(crate) fn on_driver() -> bool {
+    CURRENT.with(|c| c.borrow().is_some())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use redis::Value;
+
+    fn slot() -> Arc<Slot> {
+        Arc::new(Slot {
+            state: Mutex::new(SlotState::default()),
+        })
+    }
+
+    fn reply_of(s: &Slot) -> Option<redis::RedisResult<Value>> {
+        s.state.lock().unwrap().reply.take()
+    }
+
+    /// The replies of an acquire (nil: granted), a reentrant acquire (nil), a contended acquire
+    /// (the holder's remaining lease), a NOSCRIPT error and a release (1), as Redis sent them.
+    const RECORDED: &[u8] =
+        b"$-1\r\n$-1\r\n:29998\r\n-NOSCRIPT No matching script. Please use EVAL.\r\n:1\r\n";
+
+    #[test]
+    fn recorded_replies_split_anywhere_complete_their_requests_in_order() {
+        for chunk in 1..=RECORDED.len() {
+            let mut r = Replies::default();
+            let slots: Vec<_> = (0..5).map(|_| slot()).collect();
+            r.pending.extend(slots.iter().cloned());
+            for piece in RECORDED.chunks(chunk) {
+                r.take(piece).unwrap();
+            }
+            assert!(r.pending.is_empty() && r.input.is_empty(), "chunk {chunk}");
+            assert_eq!(reply_of(&slots[0]).unwrap().unwrap(), Value::Nil);
+            assert_eq!(reply_of(&slots[1]).unwrap().unwrap(), Value::Nil);
+            assert_eq!(reply_of(&slots[2]).unwrap().unwrap(), Value::Int(29998));
+            let e = reply_of(&slots[3])
+                .unwrap()
+                .unwrap()
+                .extract_error()
+                .unwrap_err();
+            assert_eq!(
+                e.kind(),
+                redis::ErrorKind::Server(redis::ServerErrorKind::NoScript)
+            );
+            assert_eq!(reply_of(&slots[4]).unwrap().unwrap(), Value::Int(1));
+        }
+    }
+
+    #[test]
+    fn a_reply_lost_with_its_connection_fails_its_request_typed() {
+        let mut r = Replies::default();
+        let slots: Vec<_> = (0..3).map(|_| slot()).collect();
+        r.pending.extend(slots.iter().cloned());
+        // The first reply arrives, the second is cut off mid-frame, the connection closes.
+        r.take(b":1\r\n$5\r\nab").unwrap();
+        assert!(reply_of(&slots[1]).is_none());
+        r.fail_all(io::ErrorKind::UnexpectedEof);
+        assert_eq!(reply_of(&slots[0]).unwrap().unwrap(), Value::Int(1));
+        for s in &slots[1..] {
+            let e = reply_of(s).unwrap().unwrap_err();
+            assert!(e.is_io_error(), "{e}");
+        }
+    }
+
+    #[test]
+    fn a_reply_nobody_asked_for_or_garbage_puts_the_connection_out_of_step() {
+        let mut r = Replies::default();
+        assert_eq!(r.take(b":1\r\n"), Err(io::ErrorKind::InvalidData));
+        let mut r = Replies::default();
+        r.pending.push_back(slot());
+        assert_eq!(r.take(b"!x\r\n"), Err(io::ErrorKind::InvalidData));
+    }
+
+    #[test]
+    fn a_waiter_is_woken_when_its_reply_arrives_whichever_order_the_waiters_polled() {
+        struct Count(std::sync::atomic::AtomicUsize);
+        impl std::task::Wake for Count {
+            fn wake(self: Arc<Self>) {
+                self.0.fetch_add(1, Ordering::SeqCst);
+            }
+        }
+        let mut r = Replies::default();
+        let slots: Vec<_> = (0..2).map(|_| slot()).collect();
+        r.pending.extend(slots.iter().cloned());
+        let counts: Vec<_> = (0..2)
+            .map(|_| Arc::new(Count(Default::default())))
+            .collect();
+        // The second waiter registers first.
+        for i in [1, 0] {
+            slots[i].state.lock().unwrap().waker = Some(Waker::from(counts[i].clone()));
+        }
+        r.take(b":10\r\n").unwrap();
+        assert_eq!(counts[0].0.load(Ordering::SeqCst), 1);
+        assert_eq!(counts[1].0.load(Ordering::SeqCst), 0);
+        r.take(b":20\r\n").unwrap();
+        assert_eq!(counts[1].0.load(Ordering::SeqCst), 1);
+        assert_eq!(reply_of(&slots[1]).unwrap().unwrap(), Value::Int(20));
+    }
+}

@@ -1,0 +1,134 @@
+//! RESP2 framing with no socket: where the first complete reply in a buffer ends. The reply
+//! itself is then parsed by redis-rs's parser (`redis::parse_redis_value`), so that a reply read
+//! on a host loop becomes exactly the `redis::Value` (or server error) the tokio path would give.
+
+/// Why bytes are not RESP2.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct BadFrame(pub(crate) String);
+
+/// The length of the first complete reply at the start of `buf`: `Ok(None)` while it is
+/// incomplete (read more), an error when the bytes cannot be RESP2 (the connection is then out
+/// of step and must be closed).
+pub(crate) fn frame_len(buf: &[u8]) -> Result<Option<usize>, BadFrame> {
+    frame_end(buf, 0, 0)
+}
+
+/// Deepest nesting accepted (polylock's scripts answer at most an array of arrays).
+const MAX_DEPTH: usize = 32;
+
+fn frame_end(buf: &[u8], at: usize, depth: usize) -> Result<Option<usize>, BadFrame> {
+    if depth > MAX_DEPTH {
+        return Err(BadFrame("replies nested too deep".into()));
+    }
+    let Some(&kind) = buf.get(at) else {
+        return Ok(None);
+    };
+    let Some(line_end) = line_end(buf, at + 1) else {
+        return Ok(None);
+    };
+    let line = &buf[at + 1..line_end];
+    let after_line = line_end + 2;
+    match kind {
+        b'+' | b'-' | b':' => Ok(Some(after_line)),
+        b'$' => {
+            let n = number(line)?;
+            if n < 0 {
+                return Ok(Some(after_line));
+            }
+            let end = after_line + n as usize + 2;
+            if buf.len() < end {
+                return Ok(None);
+            }
+            if &buf[end - 2..end] != b"\r\n" {
+                return Err(BadFrame("a bulk string does not end with CRLF".into()));
+            }
+            Ok(Some(end))
+        }
+        b'*' => {
+            let n = number(line)?;
+            let mut end = after_line;
+            for _ in 0..n.max(0) {
+                match frame_end(buf, end, depth + 1)? {
+                    Some(e) => end = e,
+                    None => return Ok(None),
+                }
+            }
+            Ok(Some(end))
+        }
+        other => Err(BadFrame(format!(
+            "unexpected reply type byte {other:#04x} (polylock speaks RESP2 on this connection)"
+        ))),
+    }
+}
+
+/// Where the CRLF of the line starting at `from` begins.
+fn line_end(buf: &[u8], from: usize) -> Option<usize> {
+    let rest = buf.get(from..)?;
+    rest.windows(2).position(|w| w == b"\r\n").map(|i| from + i)
+}
+
+fn number(line: &[u8]) -> Result<i64, BadFrame> {
+    std::str::from_utf8(line)
+        .ok()
+        .and_then(|s| s.parse::<i64>().ok())
+        .filter(|n| *n >= -1 && *n <= 512 * 1024 * 1024)
+        .ok_or_else(|| BadFrame(format!("bad length {:?}", String::from_utf8_lossy(line))))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const REPLIES: &[&[u8]] = &[
+        b"+OK\r\n",
+        b"-NOSCRIPT No matching script. Please use EVAL.\r\n",
+        b":42\r\n",
+        b"$-1\r\n",
+        b"$0\r\n\r\n",
+        b"$5\r\nhe\r\no\r\n",
+        b"*-1\r\n",
+        b"*0\r\n",
+        b"*3\r\n:1\r\n$3\r\nabc\r\n*2\r\n:-7\r\n$-1\r\n",
+    ];
+
+    #[test]
+    fn every_prefix_is_incomplete_and_the_whole_is_one_frame() {
+        for r in REPLIES {
+            for cut in 0..r.len() {
+                assert_eq!(frame_len(&r[..cut]), Ok(None), "{:?} cut at {cut}", r);
+            }
+            assert_eq!(frame_len(r), Ok(Some(r.len())));
+            // A frame followed by the start of the next ends where it ends.
+            let mut two = r.to_vec();
+            two.extend_from_slice(b"*2\r\n:1");
+            assert_eq!(frame_len(&two), Ok(Some(r.len())));
+        }
+    }
+
+    #[test]
+    fn frames_split_at_every_byte_come_out_whole_and_in_order() {
+        let stream: Vec<u8> = REPLIES.concat();
+        for chunk in 1..=7 {
+            let mut buf = Vec::new();
+            let mut out = Vec::new();
+            for piece in stream.chunks(chunk) {
+                buf.extend_from_slice(piece);
+                while let Some(n) = frame_len(&buf).unwrap() {
+                    out.push(buf.drain(..n).collect::<Vec<u8>>());
+                }
+            }
+            assert!(buf.is_empty());
+            assert_eq!(out, REPLIES.iter().map(|r| r.to_vec()).collect::<Vec<_>>());
+        }
+    }
+
+    #[test]
+    fn garbage_is_an_error_not_a_wait() {
+        assert!(frame_len(b"?what\r\n").is_err());
+        assert!(frame_len(b"$x\r\n").is_err());
+        assert!(frame_len(b"$3\r\nabcde\r\n").is_err());
+        assert!(frame_len(b"*-5\r\n").is_err());
+        let deep = "*1\r\n".repeat(40);
+        assert!(frame_len(deep.as_bytes()).is_err());
+    }
+}
