@@ -26,7 +26,16 @@ function argError(Kind, message) {
   return e;
 }
 
-function check(outcome) {
+const OK_TRUE = Object.freeze({ ok: true, value: true });
+const OK_FALSE = Object.freeze({ ok: true, value: false });
+
+/** A native answer as an outcome: the hot calls answer a plain boolean when they succeeded. */
+function norm(outcome) {
+  return typeof outcome === 'boolean' ? (outcome ? OK_TRUE : OK_FALSE) : outcome;
+}
+
+function check(answer) {
+  const outcome = norm(answer);
   if (!outcome.ok) throw new PolylockError(outcome.message, outcome.code);
   return outcome;
 }
@@ -73,11 +82,12 @@ function checkSignal(signal) {
  * reason when it was aborted, with a PolylockError when the call failed. */
 async function cancellable(signal, start) {
   checkSignal(signal);
-  const token = new native.CancelToken();
+  // A call without a signal needs no token (making one costs a native object per call).
+  const token = signal ? new native.CancelToken() : undefined;
   const onAbort = () => token.cancel();
   signal?.addEventListener('abort', onAbort, { once: true });
   try {
-    const outcome = await call(() => start(token));
+    const outcome = norm(await call(() => start(token)));
     if (!outcome.ok && outcome.code === 'CANCELLED' && signal?.aborted) signal.throwIfAborted();
     return check(outcome);
   } finally {
@@ -356,7 +366,7 @@ class Lock extends EventEmitter {
 
   /** Release one hold. ERR_POLYLOCK_NOT_OWNER if this handle holds nothing. */
   async release() {
-    const outcome = await this._native.release(this._owner);
+    const outcome = norm(await this._native.release(this._owner));
     if (!outcome.ok && (outcome.code === 'LOCK_LOST' || outcome.code === 'NOT_OWNER')) this._holds = 0;
     check(outcome);
     this._holds = Math.max(0, this._holds - 1);

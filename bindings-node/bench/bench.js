@@ -1,9 +1,12 @@
 'use strict';
-// polylock beside node-redlock (5.0.0-beta.2 with ioredis) in one run, with Redis PING through
-// ioredis as the limit.   cd bindings-node/bench && npm install && node bench.js [URL] [seconds]
+// polylock on both of its Node drivers beside node-redlock (5.0.0-beta.2) and redis-semaphore (5),
+// both on ioredis, in one run, with Redis PING through ioredis as the limit.   cd bindings-node/bench && npm install && node bench.js [URL] [seconds]
 const Redis = require('ioredis');
 const { default: Redlock } = require('redlock');
-const { connect, connectRedlock } = require('polylock');
+const { spawnSync } = require('node:child_process');
+const { Mutex } = require('redis-semaphore');
+const polylock = require('polylock');
+const { connect, connectRedlock } = polylock;
 
 const url = process.argv[2] || 'redis://127.0.0.1:6379';
 const seconds = Number(process.argv[3] || 3);
@@ -41,26 +44,63 @@ async function concurrent(makePair, handles) {
   return count / ((performance.now() - started) / 1e3);
 }
 
+// polylock's own figures, on the driver this process takes (see polylock.driver()). `others`:
+// pairs to measure in the same rounds, alternating with polylock's (this machine's round trip
+// changes over seconds; alternating rounds keep the comparison fair).
+async function polylockFigures(url, others = {}) {
+  const client = await connect(url);
+  const pl = client.lock(`bench-node:${run}:polylock:${process.pid}`);
+  const cases = { polylock: async () => { await pl.acquire(); await pl.release(); }, ...others };
+  const rounds = Object.fromEntries(Object.keys(cases).map((k) => [k, []]));
+  for (let round = 0; round < 5; round++) {
+    for (const [k, pair] of Object.entries(cases)) rounds[k].push(await pairs(pair, 600));
+  }
+  const median = (xs) => xs.slice().sort((a, b) => a - b)[xs.length >> 1];
+  const pairsOf = Object.fromEntries(Object.entries(rounds).map(([k, rs]) => [k, { p50: median(rs.map((r) => r.p50)), rate: median(rs.map((r) => r.rate)) }]));
+  const c64 = await concurrent((i) => { const l = client.lock(`bench-node:${run}:pl:${process.pid}:${i}`); return async () => { await l.acquire(); await l.release(); }; }, 64);
+  await client.close();
+  return { driver: polylock.driver(), pair: pairsOf.polylock, c64, others: pairsOf };
+}
+
+// The runtime driver's figures, from a child process (the driver is chosen per process).
+function runtimeFigures() {
+  const r = spawnSync(process.execPath, [__filename, url, String(seconds)], {
+    env: { ...process.env, POLYLOCK_NODE_DRIVER: 'runtime', POLYLOCK_BENCH_CHILD: '1' },
+    encoding: 'utf8',
+  });
+  if (r.status !== 0) throw new Error(`the runtime-driver run failed: ${r.stderr}`);
+  return JSON.parse(r.stdout);
+}
+
 async function main() {
+  if (process.env.POLYLOCK_BENCH_CHILD) {
+    console.log(JSON.stringify(await polylockFigures(url)));
+    return;
+  }
   const redis = new Redis(url);
   const redlock = new Redlock([redis], { retryCount: -1, retryDelay: 10 });
-  const client = await connect(url);
-  const ping = await pairs(() => redis.ping());
-  const pl = client.lock(`bench-node:${run}:polylock`);
-  const plPair = async () => { await pl.acquire(); await pl.release(); };
-  const rlPair = async () => { const l = await redlock.acquire([`bench-node:${run}:redlock`], 30000); await l.release(); };
-  const a = await pairs(plPair);
-  const b = await pairs(rlPair);
-  const pl64 = await concurrent((i) => { const l = client.lock(`bench-node:${run}:pl:${i}`); return async () => { await l.acquire(); await l.release(); }; }, 64);
+  const mutex = new Mutex(redis, `bench-node:${run}:semaphore`, { lockTimeout: 30000, acquireTimeout: 30000 });
+  const loop = await polylockFigures(url, {
+    ping: () => redis.ping(),
+    redlock: async () => { const l = await redlock.acquire([`bench-node:${run}:redlock`], 30000); await l.release(); },
+    semaphore: async () => { await mutex.acquire(); await mutex.release(); },
+  });
+  const { ping, redlock: b, semaphore: s } = loop.others;
+  const rt = runtimeFigures();
   const rl64 = await concurrent((i) => async () => { const l = await redlock.acquire([`bench-node:${run}:rl:${i}`], 30000); await l.release(); }, 64);
+  const sem64 = await concurrent((i) => { const m = new Mutex(redis, `bench-node:${run}:sem:${i}`, { lockTimeout: 30000, acquireTimeout: 30000 }); return async () => { await m.acquire(); await m.release(); }; }, 64);
   const f = (x) => x.toFixed(1).padStart(8);
-  console.log('polylock (Node) beside node-redlock 5.0.0-beta.2 + ioredis, same run');
-  console.log(`  ioredis PING round trip           p50 ${f(ping.p50)} us   (the limit, through ioredis)`);
-  console.log(`  uncontended pair, polylock        p50 ${f(a.p50)} us   ${a.rate.toFixed(0).padStart(7)} pairs/s`);
-  console.log(`  uncontended pair, node-redlock    p50 ${f(b.p50)} us   ${b.rate.toFixed(0).padStart(7)} pairs/s`);
-  console.log(`  uncontended ratio                     ${(a.rate / b.rate).toFixed(2)} x   (target >= 1.3)`);
-  console.log(`  64 handles, distinct keys         polylock ${pl64.toFixed(0)} pairs/s   node-redlock ${rl64.toFixed(0)} pairs/s   ratio ${(pl64 / rl64).toFixed(2)} x (target >= 3)`);
-  await client.close();
+  const r = (x) => x.toFixed(0).padStart(7);
+  console.log('polylock (Node) beside node-redlock 5.0.0-beta.2 and redis-semaphore 5 on ioredis, same run');
+  console.log('  (pairs: medians of 5 alternating rounds of 600; the runtime driver in a child process)');
+  console.log(`  ioredis PING round trip                   p50 ${f(ping.p50)} us   (the limit, through ioredis)`);
+  for (const [label, x] of [[`polylock, ${loop.driver} driver`, loop], [`polylock, ${rt.driver} driver`, rt]]) {
+    console.log(`  uncontended pair, ${label.padEnd(24)} p50 ${f(x.pair.p50)} us   ${r(x.pair.rate)} pairs/s   64 handles ${r(x.c64)} pairs/s`);
+  }
+  console.log(`  uncontended pair, node-redlock             p50 ${f(b.p50)} us   ${r(b.rate)} pairs/s   64 handles ${r(rl64)} pairs/s`);
+  console.log(`  uncontended pair, redis-semaphore          p50 ${f(s.p50)} us   ${r(s.rate)} pairs/s   64 handles ${r(sem64)} pairs/s`);
+  console.log(`  loop driver / node-redlock: uncontended ${(loop.pair.rate / b.rate).toFixed(2)} x (target >= 1.3), 64 handles ${(loop.c64 / rl64).toFixed(2)} x (target >= 2)`);
+  console.log(`  runtime driver / node-redlock: uncontended ${(rt.pair.rate / b.rate).toFixed(2)} x, 64 handles ${(rt.c64 / rl64).toFixed(2)} x`);
   redis.disconnect();
   await redlockOverThree(f);
 }

@@ -46,8 +46,9 @@ impl Default for CancelToken {
 }
 
 impl CancelToken {
-    pub(crate) fn state(&self) -> Arc<TokenState> {
-        self.inner.clone()
+    /// The state of `token`, or of a token nobody can cancel (a call without an AbortSignal).
+    pub(crate) fn state_of(token: Option<&CancelToken>) -> Arc<TokenState> {
+        token.map_or_else(Arc::default, |t| t.inner.clone())
     }
 }
 

@@ -23,7 +23,6 @@ use napi::bindgen_prelude::*;
 use napi::sys;
 use polylock::driver::{Driver, Fd, LoopHost};
 
-use crate::outcome::Outcome;
 use crate::uv::{self, Uv};
 
 struct NodeHost {
@@ -261,9 +260,10 @@ impl NodeLoop {
     }
 
     /// Run `fut` on the loop; its outcome settles the returned Promise.
-    pub(crate) fn promise<'e, F>(&self, env: &'e Env, fut: F) -> Result<Object<'e>>
+    pub(crate) fn promise<'e, T, F>(&self, env: &'e Env, fut: F) -> Result<Object<'e>>
     where
-        F: std::future::Future<Output = Outcome> + 'static,
+        T: ToNapiValue + 'static,
+        F: std::future::Future<Output = T> + 'static,
     {
         let raw = env.raw();
         let mut deferred = null_mut();
@@ -277,7 +277,7 @@ impl NodeLoop {
             // SAFETY: `done` runs on the environment's thread, inside a JS call or a batch's
             // scopes; the deferred is resolved once.
             unsafe {
-                if let Ok(v) = Outcome::to_napi_value(raw, o) {
+                if let Ok(v) = T::to_napi_value(raw, o) {
                     sys::napi_resolve_deferred(raw, deferred, v);
                 }
             }

@@ -7,7 +7,7 @@ use polylock::{AcquireOptions, ErrorKind, Lock, MultiLock};
 
 use crate::cancel::{aborted, CancelToken, Ran};
 use crate::convert::{kind_name, ms, wait_arg};
-use crate::outcome::{failed, outcome, promise, sync_err};
+use crate::outcome::{answer, failed, outcome, promise, sync_err};
 
 /// A lock handle (see `index.js`); every call names its owner.
 #[napi]
@@ -84,7 +84,7 @@ impl NativeLock {
         owner: f64,
         wait_ms: Option<f64>,
         lease_ms: Option<f64>,
-        token: &CancelToken,
+        token: Option<&CancelToken>,
     ) -> Result<Object<'e>> {
         let wait = wait_arg(wait_ms)?;
         let lease = lease_ms
@@ -93,21 +93,23 @@ impl NativeLock {
             .map_err(sync_err)?;
         let owner = owner as u64;
         let lock = self.inner.clone();
-        let token = token.state();
+        let token = CancelToken::state_of(token);
         promise(env, async move {
-            match token
-                .run(lock.acquire(owner, AcquireOptions { wait, lease }))
-                .await
-            {
-                Ran::Aborted => aborted(),
-                Ran::AbortedAfter(_) => {
-                    let _ = lock.release(owner).await; // aborted as it arrived: give it back
-                    aborted()
-                }
-                Ran::Done(Ok(_)) => outcome(true, None),
-                Ran::Done(Err(e)) if e.kind() == ErrorKind::Timeout => outcome(false, None),
-                Ran::Done(Err(e)) => failed(&e),
-            }
+            answer(
+                match token
+                    .run(lock.acquire(owner, AcquireOptions { wait, lease }))
+                    .await
+                {
+                    Ran::Aborted => aborted(),
+                    Ran::AbortedAfter(_) => {
+                        let _ = lock.release(owner).await; // aborted as it arrived: give it back
+                        aborted()
+                    }
+                    Ran::Done(Ok(_)) => outcome(true, None),
+                    Ran::Done(Err(e)) if e.kind() == ErrorKind::Timeout => outcome(false, None),
+                    Ran::Done(Err(e)) => failed(&e),
+                },
+            )
         })
     }
 
@@ -116,10 +118,10 @@ impl NativeLock {
     pub fn release<'e>(&self, env: &'e Env, owner: f64) -> Result<Object<'e>> {
         let lock = self.inner.clone();
         promise(env, async move {
-            match lock.release(owner as u64).await {
+            answer(match lock.release(owner as u64).await {
                 Ok(r) => outcome(r == polylock::Released::Freed, None),
                 Err(e) => failed(&e),
-            }
+            })
         })
     }
 

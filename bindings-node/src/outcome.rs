@@ -58,6 +58,17 @@ pub(crate) fn number<N: Into<f64>>(r: polylock::Result<N>) -> Outcome {
     }
 }
 
+/// The hot calls' answer (a lock's acquire and release): a plain boolean when the call
+/// succeeded with nothing but its boolean to say (no object to build per call), else the
+/// outcome. The JS wrapper reads both (`norm` in index.js).
+pub(crate) fn answer(o: Outcome) -> Either<bool, Outcome> {
+    if o.ok && o.number.is_none() && o.text.is_none() {
+        Either::A(o.value)
+    } else {
+        Either::B(o)
+    }
+}
+
 pub(crate) fn failed(e: &polylock::Error) -> Outcome {
     Outcome {
         ok: false,
@@ -76,14 +87,15 @@ pub(crate) fn sync_err(e: polylock::Error) -> Error {
 
 /// Run `fut` on the environment's loop driver (see `driver.rs`), or else spawn it on
 /// polylock's runtime; its outcome settles the returned Promise.
-pub(crate) fn promise<F>(env: &Env, fut: F) -> Result<Object<'_>>
+pub(crate) fn promise<T, F>(env: &Env, fut: F) -> Result<Object<'_>>
 where
-    F: std::future::Future<Output = Outcome> + Send + 'static,
+    T: ToNapiValue + Send + 'static,
+    F: std::future::Future<Output = T> + Send + 'static,
 {
     if let Some(l) = crate::driver::node_loop(env) {
         return l.promise(env, fut);
     }
-    let (deferred, promise) = env.create_deferred::<Outcome, _>()?;
+    let (deferred, promise) = env.create_deferred::<T, _>()?;
     runtime::handle().spawn(async move {
         let o = fut.await;
         deferred.resolve(move |_| Ok(o));

@@ -72,10 +72,10 @@ impl NativeSemaphore {
         env: &'e Env,
         permits: f64,
         wait_ms: Option<f64>,
-        token: &CancelToken,
+        token: Option<&CancelToken>,
     ) -> Result<Object<'e>> {
         let (permits, wait) = (count(permits, "permits")?, wait_arg(wait_ms)?);
-        let (s, token) = (self.inner.clone(), token.state());
+        let (s, token) = (self.inner.clone(), CancelToken::state_of(token));
         promise(env, async move {
             match token.run(s.acquire(permits, wait)).await {
                 Ran::Aborted => aborted(),
@@ -162,14 +162,14 @@ impl NativePermitSemaphore {
         env: &'e Env,
         wait_ms: Option<f64>,
         lease_ms: Option<f64>,
-        token: &CancelToken,
+        token: Option<&CancelToken>,
     ) -> Result<Object<'e>> {
         let wait = wait_arg(wait_ms)?;
         let lease = lease_ms
             .map(|l| ms(l, "leaseMs"))
             .transpose()
             .map_err(sync_err)?;
-        let (s, token) = (self.inner.clone(), token.state());
+        let (s, token) = (self.inner.clone(), CancelToken::state_of(token));
         promise(env, async move {
             match token.run(s.acquire(lease, wait)).await {
                 Ran::Aborted => aborted(),
@@ -269,10 +269,10 @@ impl NativeLatch {
         &self,
         env: &'e Env,
         wait_ms: Option<f64>,
-        token: &CancelToken,
+        token: Option<&CancelToken>,
     ) -> Result<Object<'e>> {
         let wait = wait_arg(wait_ms)?;
-        let (l, token) = (self.inner.clone(), token.state());
+        let (l, token) = (self.inner.clone(), CancelToken::state_of(token));
         promise(env, async move {
             match token.run(l.wait(wait)).await {
                 Ran::Aborted | Ran::AbortedAfter(_) => aborted(),
