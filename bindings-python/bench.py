@@ -1,13 +1,19 @@
 """polylock beside redis-py's own Lock, in one run, with Redis PING (through redis-py) as the limit;
-then RedLock over the three masters of scripts/servers.sh beside pottery's Redlock.
+then the asyncio pair beside redis.asyncio's Lock on asyncio's loop and on uvloop (polylock on its
+loop driver, and on the runtime driver in a child process); then RedLock over the three masters of
+scripts/servers.sh beside pottery's Redlock.
 
-    pip install ./bindings-python redis pottery      # a release build
+    pip install ./bindings-python redis pottery uvloop      # a release build
     python3 bindings-python/bench.py [--url redis://127.0.0.1:6379] [--seconds 3]
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
+import json
+import subprocess
+import sys
 import os
 import socket
 import statistics
@@ -133,6 +139,7 @@ def main() -> None:
     print(f"  16 threads, distinct keys          polylock {pl16:8.0f} pairs/s   redis-py {rp16:8.0f} pairs/s   "
           f"ratio {pl16 / rp16:.2f} x (target >= 5)")
     client.close()
+    asyncio_section(a.url, a.n, a.seconds, pl_p50)
     redlock_over_three(a.n // 5)
 
 
@@ -188,5 +195,145 @@ def redlock_over_three(n: int) -> None:
         sock.close()
 
 
+async def aio_pairs(pair, n: int) -> tuple[float, float]:
+    """p50 in us and pairs/s of an awaited pair, on the running loop."""
+    for _ in range(200):
+        await pair()
+    times = []
+    started = time.perf_counter()
+    for _ in range(n):
+        t = time.perf_counter()
+        await pair()
+        times.append(time.perf_counter() - t)
+    return statistics.median(times) * 1e6, n / (time.perf_counter() - started)
+
+
+async def aio_tasks(make, tasks: int, seconds: float) -> float:
+    """Pairs/s of `tasks` tasks, each awaiting its own pair in a loop for `seconds`."""
+    pairs_of = [make(i) for i in range(tasks)]
+    count = 0
+    stop = time.perf_counter() + seconds
+
+    async def run(pair) -> None:
+        nonlocal count
+        while time.perf_counter() < stop:
+            await pair()
+            count += 1
+
+    started = time.perf_counter()
+    await asyncio.gather(*(run(p) for p in pairs_of))
+    return count / (time.perf_counter() - started)
+
+
+def polylock_asyncio(url: str, n: int, seconds: float, loop_factory) -> dict:
+    """polylock's asyncio figures on a fresh loop: pair p50, pairs/s, 64 tasks on distinct keys."""
+    client = polylock.connect(url)
+    run_id = uuid.uuid4().hex[:8]
+
+    async def main() -> dict:
+        lock = client.lock(f"bench-py-aio:{run_id}")
+
+        async def pair() -> None:
+            await lock.acquire_async()
+            await lock.release_async()
+
+        p50, rate = await aio_pairs(pair, n)
+
+        def make(i: int):
+            lk = client.lock(f"bench-py-aio:{run_id}:{i}")
+
+            async def one() -> None:
+                await lk.acquire_async()
+                await lk.release_async()
+
+            return one
+
+        return {"p50": p50, "rate": rate, "t64": await aio_tasks(make, 64, seconds)}
+
+    with asyncio.Runner(loop_factory=loop_factory) as runner:
+        out = runner.run(main())
+    client.close()
+    return out
+
+
+def redis_asyncio(url: str, n: int, seconds: float, loop_factory) -> dict:
+    """redis.asyncio's Lock, the same figures."""
+    import redis.asyncio as aredis
+
+    run_id = uuid.uuid4().hex[:8]
+
+    async def main() -> dict:
+        r = aredis.Redis.from_url(url)
+        lock = r.lock(f"bench-py-raio:{run_id}", timeout=30)
+
+        async def pair() -> None:
+            await lock.acquire()
+            await lock.release()
+
+        p50, rate = await aio_pairs(pair, n)
+
+        def make(i: int):
+            lk = r.lock(f"bench-py-raio:{run_id}:{i}", timeout=30)
+
+            async def one() -> None:
+                await lk.acquire()
+                await lk.release()
+
+            return one
+
+        t64 = await aio_tasks(make, 64, seconds)
+        await r.aclose()
+        return {"p50": p50, "rate": rate, "t64": t64}
+
+    with asyncio.Runner(loop_factory=loop_factory) as runner:
+        return runner.run(main())
+
+
+def loop_factories() -> dict:
+    out = {"asyncio": asyncio.new_event_loop}
+    try:
+        import uvloop
+
+        out["uvloop"] = uvloop.new_event_loop
+    except ImportError:
+        print("  (uvloop is not installed: pip install uvloop)")
+    return out
+
+
+def asyncio_section(url: str, n: int, seconds: float, sync_p50: float) -> None:
+    from polylock import _aio
+
+    print(f"asyncio: polylock on its {_aio.driver_name()} driver beside redis.asyncio's Lock, same run")
+    for name, factory in loop_factories().items():
+        pl = polylock_asyncio(url, n, seconds, factory)
+        rt = json.loads(
+            subprocess.run(
+                [sys.executable, __file__, "--url", url, "-n", str(n), "--seconds", str(seconds), "--child-asyncio", name],
+                env={**os.environ, "POLYLOCK_PY_DRIVER": "runtime"},
+                capture_output=True,
+                text=True,
+                check=True,
+            ).stdout
+        )
+        ra = redis_asyncio(url, n, seconds, factory)
+        print(f"  {name}: pair p50, polylock loop driver    {pl['p50']:8.1f} us   {pl['rate']:8.0f} pairs/s   64 tasks {pl['t64']:8.0f} pairs/s")
+        print(f"  {name}: pair p50, polylock runtime driver {rt['p50']:8.1f} us   {rt['rate']:8.0f} pairs/s   64 tasks {rt['t64']:8.0f} pairs/s")
+        print(f"  {name}: pair p50, redis.asyncio Lock      {ra['p50']:8.1f} us   {ra['rate']:8.0f} pairs/s   64 tasks {ra['t64']:8.0f} pairs/s")
+        print(
+            f"  {name}: loop driver / redis.asyncio: pair {pl['rate'] / ra['rate']:.2f} x (target >= 2.5), "
+            f"64 tasks {pl['t64'] / ra['t64']:.2f} x (target >= 4); pair {pl['p50'] / sync_p50:.2f} x the sync pair's p50 "
+            f"(target <= 2)"
+        )
+
+
 if __name__ == "__main__":
-    main()
+    if "--child-asyncio" in sys.argv:
+        q = argparse.ArgumentParser()
+        q.add_argument("--url")
+        q.add_argument("-n", type=int)
+        q.add_argument("--seconds", type=float)
+        q.add_argument("--child-asyncio")
+        c = q.parse_args()
+        print(json.dumps(polylock_asyncio(c.url, c.n, c.seconds, loop_factories()[c.child_asyncio])))
+    else:
+        main()

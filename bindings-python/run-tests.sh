@@ -10,10 +10,12 @@ py=${PYTHON:-python3}
 url=${POLYLOCK_REDIS_URL:-redis://127.0.0.1:6379}
 
 MATURIN_PEP517_ARGS="--profile dev" $py -m pip install --quiet --disable-pip-version-check ./bindings-python
-$py -m pip install --quiet --disable-pip-version-check pytest mypy redis types-redis >/dev/null 2>&1 ||
-  $py -m pip install --quiet --disable-pip-version-check pytest mypy redis
+$py -m pip install --quiet --disable-pip-version-check pytest mypy redis types-redis uvloop >/dev/null 2>&1 ||
+  $py -m pip install --quiet --disable-pip-version-check pytest mypy redis uvloop
 cd bindings-python
 $py -m pytest -q -p no:cacheprovider tests
+# The asyncio calls again on the runtime driver (the loop driver is the default above).
+POLYLOCK_PY_DRIVER=runtime $py -m pytest -q -p no:cacheprovider tests/test_asyncio_driver.py
 cd "$root"
 $py -m mypy --strict --no-error-summary examples/python/quickstart.py examples/python/seckill_buyer.py
 echo "mypy --strict: examples OK"

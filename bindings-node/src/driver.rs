@@ -13,7 +13,7 @@
 //! calls take the runtime driver: each runs on polylock's runtime and settles its Promise
 //! through a napi deferred.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 use std::ffi::{c_int, c_void};
 use std::ptr::null_mut;
@@ -107,8 +107,24 @@ pub(crate) struct NodeLoop {
 }
 
 thread_local! {
-    /// A Node environment lives on one thread (the main thread, or a worker's).
-    static LOOP: RefCell<Option<Rc<NodeLoop>>> = const { RefCell::new(None) };
+    /// A Node environment lives on one thread (the main thread, or a worker's). A raw `Rc`
+    /// (`Rc::into_raw`) with no destructor: at `process.exit` the main thread's thread-locals
+    /// are destroyed after the runtime's context, and a driver closing then would panic in a
+    /// destructor (an abort); the cleanup hook of a worker's environment frees it instead.
+    static LOOP: Cell<*const NodeLoop> = const { Cell::new(std::ptr::null()) };
+}
+
+fn current() -> Option<Rc<NodeLoop>> {
+    let p = LOOP.with(|l| l.get());
+    if p.is_null() {
+        return None;
+    }
+    // SAFETY: a non-null pointer here came from `Rc::into_raw` and that reference is still held
+    // (the cleanup hook nulls the cell before it gives it up): take one more.
+    unsafe {
+        Rc::increment_strong_count(p);
+        Some(Rc::from_raw(p))
+    }
 }
 
 /// Which driver `POLYLOCK_NODE_DRIVER` asks for: true for the loop driver (the default).
@@ -132,12 +148,11 @@ pub(crate) fn node_loop(env: &Env) -> Option<Rc<NodeLoop>> {
         return None;
     }
     let raw = env.raw();
-    if let Some(l) = LOOP.with(|l| l.borrow().clone()) {
+    if let Some(l) = current() {
         return (l.env == raw).then_some(l);
     }
-    let made = NodeLoop::new(env).ok()?;
-    let made = Rc::new(made);
-    LOOP.with(|l| *l.borrow_mut() = Some(made.clone()));
+    let made = Rc::new(NodeLoop::new(env).ok()?);
+    LOOP.with(|l| l.set(Rc::into_raw(made.clone())));
     Some(made)
 }
 
@@ -286,10 +301,6 @@ impl NodeLoop {
     }
 }
 
-fn current() -> Option<Rc<NodeLoop>> {
-    LOOP.with(|l| l.borrow().clone())
-}
-
 unsafe extern "C" fn on_poll(handle: *mut uv::Handle, status: c_int, events: c_int) {
     let Some(l) = current() else { return };
     // SAFETY: the handle is one of this loop's poll handles, its data the watched descriptor.
@@ -308,7 +319,9 @@ unsafe extern "C" fn on_async(_handle: *mut uv::Handle) {
 /// The environment is going away: close the driver (its futures are dropped, its sockets
 /// unwatched and closed), then the async handle; the hook is removed once libuv closed it.
 unsafe extern "C" fn cleanup(hook: sys::napi_async_cleanup_hook_handle, _arg: *mut c_void) {
-    let Some(l) = LOOP.with(|l| l.borrow_mut().take()) else {
+    let p = LOOP.with(|l| l.replace(std::ptr::null()));
+    // SAFETY: the cell's reference, given up here (the cell is null from now on).
+    let Some(l) = (!p.is_null()).then(|| unsafe { Rc::from_raw(p) }) else {
         // SAFETY: the handle napi gave this hook.
         unsafe { sys::napi_remove_async_cleanup_hook(hook) };
         return;

@@ -30,6 +30,8 @@ pub(crate) enum Outcome {
 enum CallState {
     Starting,
     Running(tokio::task::AbortHandle),
+    /// Running on an asyncio loop's driver.
+    OnLoop(Py<crate::aio_driver::LoopDriver>, polylock::driver::TaskId),
     Cancelled,
     Done,
 }
@@ -46,6 +48,20 @@ impl NativeCall {
         done: Py<PyAny>,
     ) -> NativeCall {
         let state = Arc::new(Mutex::new(CallState::Starting));
+        if let Some((driver, handle)) = crate::aio_driver::current() {
+            // On the loop's thread: `done` runs there, when the call is done.
+            let st = state.clone();
+            let id = driver.spawn(fut, move |outcome| {
+                *st.lock().unwrap_or_else(|e| e.into_inner()) = CallState::Done;
+                deliver(outcome, &done);
+            });
+            let mut s = state.lock().unwrap_or_else(|e| e.into_inner());
+            if matches!(*s, CallState::Starting) {
+                *s = CallState::OnLoop(handle, id);
+            }
+            drop(s);
+            return NativeCall { state };
+        }
         let st = state.clone();
         let task = runtime::handle().spawn(async move {
             let outcome = fut.await;
@@ -62,19 +78,7 @@ impl NativeCall {
                 }
                 return;
             }
-            Python::attach(|py| {
-                let reply = |r: Reply| match r {
-                    Reply::Bool(v) => PyBool::new(py, v).to_owned().into_any().unbind(),
-                    Reply::Text(t) => PyString::new(py, &t).into_any().unbind(),
-                };
-                let (ok, value) = match outcome {
-                    Outcome::Taken(r, _) | Outcome::Value(r) => (true, reply(r)),
-                    Outcome::Error(e) => (false, to_py(py, e).into_value(py).into_any()),
-                };
-                if let Err(e) = done.call1(py, (ok, value)) {
-                    e.print(py);
-                }
-            });
+            deliver(outcome, &done);
         });
         let mut s = state.lock().unwrap_or_else(|e| e.into_inner());
         if matches!(*s, CallState::Starting) {
@@ -83,6 +87,23 @@ impl NativeCall {
         drop(s);
         NativeCall { state }
     }
+}
+
+/// Hand a call's outcome to Python: `done(ok, value)`.
+fn deliver(outcome: Outcome, done: &Py<PyAny>) {
+    Python::attach(|py| {
+        let reply = |r: Reply| match r {
+            Reply::Bool(v) => PyBool::new(py, v).to_owned().into_any().unbind(),
+            Reply::Text(t) => PyString::new(py, &t).into_any().unbind(),
+        };
+        let (ok, value) = match outcome {
+            Outcome::Taken(r, _) | Outcome::Value(r) => (true, reply(r)),
+            Outcome::Error(e) => (false, to_py(py, e).into_value(py).into_any()),
+        };
+        if let Err(e) = done.call1(py, (ok, value)) {
+            e.print(py);
+        }
+    });
 }
 
 #[pymethods]
@@ -95,6 +116,10 @@ impl NativeCall {
             CallState::Running(h) => {
                 h.abort();
                 true
+            }
+            CallState::OnLoop(driver, id) => {
+                drop(s); // the dropped call may settle nothing, but keep the lock out of it
+                crate::aio_driver::cancel(&driver, id)
             }
             CallState::Starting | CallState::Cancelled => true,
             CallState::Done => {

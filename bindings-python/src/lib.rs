@@ -5,6 +5,7 @@
 //! the Python side (per thread for sync calls, per task for asyncio). One lock handle serves every
 //! lock kind (reentrant lock, mutex, the halves of a read-write lock, fair lock, multi-lock).
 
+mod aio_driver;
 mod call;
 mod client;
 mod convert;
@@ -38,6 +39,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<client::NativeClient>()?;
     m.add_class::<lock::NativeLock>()?;
     m.add_class::<call::NativeCall>()?;
+    m.add_class::<aio_driver::LoopDriver>()?;
     m.add_class::<semaphore::NativeSemaphore>()?;
     m.add_class::<semaphore::NativePermitSemaphore>()?;
     m.add_class::<semaphore::NativeLatch>()?;

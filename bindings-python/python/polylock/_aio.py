@@ -1,15 +1,83 @@
-"""asyncio glue: a native call runs on polylock's runtime and reports through a callback, which
-hands its outcome to the event loop. Cancelling the awaiting task cancels the native call; what
-the call took anyway (a lock hold, permits) is given back."""
+"""asyncio glue. A native call runs on the running loop's driver: its Redis commands go out on
+sockets the loop watches (``loop.add_reader``) and its outcome is handed to the loop on its own
+thread, with no thread in between (``POLYLOCK_PY_DRIVER=runtime``, or a loop the driver cannot
+use, keeps the older way: the call runs on polylock's runtime and reports through
+``call_soon_threadsafe``). Cancelling the awaiting task cancels the native call; what the call
+took anyway (a lock hold, permits) is given back."""
 
 from __future__ import annotations
 
 import asyncio
-from typing import Any, Callable, Optional
+import os
+import weakref
+from typing import Any, Callable, Dict, Optional
 
 from . import _native
 
 Done = Callable[[bool, Any], Any]
+
+_WANTED = os.environ.get("POLYLOCK_PY_DRIVER", "loop") != "runtime"
+
+
+class _Host:
+    """What a loop driver asks of its loop. Holds the loop and the driver weakly: the loop's
+    reader callbacks hold the driver, and the drivers' table holds it while the loop lives."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._loop = weakref.ref(loop)
+        self.driver: Optional[weakref.ReferenceType[Any]] = None
+        self._readers: Dict[int, bool] = {}
+
+    def _parts(self) -> Any:
+        loop = self._loop()
+        driver = self.driver() if self.driver is not None else None
+        if loop is None or driver is None or loop.is_closed():
+            return None, None
+        return loop, driver
+
+    def watch(self, fd: int, write: bool) -> None:
+        loop, driver = self._parts()
+        if loop is None:
+            raise RuntimeError("the event loop is closed")
+        if fd not in self._readers:
+            loop.add_reader(fd, driver.io_ready, fd, True, False)
+        if write:
+            loop.add_writer(fd, driver.io_ready, fd, False, True)
+        elif self._readers.get(fd):
+            loop.remove_writer(fd)
+        self._readers[fd] = write
+
+    def unwatch(self, fd: int) -> None:
+        self._readers.pop(fd, None)
+        loop, _ = self._parts()
+        if loop is not None:
+            loop.remove_reader(fd)
+            loop.remove_writer(fd)
+
+
+
+# One driver per loop (asyncio's and uvloop's loops both take weak references), dropped with it.
+_drivers: "weakref.WeakKeyDictionary[Any, Any]" = weakref.WeakKeyDictionary()
+
+
+def _driver(loop: asyncio.AbstractEventLoop) -> Any:
+    """The driver of ``loop``, made on first use; ``None`` on the runtime way."""
+    if not _WANTED:
+        return None
+    d = _drivers.get(loop)
+    if d is None:
+        host = _Host(loop)
+        d = _native.LoopDriver(host)
+        host.driver = weakref.ref(d)
+        # Other threads (polylock's runtime: timers, pub/sub) wake the loop through this pipe.
+        loop.add_reader(d.wake_fd, d.woken)
+        _drivers[loop] = d
+    return d
+
+
+def driver_name() -> str:
+    """``loop`` when asyncio calls run on the running loop's driver, else ``runtime``."""
+    return "loop" if _WANTED else "runtime"
 
 
 async def run(start: Callable[[Done], _native.NativeCall], give_back: Optional[Callable[[Any], Any]] = None) -> Any:
@@ -28,7 +96,12 @@ async def run(start: Callable[[Done], _native.NativeCall], give_back: Optional[C
         else:
             fut.set_exception(value)
 
-    call = start(lambda ok, value: loop.call_soon_threadsafe(settle, ok, value))
+    driver = _driver(loop)
+    if driver is not None:
+        # ``done`` runs on this thread; the future is settled on the loop's next round.
+        call = driver.call(start, lambda ok, value: loop.call_soon(settle, ok, value))
+    else:
+        call = start(lambda ok, value: loop.call_soon_threadsafe(settle, ok, value))
     try:
         return await fut
     except asyncio.CancelledError:

@@ -99,6 +99,14 @@ struct Task {
     /// `None` while it is being polled.
     fut: Option<Pin<Box<dyn Future<Output = ()>>>>,
     waker: Waker,
+    serial: u64,
+}
+
+/// Names a call spawned on a [`Driver`] (to cancel it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TaskId {
+    index: usize,
+    serial: u64,
 }
 
 /// The loop-side half of a connection's reply slots.
@@ -219,6 +227,8 @@ struct Inner {
     pending_specs: RefCell<HashMap<u64, PendingSpec>>,
     /// Connections `end_batch` found readable.
     spun: RefCell<Vec<u64>>,
+    poll_in_calls: Cell<bool>,
+    serial: Cell<u64>,
 }
 
 type PendingSpec = (Arc<dyn Fn() -> bool + Send + Sync>, Duration);
@@ -251,6 +261,8 @@ impl Driver {
                 rt: runtime::handle(),
                 pending_specs: RefCell::new(HashMap::new()),
                 spun: RefCell::new(Vec::new()),
+                poll_in_calls: Cell::new(false),
+                serial: Cell::new(0),
             }),
         }
     }
@@ -262,10 +274,15 @@ impl Driver {
         &self,
         fut: impl Future<Output = T> + 'static,
         done: impl FnOnce(T) + 'static,
-    ) {
+    ) -> TaskId {
         let inner = &self.inner;
+        let serial = inner.serial.get() + 1;
+        inner.serial.set(serial);
         if inner.closed.get() {
-            return;
+            return TaskId {
+                index: usize::MAX,
+                serial,
+            };
         }
         let task = async move { done(fut.await) };
         let id = {
@@ -280,6 +297,7 @@ impl Driver {
                     shared: inner.shared.clone(),
                     id,
                 })),
+                serial,
             });
             id
         };
@@ -290,11 +308,65 @@ impl Driver {
         inner.turn(Some(id));
         if !inner.batch.get() {
             inner.sweep();
-            // No waiting for the reply here: a Promise settled inside the call that made it
-            // would run its reactions before the host's loop runs again, and a program that
-            // calls in a loop would starve the host's timers and I/O.
+            inner.flush_all();
+            // Where the host asks for it, wait a moment for the reply right here (see `spin`).
+            // Not on Node: a Promise settled inside the call that made it runs its reactions
+            // before the loop runs again, and a program calling in a loop would starve the
+            // loop's timers and I/O. asyncio runs a settled future's callbacks on the loop's
+            // next round, whatever settled it.
+            // Only a call alone in flight waits: with others in flight the loop has their
+            // replies to read meanwhile, and waiting for each call in turn would serialize them.
+            if inner.poll_in_calls.get() && inner.in_flight.get() == 1 {
+                let ready = inner.spin();
+                if !ready.is_empty() {
+                    {
+                        let _turning = inner.turning();
+                        for key in ready {
+                            inner.read(key);
+                        }
+                        inner.turn(None);
+                    }
+                    inner.flush_all();
+                }
+            }
+        }
+        TaskId { index: id, serial }
+    }
+
+    /// Let [`Driver::spawn`] wait a moment for the replies of the call it starts before it
+    /// returns (hosts whose settled futures never run code inside the call: asyncio).
+    pub fn poll_in_calls(&self, yes: bool) {
+        self.inner.poll_in_calls.set(yes);
+    }
+
+    /// Drop the call `id` (a cancelled wait): its future is dropped as any dropped future (the
+    /// core leaves nothing behind), `done` never runs. False if it had finished.
+    pub fn cancel(&self, id: TaskId) -> bool {
+        let inner = &self.inner;
+        let task = {
+            let mut tasks = inner.tasks.borrow_mut();
+            match tasks.get_mut(id.index) {
+                Some(slot @ Some(_)) if slot.as_ref().is_some_and(|t| t.serial == id.serial) => {
+                    slot.take()
+                }
+                _ => None,
+            }
+        };
+        let Some(task) = task else { return false };
+        inner.free.borrow_mut().push(id.index);
+        {
+            let _rt = inner.rt.enter();
+            drop(task);
+        }
+        let n = inner.in_flight.get().saturating_sub(1);
+        inner.in_flight.set(n);
+        if n == 0 {
+            inner.host.keep_alive(false);
+        }
+        if !inner.batch.get() {
             inner.flush_all();
         }
+        true
     }
 
     /// The host calls this after a `wake`: adopt connections made on the runtime, poll the
@@ -367,6 +439,35 @@ impl Driver {
         self.inner.in_flight.get()
     }
 
+    /// What the driver holds, for diagnostics: calls in flight, and per connection its state
+    /// and the replies it waits for.
+    pub fn describe(&self) -> String {
+        let inner = &self.inner;
+        let conns: Vec<String> = inner
+            .conns
+            .borrow()
+            .iter()
+            .map(|(k, c)| match c {
+                ConnState::Connecting => format!("{k}: connecting"),
+                ConnState::Failed(at) => format!("{k}: failed {:?} ago", at.elapsed()),
+                ConnState::Open(c) => format!(
+                    "{k}: open fd {} waiting {} unsent {} broken {}",
+                    c.fd,
+                    c.replies.pending.len(),
+                    c.out.len(),
+                    c.broken.load(Ordering::Acquire)
+                ),
+            })
+            .collect();
+        format!(
+            "{} calls in flight, {} tasks, {} ready; {}",
+            inner.in_flight.get(),
+            inner.tasks.borrow().iter().filter(|t| t.is_some()).count(),
+            inner.shared.ready.lock().map_or(0, |r| r.len()),
+            conns.join("; ")
+        )
+    }
+
     /// Open loop connections (tests: they close with their clients).
     pub fn connections(&self) -> usize {
         self.inner
@@ -386,7 +487,7 @@ impl Driver {
         }
         *inner.shared.wake.lock().unwrap_or_else(|e| e.into_inner()) = None;
         let tasks = std::mem::take(&mut *inner.tasks.borrow_mut());
-        {
+        if tasks.iter().any(Option::is_some) {
             let _rt = inner.rt.enter();
             drop(tasks);
         }
@@ -510,14 +611,33 @@ impl Inner {
 
     /// Mark this thread as in a turn of this driver until the guard drops: wake-ups meanwhile
     /// (a reply read, a future polled) are run by the turn, without a host wake.
-    fn turning(&self) -> impl Drop {
-        struct Turning(usize);
-        impl Drop for Turning {
+    /// When the outermost guard drops, futures woken after the section's last poll (a write
+    /// that failed and failed its replies, say) are handed to the host's wake, never left behind.
+    fn turning(&self) -> impl Drop + '_ {
+        struct Turning<'a> {
+            previous: usize,
+            shared: &'a Shared,
+        }
+        impl Drop for Turning<'_> {
             fn drop(&mut self) {
-                TURNING.with(|t| t.set(self.0));
+                TURNING.with(|t| t.set(self.previous));
+                let me = self.shared as *const Shared as usize;
+                if self.previous != me
+                    && !self
+                        .shared
+                        .ready
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .is_empty()
+                {
+                    self.shared.wake_host();
+                }
             }
         }
-        Turning(TURNING.with(|t| t.replace(Arc::as_ptr(&self.shared) as usize)))
+        Turning {
+            previous: TURNING.with(|t| t.replace(Arc::as_ptr(&self.shared) as usize)),
+            shared: &self.shared,
+        }
     }
 
     /// Send `cmd` on the loop's connection `key`; `None` when there is none (yet): one is then

@@ -1,0 +1,284 @@
+"""asyncio calls on the loop driver (the running loop's own Redis sockets), on asyncio's loop and
+on uvloop's, against real Redis (scripts/servers.sh). Every test also passes with
+POLYLOCK_PY_DRIVER=runtime (the older way, which run-tests.sh runs too)."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import uuid
+
+import pytest
+import uvloop
+
+import polylock
+from polylock import _aio
+
+REDIS = os.environ.get("POLYLOCK_REDIS_URL", "redis://127.0.0.1:6379")
+WANTED = "runtime" if os.environ.get("POLYLOCK_PY_DRIVER") == "runtime" else "loop"
+LOOPS = {"asyncio": asyncio.new_event_loop, "uvloop": uvloop.new_event_loop}
+
+
+def unique(prefix: str) -> str:
+    return f"polylock-py-aio:{prefix}:{uuid.uuid4().hex}"
+
+
+@pytest.fixture(params=sorted(LOOPS))
+def run(request):
+    """Run a coroutine to its end on a fresh loop of the kind under test."""
+
+    def runner(coro):
+        with asyncio.Runner(loop_factory=LOOPS[request.param]) as r:
+            return r.run(coro)
+
+    return runner
+
+
+@pytest.fixture
+def client():
+    c = polylock.connect(REDIS)
+    yield c
+    c.close()
+
+
+def numsub(channel: str) -> int:
+    out = subprocess.run(["redis-cli", "-u", REDIS, "PUBSUB", "NUMSUB", channel], capture_output=True, text=True, check=True)
+    return int(out.stdout.split()[1])
+
+
+def test_calls_take_the_wanted_driver_and_one_loop_connection(run, client):
+    lock = client.lock(unique("driver"))
+
+    async def main():
+        assert _aio.driver_name() == WANTED
+        for _ in range(20):
+            assert await lock.acquire_async()
+            await lock.release_async()
+        loop = asyncio.get_running_loop()
+        if WANTED == "loop":
+            # The first call made the loop's connection in the background; later ones use it.
+            deadline = time.monotonic() + 5
+            while _aio._drivers[loop].connections() != 1:
+                assert time.monotonic() < deadline, "no loop connection"
+                await lock.acquire_async()
+                await lock.release_async()
+                await asyncio.sleep(0.01)
+        else:
+            assert loop not in _aio._drivers
+
+    run(main())
+    assert not lock.locked()
+
+
+def test_a_cancelled_wait_raises_at_once_leaves_nothing_and_the_next_waiter_gets_in(run, client):
+    name = unique("cancel")
+    holder, waiter, nxt = client.lock(name), client.lock(name), client.lock(name)
+
+    async def main():
+        assert await holder.acquire_async()
+        task = asyncio.create_task(waiter.acquire_async())
+        await asyncio.sleep(0.2)
+        started = time.monotonic()
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        assert time.monotonic() - started < 0.5
+        async def next_waiter():
+            got = await nxt.acquire_async(timeout=5)
+            count = nxt.hold_count  # owners are tasks: this task's count
+            await nxt.release_async()
+            return got, count
+
+        second = asyncio.create_task(next_waiter())
+        await asyncio.sleep(0.1)
+        await holder.release_async()
+        assert await second == (True, 1)
+
+    run(main())
+    assert not client.lock(name).locked()
+    for _ in range(40):
+        if numsub(f"redisson_lock__channel:{{{name}}}") == 0:
+            break
+        time.sleep(0.05)
+    assert numsub(f"redisson_lock__channel:{{{name}}}") == 0, "a subscription was left behind"
+
+
+def test_a_timed_wait_returns_false_in_time(run, client):
+    name = unique("timeout")
+    holder, waiter = client.lock(name), client.lock(name)
+
+    async def main():
+        assert await holder.acquire_async()
+        started = time.monotonic()
+        # Owners are tasks: the wait runs in a task of its own.
+        assert await asyncio.create_task(waiter.acquire_async(timeout=0.3)) is False
+        took = time.monotonic() - started
+        assert 0.28 <= took < 1.0, took
+        await holder.release_async()
+
+    run(main())
+
+
+def test_two_threads_with_their_own_loops_share_one_lock(client):
+    name = unique("threads")
+    state = {"inside": 0, "overlaps": 0, "total": 0}
+    guard = threading.Lock()
+    errors = []
+
+    async def worker():
+        lock = client.lock(name)
+        for _ in range(30):
+            async with lock:
+                with guard:
+                    state["overlaps"] += state["inside"] != 0
+                    state["inside"] += 1
+                await asyncio.sleep(0)
+                with guard:
+                    state["inside"] -= 1
+                    state["total"] += 1
+
+    def thread(factory):
+        async def main():
+            await asyncio.gather(*(worker() for _ in range(3)))
+
+        try:
+            with asyncio.Runner(loop_factory=factory) as r:
+                r.run(main())
+        except BaseException as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=thread, args=(f,)) for f in (asyncio.new_event_loop, uvloop.new_event_loop)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert not errors, errors
+    assert state == {"inside": 0, "overlaps": 0, "total": 180}
+
+
+@pytest.mark.parametrize("kind", sorted(LOOPS))
+def test_a_script_that_returns_holding_a_lock_exits_by_itself(kind):
+    name = unique("exit")
+    script = f"""
+import asyncio, polylock, uvloop
+async def main():
+    c = polylock.connect({REDIS!r})
+    await c.lock({name!r}).acquire_async()
+    print("held")
+with asyncio.Runner(loop_factory={'uvloop.new_event_loop' if kind == 'uvloop' else 'asyncio.new_event_loop'}) as r:
+    r.run(main())
+"""
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=30)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "held"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def start_redis(port: int, folder: str) -> subprocess.Popen:
+    p = subprocess.Popen(
+        ["redis-server", "--bind", "127.0.0.1", "--port", str(port), "--save", "", "--appendonly", "no", "--dir", folder],
+        stdout=subprocess.DEVNULL,
+    )
+    for _ in range(100):
+        try:
+            socket.create_connection(("127.0.0.1", port), 0.2).close()
+            return p
+        except OSError:
+            time.sleep(0.05)
+    raise RuntimeError("redis-server did not start")
+
+
+@pytest.mark.skipif(shutil.which("redis-server") is None, reason="redis-server is installed by scripts/servers.sh")
+def test_a_redis_restart_while_tasks_wait_lets_none_hang(run):
+    port = free_port()
+    folder = tempfile.mkdtemp(prefix="polylock-py-restart-")
+    server = start_redis(port, folder)
+    c = polylock.connect(f"redis://127.0.0.1:{port}", command_timeout=2)
+    try:
+        name = unique("restart")
+
+        async def main():
+            nonlocal server
+            holder = c.lock(name)
+            assert await holder.acquire_async()
+            async def wait_and_release():
+                lock = c.lock(name)
+                got = await lock.acquire_async(timeout=4)
+                if got:
+                    await lock.release_async()
+                return got
+
+            tasks = [asyncio.create_task(wait_and_release()) for _ in range(8)]
+            await asyncio.sleep(0.2)
+            server.kill()
+            server.wait()
+            await asyncio.sleep(0.3)
+            server = start_redis(port, folder)
+            try:
+                results = await asyncio.wait_for(asyncio.gather(*tasks, return_exceptions=True), 20)
+            except TimeoutError:
+                d = _aio._drivers.get(asyncio.get_running_loop())
+                import io
+                buf = io.StringIO()
+                for t in tasks:
+                    if not t.done():
+                        t.print_stack(file=buf)
+                print(buf.getvalue())
+                raise AssertionError(f"waiters hung; driver: {d.describe() if d else None}") from None
+            for r in results:
+                assert r in (True, False) or isinstance(r, polylock.PolylockConnectionError), repr(r)
+            # Later calls work again.
+            for _ in range(50):
+                probe = c.lock(unique("after"))
+                try:
+                    if await probe.acquire_async(timeout=0):
+                        await probe.release_async()
+                        return
+                except polylock.PolylockConnectionError:
+                    pass
+                await asyncio.sleep(0.1)
+            raise AssertionError("no call succeeded after the restart")
+
+        run(main())
+    finally:
+        c.close()
+        server.kill()
+        server.wait()
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def test_ten_thousand_pairs_by_64_tasks_keep_a_counter_exact(run, client):
+    names = [unique(f"counter-{i}") for i in range(16)]
+
+    async def main():
+        inside = {n: 0 for n in names}
+        counts = {"total": 0, "overlaps": 0}
+
+        async def task(i):
+            lock = client.lock(names[i % 16])
+            for _ in range(157 if i < 16 else 156):
+                async with lock:
+                    counts["overlaps"] += inside[lock.name] != 0
+                    inside[lock.name] += 1
+                    await asyncio.sleep(0)
+                    inside[lock.name] -= 1
+                    counts["total"] += 1
+
+        await asyncio.wait_for(asyncio.gather(*(task(i) for i in range(64))), 120)
+        assert counts == {"total": 10000, "overlaps": 0}
+
+    run(main())
+    for n in names:
+        assert not client.lock(n).locked()
