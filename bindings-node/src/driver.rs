@@ -93,9 +93,6 @@ impl LoopHost for NodeHost {
     }
 }
 
-/// How long one loop callback goes on reading replies that arrive while it polls.
-const FOLLOW_UP_FOR: std::time::Duration = std::time::Duration::from_millis(1);
-
 /// The loop driver of the environment on this thread.
 pub(crate) struct NodeLoop {
     env: sys::napi_env,
@@ -235,25 +232,14 @@ impl NodeLoop {
         })
     }
 
-    /// Run `f` as one batch, then, while replies to what the batch wrote arrive within the
-    /// driver's moment of polling, more batches that read them, for up to a millisecond: then
-    /// the loop runs its timers and other I/O before the next.
+    /// One loop callback of the driver (see [`Driver::callback`]), each batch inside scopes.
     fn batch(&self, f: impl FnOnce(&Driver)) {
-        let started = std::time::Instant::now();
-        let mut more = self.batch_once(f);
-        while more && started.elapsed() < FOLLOW_UP_FOR {
-            more = self.batch_once(|d| d.io_spun());
-        }
-        if more {
-            // Left for the loop's next poll of the socket (still readable).
-            self.driver.forget_spun();
-        }
+        self.driver.callback(&|work| self.in_scopes(work), f);
     }
 
-    /// Run `f` inside a handle scope and a callback scope (so that settled Promises run their
-    /// reactions when it closes), then write what the batch issued.
-    fn batch_once(&self, f: impl FnOnce(&Driver)) -> bool {
-        self.driver.begin_batch();
+    /// Run `work` inside a handle scope and a callback scope, so that the Promises it settles
+    /// run their reactions when the scope closes.
+    fn in_scopes(&self, work: &mut dyn FnMut()) {
         let env = self.env;
         let mut handles = null_mut();
         let mut scope = null_mut();
@@ -265,13 +251,12 @@ impl NodeLoop {
             sys::napi_get_reference_value(env, self.resource, &mut resource);
             sys::napi_open_callback_scope(env, resource, self.context, &mut scope);
         }
-        f(&self.driver);
+        work();
         // SAFETY: as above.
         unsafe {
             sys::napi_close_callback_scope(env, scope);
             sys::napi_close_handle_scope(env, handles);
         }
-        self.driver.end_batch()
     }
 
     /// Run `fut` on the loop; its outcome settles the returned Promise.

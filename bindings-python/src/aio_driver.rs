@@ -16,9 +16,6 @@ use std::sync::Arc;
 use polylock::driver::{Driver, Fd, LoopHost, TaskId};
 use pyo3::prelude::*;
 
-/// How long one loop callback goes on reading replies that arrive while it polls.
-const FOLLOW_UP_FOR: std::time::Duration = std::time::Duration::from_millis(1);
-
 struct PyHost {
     host: Py<PyAny>,
 }
@@ -181,18 +178,8 @@ impl LoopDriver {
 }
 
 impl LoopDriver {
+    /// One loop callback of the driver (see [`Driver::callback`]); asyncio needs no scope.
     fn batch(&self, f: impl FnOnce(&Driver)) {
-        let started = std::time::Instant::now();
-        self.driver.begin_batch();
-        f(&self.driver);
-        let mut more = self.driver.end_batch();
-        while more && started.elapsed() < FOLLOW_UP_FOR {
-            self.driver.begin_batch();
-            self.driver.io_spun();
-            more = self.driver.end_batch();
-        }
-        if more {
-            self.driver.forget_spun();
-        }
+        self.driver.callback(&|work| work(), f);
     }
 }

@@ -91,25 +91,31 @@ impl TestLoop {
             .collect();
         // SAFETY: `fds` is a valid array of pollfd of the length given.
         unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, 1) };
-        self.driver.begin_batch();
+        let woken = self.woken.swap(false, Ordering::SeqCst);
         for p in &fds {
             if p.revents != 0 {
-                self.driver.io_ready(
-                    p.fd,
-                    p.revents & (libc::POLLIN | libc::POLLHUP | libc::POLLERR) != 0,
-                    p.revents & libc::POLLOUT != 0,
-                );
+                self.driver.callback(&|work| work(), |d| {
+                    d.io_ready(
+                        p.fd,
+                        p.revents & (libc::POLLIN | libc::POLLHUP | libc::POLLERR) != 0,
+                        p.revents & libc::POLLOUT != 0,
+                    )
+                });
             }
         }
-        if self.woken.swap(false, Ordering::SeqCst) {
-            self.driver.woken();
+        if woken {
+            self.driver.callback(&|work| work(), |d| d.woken());
         }
-        let mut more = self.driver.end_batch();
-        while more {
-            self.driver.begin_batch();
-            self.driver.io_spun();
-            more = self.driver.end_batch();
-        }
+    }
+
+    /// A first call on `lock`, then the loop until its connection (made meanwhile) is there.
+    fn warm(&self, lock: &polylock::Lock) {
+        self.run({
+            let lock = lock.clone();
+            async move { lock.is_locked().await }
+        })
+        .unwrap();
+        assert!(self.run_until(Duration::from_secs(5), || self.driver.connections() == 1));
     }
 
     /// Run `fut` on the loop and drive the loop until it is done.
@@ -199,14 +205,8 @@ fn many_calls_in_flight_keep_a_counter_exact() {
     let name = unique("counter");
     let counter = Rc::new(RefCell::new((0u32, 0u32))); // (inside now, total)
     let finished = Rc::new(RefCell::new(0));
-    // Warm the loop's connection.
     let lock = client.lock(&name).unwrap();
-    l.run({
-        let lock = lock.clone();
-        async move { lock.is_locked().await }
-    })
-    .unwrap();
-    assert!(l.run_until(Duration::from_secs(5), || l.driver.connections() == 1));
+    l.warm(&lock);
     let tasks = 16;
     let rounds = 25;
     for owner in 0..tasks {
@@ -251,12 +251,7 @@ fn the_loops_connection_closes_with_its_client() {
     let client = connect(&redis_url());
     let l = TestLoop::new();
     let lock = client.lock(&unique("close")).unwrap();
-    l.run({
-        let lock = lock.clone();
-        async move { lock.is_locked().await }
-    })
-    .unwrap();
-    assert!(l.run_until(Duration::from_secs(5), || l.driver.connections() == 1));
+    l.warm(&lock);
     let closing = client.clone();
     l.run(async move { closing.close().await }).unwrap();
     assert_eq!(l.driver.connections(), 0);
@@ -272,12 +267,7 @@ fn a_killed_connection_fails_typed_or_goes_on_and_the_loop_reconnects() {
     let l = TestLoop::new();
     let name = unique("killed");
     let lock = client.lock(&name).unwrap();
-    l.run({
-        let lock = lock.clone();
-        async move { lock.is_locked().await }
-    })
-    .unwrap();
-    assert!(l.run_until(Duration::from_secs(5), || l.driver.connections() == 1));
+    l.warm(&lock);
     // Kill every normal client connection of the server (the loop's among them).
     let admin = redis::Client::open(redis_url()).unwrap();
     let mut c = admin.get_connection().unwrap();

@@ -13,7 +13,7 @@
 //! handed over), timers, pub/sub wake-ups of waiters, the watchdog's renewals; a future woken
 //! from there is queued and the host is asked to run the driver once ([`Driver::new`]'s `wake`,
 //! e.g. `uv_async_send`). Commands issued while the host settles a batch of results are written
-//! with one write after it ([`Driver::end_batch`]).
+//! with one write after it ([`Driver::callback`]).
 
 pub(crate) mod resp;
 
@@ -207,6 +207,9 @@ enum ConnState {
 
 const RECONNECT_AFTER: Duration = Duration::from_secs(1);
 
+/// How long one callback of the host's loop goes on reading replies that arrive while it polls.
+pub const FOLLOW_UP_FOR: Duration = Duration::from_millis(1);
+
 /// While a batch settles, its commands are written every this many, not all at its end: the
 /// server starts on the first ones while the loop still settles the rest (measured with 64 Node
 /// handles: one write per batch 45k pairs/s, every 16 commands 78k; every command 61k).
@@ -225,8 +228,6 @@ struct Inner {
     rt: tokio::runtime::Handle,
     /// The client liveness and reply timeout of connections being made.
     pending_specs: RefCell<HashMap<u64, PendingSpec>>,
-    /// Connections `end_batch` found readable.
-    spun: RefCell<Vec<u64>>,
     poll_in_calls: Cell<bool>,
     serial: Cell<u64>,
 }
@@ -260,7 +261,6 @@ impl Driver {
                 closed: Cell::new(false),
                 rt: runtime::handle(),
                 pending_specs: RefCell::new(HashMap::new()),
-                spun: RefCell::new(Vec::new()),
                 poll_in_calls: Cell::new(false),
                 serial: Cell::new(0),
             }),
@@ -319,13 +319,7 @@ impl Driver {
             if inner.poll_in_calls.get() && inner.in_flight.get() == 1 {
                 let ready = inner.spin();
                 if !ready.is_empty() {
-                    {
-                        let _turning = inner.turning();
-                        for key in ready {
-                            inner.read(key);
-                        }
-                        inner.turn(None);
-                    }
+                    inner.read_and_turn(ready);
                     inner.flush_all();
                 }
             }
@@ -358,11 +352,7 @@ impl Driver {
             let _rt = inner.rt.enter();
             drop(task);
         }
-        let n = inner.in_flight.get().saturating_sub(1);
-        inner.in_flight.set(n);
-        if n == 0 {
-            inner.host.keep_alive(false);
-        }
+        inner.call_ended();
         if !inner.batch.get() {
             inner.flush_all();
         }
@@ -397,41 +387,35 @@ impl Driver {
         inner.turn(None);
     }
 
-    /// Start a batch: the host is about to settle results (commands issued meanwhile wait for
-    /// [`Driver::end_batch`]).
-    pub fn begin_batch(&self) {
-        self.inner.batch.set(true);
-    }
-
-    /// End a batch: write what its calls issued, close connections of closed clients. True
-    /// when replies to what it wrote arrived within a moment's wait (see `spin`): the host then
-    /// runs one more batch with [`Driver::io_spun`] right away, before it sleeps.
-    pub fn end_batch(&self) -> bool {
+    /// One callback of the host's loop (a socket ready, a wake): `f` (calling
+    /// [`Driver::io_ready`] or [`Driver::woken`]) as one batch, then, while replies to what a
+    /// batch wrote arrive within a moment's polling (see `spin`), more batches that read them,
+    /// for up to [`FOLLOW_UP_FOR`]; then the loop runs its timers and other I/O. `scope` wraps
+    /// each batch's work (Node: a handle scope and a callback scope, whose closing runs the
+    /// reactions of the Promises settled inside); commands issued meanwhile are written after
+    /// it, every [`FLUSH_EVERY`] or all at its end.
+    pub fn callback(&self, scope: &dyn Fn(&mut dyn FnMut()), f: impl FnOnce(&Driver)) {
         let inner = &self.inner;
-        inner.batch.set(false);
-        inner.sweep();
-        inner.flush_all();
-        let ready = inner.spin();
-        let more = !ready.is_empty();
-        *inner.spun.borrow_mut() = ready;
-        more
-    }
-
-    /// Drop what [`Driver::end_batch`] saw arrive without reading it now (the host's poll of
-    /// the sockets will report it).
-    pub fn forget_spun(&self) {
-        self.inner.spun.borrow_mut().clear();
-    }
-
-    /// Read the replies that [`Driver::end_batch`] saw arrive, and poll their futures on.
-    pub fn io_spun(&self) {
-        let inner = &self.inner;
-        let ready = std::mem::take(&mut *inner.spun.borrow_mut());
-        let _turning = inner.turning();
-        for key in ready {
-            inner.read(key);
+        let started = Instant::now();
+        let mut first = Some(f);
+        let mut ready = Vec::new();
+        loop {
+            inner.batch.set(true);
+            scope(&mut || match first.take() {
+                Some(f) => f(self),
+                None => inner.read_and_turn(std::mem::take(&mut ready)),
+            });
+            inner.batch.set(false);
+            inner.sweep();
+            inner.flush_all();
+            if started.elapsed() >= FOLLOW_UP_FOR {
+                return; // left for the loop's next poll of the sockets (still readable)
+            }
+            ready = inner.spin();
+            if ready.is_empty() {
+                return;
+            }
         }
-        inner.turn(None);
     }
 
     /// Calls of the user in flight.
@@ -561,14 +545,28 @@ impl Inner {
             }
             drop(tasks);
             drop(fut);
-            let n = self.in_flight.get().saturating_sub(1);
-            self.in_flight.set(n);
-            if n == 0 && !self.closed.get() {
-                self.host.keep_alive(false);
-            }
+            self.call_ended();
         } else if let Some(Some(t)) = tasks.get_mut(id) {
             t.fut = Some(fut);
         }
+    }
+
+    /// A call finished or was cancelled: with none left in flight the host may end.
+    fn call_ended(&self) {
+        let n = self.in_flight.get().saturating_sub(1);
+        self.in_flight.set(n);
+        if n == 0 && !self.closed.get() {
+            self.host.keep_alive(false);
+        }
+    }
+
+    /// Read what arrived on the connections `keys` and poll the futures it completes.
+    fn read_and_turn(self: &Rc<Self>, keys: Vec<u64>) {
+        let _turning = self.turning();
+        for key in keys {
+            self.read(key);
+        }
+        self.turn(None);
     }
 
     /// Wait a moment, polling, for replies to what was just written: a reply on a local network
