@@ -93,14 +93,16 @@ impl Hold {
             reason.describe()
         );
         self.lost = Some(reason);
-        self.state.send_replace(HoldState::Lost(reason));
-        // Nobody listening is fine: bindings subscribe only when they have callbacks.
+        // The event goes out before the signal wakes its waiters, so whoever the signal wakes
+        // finds the event already sent. Nobody listening is fine: bindings subscribe only when
+        // they have callbacks.
         let _ = self.events.send(LostEvent {
             name: name.clone(),
             kind: *kind,
             owner: *owner,
             reason,
         });
+        self.state.send_replace(HoldState::Lost(reason));
     }
 
     pub(crate) fn mark_released(&self) {
