@@ -61,6 +61,11 @@ async fn typed_connect_errors() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pairs_leave_no_task_behind() {
+    cases::pairs_leave_no_task_behind(&pg_url()).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn connection_cap_and_close() {
     cases::connection_cap_and_close(&pg_url(), &server()).await;
 }
@@ -141,6 +146,56 @@ fn rand_key() -> i64 {
 
 /// Read-write locks on pg_advisory_lock_shared: readers share, a writer waits for them and
 /// excludes them, and a writer may downgrade.
+/// Fencing tokens come from the shared sequence by default (a value drawn from it by hand lies
+/// between two holders' tokens, and no counter row is written), and from a counter row per key
+/// with fencing=table (1, 2, ... and the row says the last).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fencing_tokens_from_the_sequence_or_a_counter_row() {
+    let raw = pg_raw().await;
+    // Only session locks with fencing=table write rows named advisory:<key>, and only this test
+    // makes them.
+    let counter_rows = || async {
+        raw.query_one(
+            "SELECT COUNT(*) FROM polylock_fencing WHERE name LIKE 'advisory:%'",
+            &[],
+        )
+        .await
+        .unwrap()
+        .get::<_, i64>(0)
+    };
+    let before = counter_rows().await;
+    let c = client(&pg_url()).await;
+    let name = unique("fence");
+    let t1 = take_and_give_back(&c, &name).await;
+    let mid: i64 = raw
+        .query_one("SELECT nextval('polylock_fencing_seq')", &[])
+        .await
+        .unwrap()
+        .get(0);
+    let t2 = take_and_give_back(&c, &name).await;
+    assert!(t1 < mid as u64 && (mid as u64) < t2, "{t1} < {mid} < {t2}");
+    assert_eq!(counter_rows().await, before, "the sequence writes no row");
+    c.close().await.unwrap();
+    let t = client(&with(&pg_url(), "fencing=table")).await;
+    let name = unique("fence-table");
+    assert_eq!(take_and_give_back(&t, &name).await, 1);
+    assert_eq!(take_and_give_back(&t, &name).await, 2);
+    t.close().await.unwrap();
+    assert_eq!(
+        counter_rows().await,
+        before + 1,
+        "one row for the table client's lock"
+    );
+}
+
+/// Take `name` and give it back; the fencing token it had.
+async fn take_and_give_back(c: &polylock::Client, name: &str) -> u64 {
+    let lock = c.lock(name).unwrap();
+    let held = lock.try_acquire(1, None).await.unwrap().expect("free");
+    assert_eq!(lock.release(1).await.unwrap(), Released::Freed);
+    held.fencing_token
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn read_write_locks_share_readers() {
     let (a, b) = (client(&pg_url()).await, client(&pg_url()).await);

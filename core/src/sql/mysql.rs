@@ -1,10 +1,13 @@
 //! MySQL and MariaDB: named locks (`GET_LOCK`) held on a connection of their own, and the lease
 //! table in ShedLock's layout (`?mode=table`).
 //!
-//! One statement takes the lock and draws the fencing token while it is held:
-//! `INSERT INTO polylock_fencing ... SELECT ... WHERE GET_LOCK(name, timeout) = 1 ON DUPLICATE
-//! KEY UPDATE token = LAST_INSERT_ID(token + 1)`; the token comes back in the OK packet, so a
-//! lock costs one round trip, like a bare `GET_LOCK`. MariaDB takes no negative ("forever")
+//! One statement takes the lock and draws the fencing token while it is held, so a lock costs
+//! one round trip, like a bare `GET_LOCK`: on MariaDB `SELECT NEXTVAL(polylock_fencing_seq) FROM
+//! DUAL WHERE GET_LOCK(name, timeout) = 1` (the sequence's cache is the server's, shared by all
+//! sessions, so its values grow in the order they are drawn); on MySQL, which has no sequences,
+//! or with `fencing=table`, `INSERT INTO polylock_fencing ... SELECT ... WHERE GET_LOCK(name,
+//! timeout) = 1 ON DUPLICATE KEY UPDATE token = LAST_INSERT_ID(token + 1)`, whose token comes
+//! back in the OK packet (and whose commit is durable: an fsync per acquire). MariaDB takes no negative ("forever")
 //! timeout (it returns NULL, checked on 10.11), so a wait without end waits a year at a time.
 
 use std::sync::Arc;
@@ -18,7 +21,7 @@ use tokio::sync::watch;
 use super::names::mysql_lock_name;
 use super::session::{Pool, SessionConn};
 use super::table::{self, TableDb, TableLock, TableWaiter};
-use super::{Mode, Slot, Slots, SqlUrl, DEFAULT_MAX_CONNECTIONS};
+use super::{Fencing, Mode, Slot, Slots, SqlUrl, DEFAULT_MAX_CONNECTIONS, FENCING_SEQUENCE};
 use crate::backend::{
     AcquireRequest, Backend, Granted, HoldOps, LeaseSupport, LockOps, Reentry, ReleaseRequest,
     UnlockReply,
@@ -38,6 +41,7 @@ const GRACE: Duration = Duration::from_millis(250);
 /// `ER_QUERY_INTERRUPTED`: a wait killed by `KILL QUERY`.
 const ER_QUERY_INTERRUPTED: u16 = 1317;
 
+const ACQUIRE_SEQ: &str = "SELECT NEXTVAL(polylock_fencing_seq) FROM DUAL WHERE GET_LOCK(?, ?) = 1";
 const ACQUIRE: &str = "INSERT INTO polylock_fencing (name, token) SELECT ?, LAST_INSERT_ID(1) \
      FROM DUAL WHERE GET_LOCK(?, ?) = 1 ON DUPLICATE KEY UPDATE token = LAST_INSERT_ID(token + 1)";
 const CREATE_FENCING: &str = "CREATE TABLE IF NOT EXISTS polylock_fencing (name VARCHAR(255) \
@@ -111,6 +115,7 @@ pub(crate) struct MySql {
     /// The query connection: status, `KILL QUERY`, the lease table.
     query: tokio::sync::Mutex<Option<(MyConn, Slot)>>,
     ready: tokio::sync::OnceCell<()>,
+    fencing: Fencing,
 }
 
 impl MySql {
@@ -166,15 +171,29 @@ impl MySql {
         }
     }
 
-    /// Create the fencing table (and in table mode the lease table) if missing, once.
+    /// Create the fencing table and sequence (and in table mode the lease table) if missing,
+    /// once. A new sequence starts above every token the table gave out.
     async fn ready(&self) -> Result<()> {
         self.ready
             .get_or_try_init(|| async {
                 let table = self.url.table.clone();
-                let mode = self.url.mode;
+                let (mode, fencing) = (self.url.mode, self.fencing);
                 self.with_query("create the fencing table", move |c| {
                     Box::pin(async move {
                         c.query_drop(CREATE_FENCING).await?;
+                        if mode == Mode::Session && fencing == Fencing::Sequence {
+                            let start: Option<u64> = c
+                                .query_first(
+                                    "SELECT COALESCE(MAX(token), 0) + 1 FROM polylock_fencing",
+                                )
+                                .await?;
+                            c.query_drop(format!(
+                                "CREATE SEQUENCE IF NOT EXISTS {FENCING_SEQUENCE} START WITH {} \
+                                 CACHE 1000",
+                                start.unwrap_or(1)
+                            ))
+                            .await?;
+                        }
                         if mode == Mode::Table {
                             c.query_drop(format!(
                                 "CREATE TABLE IF NOT EXISTS {table} (name VARCHAR(64) NOT NULL, \
@@ -221,30 +240,56 @@ enum Attempt {
     Failed(mysql_async::Error, MyConn, Slot),
 }
 
-type AcquireTask = tokio::task::JoinHandle<(MyConn, mysql_async::Result<(u64, Option<u64>)>)>;
-
-/// A `GET_LOCK` still running when its acquire is dropped: kill it on the server, give back a
-/// grant that raced the kill, and return the connection to the pool.
-struct Undo {
+/// A lock statement in flight on `conn`, run in the acquiring caller's own task (a task of its
+/// own would cost a hand-over between threads on every acquire). If the acquire is dropped
+/// before the statement answered, the connection is unusable (the driver marks a connection
+/// whose exchange was cut short as broken): kill the statement on the server, then close the
+/// connection, which gives back a grant that raced the kill.
+struct InFlight {
     db: Arc<MySql>,
-    key: String,
-    task: Option<AcquireTask>,
+    conn: Option<MyConn>,
     slot: Option<Slot>,
-    id: u64,
 }
 
-impl Drop for Undo {
+impl InFlight {
+    /// The statement answered: the connection and its place are the caller's again.
+    fn finish(mut self) -> (MyConn, Slot) {
+        let taken = (self.conn.take(), self.slot.take());
+        (taken.0.expect("conn"), taken.1.expect("slot"))
+    }
+}
+
+impl Drop for InFlight {
     fn drop(&mut self) {
-        let (Some(task), Some(slot)) = (self.task.take(), self.slot.take()) else {
+        let (Some(conn), Some(slot)) = (self.conn.take(), self.slot.take()) else {
             return;
         };
-        let (db, key, id) = (self.db.clone(), std::mem::take(&mut self.key), self.id);
+        let db = self.db.clone();
         crate::runtime::handle().spawn(async move {
-            db.kill_query(id).await;
-            if let Ok((conn, out)) = task.await {
-                settle(&db, conn, slot, &key, out.is_ok()).await;
-            }
+            db.kill_query(conn.id).await;
+            drop(conn);
+            drop(slot);
         });
+    }
+}
+
+/// The statement that takes `key` and draws the token; the token if it granted the lock.
+async fn lock_statement(
+    conn: &mut mysql_async::Conn,
+    fencing: Fencing,
+    key: &str,
+    fence: &str,
+    secs: f64,
+) -> mysql_async::Result<Option<u64>> {
+    match fencing {
+        Fencing::Sequence => conn.exec_first(ACQUIRE_SEQ, (key, secs)).await,
+        Fencing::Table => {
+            conn.exec_drop(ACQUIRE, (fence, key, secs)).await?;
+            Ok(match conn.affected_rows() {
+                0 => None,
+                _ => Some(conn.last_insert_id().unwrap_or(0)),
+            })
+        }
     }
 }
 
@@ -279,43 +324,32 @@ impl MySqlLock {
         deadline: Option<Instant>,
     ) -> Result<Attempt> {
         let id = conn.id;
-        let (k, f) = (key.to_string(), fence.to_string());
-        let mut conn = conn;
-        let task: AcquireTask = crate::runtime::handle().spawn(async move {
-            let out = conn
-                .conn
-                .exec_drop(ACQUIRE, (f, k, secs))
-                .await
-                .map(|()| (conn.conn.affected_rows(), conn.conn.last_insert_id()));
-            (conn, out)
-        });
-        let mut undo = Undo {
+        let mut flight = InFlight {
             db: self.db.clone(),
-            key: key.to_string(),
-            task: Some(task),
+            conn: Some(conn),
             slot: Some(slot),
-            id,
         };
-        let joined = {
-            let task = undo.task.as_mut().expect("task");
+        let out = {
+            let conn = &mut flight.conn.as_mut().expect("conn").conn;
+            let statement = lock_statement(conn, self.db.fencing, key, fence, secs);
+            tokio::pin!(statement);
             match deadline {
-                Some(d) => match tokio::time::timeout_at((d + GRACE).into(), &mut *task).await {
-                    Ok(j) => j,
-                    Err(_) => {
-                        self.db.kill_query(id).await;
-                        task.await
+                Some(d) => {
+                    match tokio::time::timeout_at((d + GRACE).into(), &mut statement).await {
+                        Ok(out) => out,
+                        Err(_) => {
+                            self.db.kill_query(id).await;
+                            statement.await
+                        }
                     }
-                },
-                None => task.await,
+                }
+                None => statement.await,
             }
         };
-        undo.task = None;
-        let slot = undo.slot.take().expect("slot");
-        // A panicked task dropped its connection, which closed it: nothing is held.
-        let (conn, out) = joined.map_err(|_| Error::internal("the acquire task panicked"))?;
+        let (conn, slot) = flight.finish();
         Ok(match out {
-            Ok((rows, token)) if rows > 0 => Attempt::Granted(conn, slot, token.unwrap_or(0)),
-            Ok(_) => Attempt::Busy(conn, slot),
+            Ok(Some(token)) => Attempt::Granted(conn, slot, token),
+            Ok(None) => Attempt::Busy(conn, slot),
             Err(e) => Attempt::Failed(e, conn, slot),
         })
     }
@@ -666,16 +700,36 @@ pub(crate) async fn connect(
     );
     let pool = Pool::new(slots.clone(), options.command_timeout);
     let mode = url.mode;
-    let db = Arc::new(MySql {
+    let mut db = MySql {
         url,
         opts,
         options: options.clone(),
         pool: pool.clone(),
         query: tokio::sync::Mutex::new(None),
         ready: tokio::sync::OnceCell::new(),
-    });
+        fencing: Fencing::Table,
+    };
     // The query connection, now: a wrong password or a server down fails the connect.
-    let first = db.open().await?;
+    let mut first = db.open().await?;
+    let version: Option<String> = first
+        .conn
+        .query_first("SELECT VERSION()")
+        .await
+        .map_err(|e| map_err(&db.url, e, "ask the server's version"))?;
+    let mariadb = version.is_some_and(|v| v.contains("MariaDB"));
+    db.fencing = match (db.url.fencing, mariadb) {
+        (Some(Fencing::Sequence), false) => {
+            first.close().await;
+            return Err(Error::invalid(
+                "fencing=sequence needs MariaDB 10.3 or later: MySQL has no sequences (leave \
+                 fencing out, or say fencing=table)",
+            ));
+        }
+        (Some(f), _) => f,
+        (None, true) => Fencing::Sequence,
+        (None, false) => Fencing::Table,
+    };
+    let db = Arc::new(db);
     *db.query.lock().await = Some((first, slots.take()?));
     pool.start_keepalive(options.watchdog_timeout / 3);
     let (lock, table) = match mode {

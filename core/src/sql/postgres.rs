@@ -4,7 +4,10 @@
 //! `LISTEN/NOTIFY`.
 //!
 //! One statement takes the lock and draws the fencing token while it is held (a `MATERIALIZED`
-//! CTE, PostgreSQL 12+, runs the lock function before the counter's upsert). A wait is the
+//! CTE, PostgreSQL 12+, runs the lock function before `nextval`, or before the counter's upsert
+//! with `fencing=table`). `nextval` commits nothing: the sequence is logged 32 values ahead, and
+//! a statement that logs it flushes that log before it answers, so after a crash the sequence
+//! resumes above every value handed out. A wait is the
 //! server's own `pg_advisory_lock`; its deadline is kept by the client, which then sends the
 //! driver's cancel request and looks at what the statement did: a grant that raced the cancel
 //! is kept (timeout) or given back (a dropped acquire), and a lock taken by a statement
@@ -25,7 +28,7 @@ use super::names::{pg_key, PgKey};
 use super::session::{Pool, SessionConn};
 use super::table::{self, TableDb, TableLock, TableWaiter};
 use super::tls::MakeRustls;
-use super::{Mode, Slot, Slots, SqlUrl, DEFAULT_MAX_CONNECTIONS};
+use super::{Fencing, Mode, Slot, Slots, SqlUrl, DEFAULT_MAX_CONNECTIONS, FENCING_SEQUENCE};
 use crate::backend::{
     AcquireRequest, Backend, Granted, HoldOps, LeaseSupport, LockOps, Reentry, ReleaseRequest,
     UnlockReply,
@@ -178,6 +181,7 @@ pub(crate) struct Pg {
     query: tokio::sync::Mutex<Option<(PgConn, Slot)>>,
     ready: tokio::sync::OnceCell<()>,
     listener: tokio::sync::Mutex<Option<Listener>>,
+    fencing: Fencing,
 }
 
 impl Pg {
@@ -258,11 +262,20 @@ impl Pg {
         }
     }
 
-    /// Create the fencing table (and in table mode the lease table) if missing, once.
+    /// Create the fencing table and sequence (and in table mode the lease table) if missing,
+    /// once. A new sequence starts above every token the table gave out.
     async fn ready(&self) -> Result<()> {
         self.ready
             .get_or_try_init(|| async {
                 let mut ddl = vec![CREATE_FENCING.to_string()];
+                if self.url.mode == Mode::Session && self.fencing == Fencing::Sequence {
+                    // CACHE 1: a session's cache would hand out values out of order.
+                    ddl.push(format!(
+                        "DO $$ BEGIN EXECUTE format('CREATE SEQUENCE IF NOT EXISTS \
+                         {FENCING_SEQUENCE} START WITH %s CACHE 1', (SELECT COALESCE(MAX(token), \
+                         0) + 1 FROM polylock_fencing)); END $$"
+                    ));
+                }
                 if self.url.mode == Mode::Table {
                     ddl.push(format!(
                         "CREATE TABLE IF NOT EXISTS {} (name VARCHAR(64) NOT NULL, lock_until \
@@ -304,28 +317,56 @@ impl Pg {
     }
 }
 
-/// The statement that takes a key and draws the token (`try`: no waiting).
-fn lock_sql(kv: &KeyVals, shared: bool, try_: bool) -> String {
+/// The statement that takes a key and draws the token (`try`: no waiting), and its fencing row
+/// (the statement's `$1`) when the token comes from the counter table.
+fn lock_sql(
+    kv: &KeyVals,
+    shared: bool,
+    try_: bool,
+    fencing: Fencing,
+    fence: String,
+) -> (String, Option<String>) {
     let f = match (try_, shared) {
         (false, false) => "pg_advisory_lock",
         (false, true) => "pg_advisory_lock_shared",
         (true, false) => "pg_try_advisory_lock",
         (true, true) => "pg_try_advisory_lock_shared",
     };
+    if fencing == Fencing::Sequence {
+        let next = format!("SELECT nextval('{FENCING_SEQUENCE}')");
+        let sql = match try_ {
+            true => format!("{next} WHERE {f}({})", kv.sql(1)),
+            false => format!(
+                "WITH l AS MATERIALIZED (SELECT {f}({})) {next} FROM l",
+                kv.sql(1)
+            ),
+        };
+        return (sql, None);
+    }
     let upsert =
         "ON CONFLICT (name) DO UPDATE SET token = polylock_fencing.token + 1 RETURNING token";
-    if try_ {
-        format!(
+    let sql = match try_ {
+        true => format!(
             "INSERT INTO polylock_fencing (name, token) SELECT $1, 1 WHERE {f}({}) {upsert}",
             kv.sql(2)
-        )
-    } else {
-        format!(
+        ),
+        false => format!(
             "WITH l AS MATERIALIZED (SELECT {f}({})) INSERT INTO polylock_fencing (name, token) \
              SELECT $1, 1 FROM l {upsert}",
             kv.sql(2)
-        )
+        ),
+    };
+    (sql, Some(fence))
+}
+
+/// The parameters of a lock statement of [`lock_sql`].
+fn lock_params<'a>(fence: &'a Option<String>, kv: &'a KeyVals) -> Vec<&'a (dyn ToSql + Sync)> {
+    let mut params: Vec<&(dyn ToSql + Sync)> = Vec::with_capacity(3);
+    if let Some(fence) = fence {
+        params.push(fence);
     }
+    params.extend(kv.params());
+    params
 }
 
 fn unlock_sql(kv: &KeyVals, shared: bool) -> String {
@@ -344,33 +385,48 @@ enum Attempt {
     Failed(tokio_postgres::Error, PgConn, Slot),
 }
 
-type AcquireTask = tokio::task::JoinHandle<(
-    PgConn,
-    std::result::Result<Option<tokio_postgres::Row>, tokio_postgres::Error>,
-)>;
-
-/// A lock statement still running when its acquire is dropped: cancel it on the server, give
-/// back what it may have taken, and return the connection to the pool.
-struct Undo {
+/// A lock statement in flight on `conn`, run in the acquiring caller's own task (a task of its
+/// own would cost a hand-over between threads on every acquire). If the acquire is dropped
+/// before the statement answered, the statement goes on without a listener (the driver drops its
+/// answer): cancel it on the server, then unlock whatever it took before the connection is used
+/// again.
+struct InFlight {
     db: Arc<Pg>,
     cancel: tokio_postgres::CancelToken,
-    task: Option<AcquireTask>,
+    conn: Option<PgConn>,
     slot: Option<Slot>,
 }
 
-impl Drop for Undo {
+impl InFlight {
+    /// The statement answered: the connection and its place are the caller's again.
+    fn finish(mut self) -> (PgConn, Slot) {
+        let taken = (self.conn.take(), self.slot.take());
+        (taken.0.expect("conn"), taken.1.expect("slot"))
+    }
+}
+
+impl Drop for InFlight {
     fn drop(&mut self) {
-        let (Some(task), Some(slot)) = (self.task.take(), self.slot.take()) else {
+        let (Some(conn), Some(slot)) = (self.conn.take(), self.slot.take()) else {
             return;
         };
         let (db, cancel) = (self.db.clone(), self.cancel.clone());
         crate::runtime::handle().spawn(async move {
             let _ = cancel.cancel_query(db.tls.clone()).await;
-            if let Ok((conn, _)) = task.await {
-                settle(&db, conn, slot).await;
-            }
+            settle(&db, conn, slot).await;
         });
     }
+}
+
+/// Run a lock statement of [`lock_sql`] on `conn`: its row if it granted the lock.
+async fn lock_statement(
+    conn: &mut PgConn,
+    sql: &str,
+    fence: &Option<String>,
+    kv: &KeyVals,
+) -> std::result::Result<Option<tokio_postgres::Row>, tokio_postgres::Error> {
+    let stmt = conn.prepared(sql).await?;
+    conn.client.query_opt(&stmt, &lock_params(fence, kv)).await
 }
 
 /// After a statement that ended without a grant the caller keeps: unlock whatever it may have
@@ -397,53 +453,43 @@ impl PgLock {
         self.kind == LockKind::Read
     }
 
-    fn fence(&self, kv: &KeyVals) -> String {
-        kv.key.describe()
+    /// The lock statement of this kind and its fencing row, if any.
+    fn statement(&self, kv: &KeyVals, shared: bool, try_: bool) -> (String, Option<String>) {
+        lock_sql(kv, shared, try_, self.db.fencing, kv.key.describe())
     }
 
     async fn attempt(
         &self,
-        mut conn: PgConn,
+        conn: PgConn,
         slot: Slot,
         kv: KeyVals,
         try_: bool,
         deadline: Option<Instant>,
     ) -> Result<Attempt> {
-        let sql = lock_sql(&kv, self.shared(), try_);
-        let fence = self.fence(&kv);
+        let (sql, fence) = self.statement(&kv, self.shared(), try_);
         let cancel = conn.client.cancel_token();
-        let task: AcquireTask = crate::runtime::handle().spawn(async move {
-            let out = async {
-                let stmt = conn.prepared(&sql).await?;
-                let mut params: Vec<&(dyn ToSql + Sync)> = vec![&fence];
-                params.extend(kv.params());
-                conn.client.query_opt(&stmt, &params).await
-            }
-            .await;
-            (conn, out)
-        });
-        let mut undo = Undo {
+        let mut flight = InFlight {
             db: self.db.clone(),
             cancel: cancel.clone(),
-            task: Some(task),
+            conn: Some(conn),
             slot: Some(slot),
         };
-        let joined = {
-            let task = undo.task.as_mut().expect("task");
+        let out = {
+            let conn = flight.conn.as_mut().expect("conn");
+            let statement = lock_statement(conn, &sql, &fence, &kv);
+            tokio::pin!(statement);
             match deadline.filter(|_| !try_) {
-                Some(d) => match tokio::time::timeout_at(d.into(), &mut *task).await {
-                    Ok(j) => j,
+                Some(d) => match tokio::time::timeout_at(d.into(), &mut statement).await {
+                    Ok(out) => out,
                     Err(_) => {
                         let _ = cancel.cancel_query(self.db.tls.clone()).await;
-                        task.await
+                        statement.await
                     }
                 },
-                None => task.await,
+                None => statement.await,
             }
         };
-        undo.task = None;
-        let slot = undo.slot.take().expect("slot");
-        let (conn, out) = joined.map_err(|_| Error::internal("the acquire task panicked"))?;
+        let (conn, slot) = flight.finish();
         Ok(match out {
             Ok(Some(row)) => {
                 let token: i64 = row.get(0);
@@ -469,16 +515,10 @@ impl PgLock {
                 "the write lock's connection is gone: the write lock was lost",
             )
         })?;
-        let sql = lock_sql(&kv, true, true);
-        let fence = self.fence(&kv);
-        let out = async {
-            let stmt = conn.prepared(&sql).await?;
-            let mut params: Vec<&(dyn ToSql + Sync)> = vec![&fence];
-            params.extend(kv.params());
-            conn.client.query_opt(&stmt, &params).await
-        }
-        .await
-        .map_err(|e| map_err(&self.db.url, e, "take the read lock of a downgrade"))?;
+        let (sql, fence) = self.statement(&kv, true, true);
+        let out = lock_statement(conn, &sql, &fence, &kv)
+            .await
+            .map_err(|e| map_err(&self.db.url, e, "take the read lock of a downgrade"))?;
         drop(g);
         let Some(row) = out else {
             return Err(Error::internal("a downgrade was refused by the server"));
@@ -928,6 +968,7 @@ pub(crate) async fn connect(
     );
     let pool = Pool::new(slots.clone(), options.command_timeout);
     let mode = url.mode;
+    let url_fencing = url.fencing.unwrap_or(Fencing::Sequence);
     let db = Arc::new(Pg {
         url,
         config,
@@ -937,6 +978,7 @@ pub(crate) async fn connect(
         query: tokio::sync::Mutex::new(None),
         ready: tokio::sync::OnceCell::new(),
         listener: tokio::sync::Mutex::new(None),
+        fencing: url_fencing,
     });
     // The query connection, now: a wrong password or a server down fails the connect.
     let first = db.open().await?;

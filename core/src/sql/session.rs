@@ -40,22 +40,21 @@ pub(crate) struct Held<C> {
 }
 
 impl<C> Held<C> {
-    /// Resolves when this connection is found dead (never after it was given back).
+    /// Resolves when this connection is found dead, or when it was given back or closed (its
+    /// `Held` is gone): the task that watches a hold must end with the hold, and it declares
+    /// nothing lost for a hold its owner released or is releasing.
     pub(crate) fn gone(&self) -> Gone {
         let mut lost = self.lost.subscribe();
         let closed = self.closed.clone();
         Box::pin(async move {
+            // `Err`: the sender went with the `Held`.
             let lost = async move {
-                if lost.wait_for(|v| *v).await.is_err() {
-                    std::future::pending::<()>().await;
-                }
+                let _ = lost.wait_for(|v| *v).await;
             };
             let closed = async move {
                 match closed {
                     Some(mut c) => {
-                        if c.wait_for(|v| *v).await.is_err() {
-                            std::future::pending::<()>().await;
-                        }
+                        let _ = c.wait_for(|v| *v).await;
                     }
                     None => std::future::pending::<()>().await,
                 }

@@ -409,6 +409,34 @@ pub async fn connection_cap_from_options(url: &str) {
     assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{}", e.message());
 }
 
+/// Each acquire watches its connection with a task on polylock's runtime; the task ends with its
+/// hold. Other tests share the runtime, so the bound is loose: a leak leaves one task per pair.
+pub async fn pairs_leave_no_task_behind(url: &str) {
+    const PAIRS: usize = 400;
+    let c = client(url).await;
+    let lock = c.lock(&super::unique("tasks")).unwrap();
+    let alive = || polylock::runtime::handle().metrics().num_alive_tasks();
+    let pair = || async {
+        lock.acquire(1, AcquireOptions::forever()).await.unwrap();
+        assert_eq!(lock.release(1).await.unwrap(), Released::Freed);
+    };
+    pair().await;
+    let before = alive();
+    for _ in 0..PAIRS {
+        pair().await;
+    }
+    let settled = eventually(Duration::from_secs(3), || async {
+        alive() < before + PAIRS / 2
+    })
+    .await;
+    assert!(
+        settled.is_some(),
+        "{} tasks alive after {PAIRS} pairs, {before} before",
+        alive()
+    );
+    c.close().await.unwrap();
+}
+
 /// Session locks have no lease: asking for one is a typed error.
 pub async fn no_lease_on_session_locks(url: &str) {
     let c = client(url).await;
