@@ -8,7 +8,7 @@ use std::time::Duration;
 use mysql_async::prelude::Queryable;
 use polylock::{AcquireOptions, ErrorKind};
 use sql_common::cases::{self, Server};
-use sql_common::{client, my_raw, mysql_url, unique, with};
+use sql_common::{client, my_raw, mysql_url, take_and_give_back, unique, with};
 
 fn server() -> Server {
     Server {
@@ -142,7 +142,6 @@ async fn server_side_names_and_plain_get_lock_sessions() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn fencing_tokens_from_the_sequence_or_a_counter_row() {
     let mut raw = my_raw().await;
-    let row = |name: &str| format!("get_lock:{name}");
     let c = client(&mysql_url()).await;
     let name = unique("fence");
     let t1 = take_and_give_back(&c, &name).await;
@@ -153,37 +152,25 @@ async fn fencing_tokens_from_the_sequence_or_a_counter_row() {
     let t2 = take_and_give_back(&c, &name).await;
     let mid = mid.unwrap() as u64;
     assert!(t1 < mid && mid < t2, "{t1} < {mid} < {t2}");
-    let counted: Option<i64> = raw
-        .exec_first(
-            "SELECT token FROM polylock_fencing WHERE name = ?",
-            (row(&name),),
-        )
-        .await
-        .unwrap();
-    assert_eq!(counted, None);
+    assert_eq!(counter_row(&mut raw, &name).await, None);
     c.close().await.unwrap();
     let t = client(&with(&mysql_url(), "fencing=table")).await;
     let name = unique("fence-table");
     assert_eq!(take_and_give_back(&t, &name).await, 1);
     assert_eq!(take_and_give_back(&t, &name).await, 2);
-    let counted: Option<i64> = raw
-        .exec_first(
-            "SELECT token FROM polylock_fencing WHERE name = ?",
-            (row(&name),),
-        )
-        .await
-        .unwrap();
-    assert_eq!(counted, Some(2));
+    assert_eq!(counter_row(&mut raw, &name).await, Some(2));
     t.close().await.unwrap();
     let _ = raw.disconnect().await;
 }
 
-/// Take `name` and give it back; the fencing token it had.
-async fn take_and_give_back(c: &polylock::Client, name: &str) -> u64 {
-    let lock = c.lock(name).unwrap();
-    let held = lock.try_acquire(1, None).await.unwrap().expect("free");
-    assert_eq!(lock.release(1).await.unwrap(), polylock::Released::Freed);
-    held.fencing_token
+/// The counter row of polylock_fencing for the lock `name` (fencing=table), if there is one.
+async fn counter_row(raw: &mut mysql_async::Conn, name: &str) -> Option<i64> {
+    raw.exec_first(
+        "SELECT token FROM polylock_fencing WHERE name = ?",
+        (format!("get_lock:{name}"),),
+    )
+    .await
+    .unwrap()
 }
 
 /// The lease table in ShedLock's layout: what polylock writes, a ShedLock holder's row keeps

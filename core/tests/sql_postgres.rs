@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use polylock::{AcquireOptions, ErrorKind, Released};
 use sql_common::cases::{self, Server};
-use sql_common::{client, pg_raw, pg_url, unique, with};
+use sql_common::{client, pg_raw, pg_url, take_and_give_back, unique, with};
 
 fn server() -> Server {
     Server {
@@ -186,14 +186,6 @@ async fn fencing_tokens_from_the_sequence_or_a_counter_row() {
         before + 1,
         "one row for the table client's lock"
     );
-}
-
-/// Take `name` and give it back; the fencing token it had.
-async fn take_and_give_back(c: &polylock::Client, name: &str) -> u64 {
-    let lock = c.lock(name).unwrap();
-    let held = lock.try_acquire(1, None).await.unwrap().expect("free");
-    assert_eq!(lock.release(1).await.unwrap(), Released::Freed);
-    held.fencing_token
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -60,8 +60,16 @@ pub(crate) enum Fencing {
     Table,
 }
 
+/// The fencing sequence's name, for `concat!` in statements written as constants.
+macro_rules! fencing_sequence {
+    () => {
+        "polylock_fencing_seq"
+    };
+}
+pub(crate) use fencing_sequence;
+
 /// The fencing sequence; it starts above every token the counter table gave out.
-pub(crate) const FENCING_SEQUENCE: &str = "polylock_fencing_seq";
+pub(crate) const FENCING_SEQUENCE: &str = fencing_sequence!();
 
 /// Session locks (`GET_LOCK`, advisory locks) or the lease table.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

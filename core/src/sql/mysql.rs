@@ -19,9 +19,11 @@ use mysql_async::prelude::Queryable;
 use tokio::sync::watch;
 
 use super::names::mysql_lock_name;
-use super::session::{Pool, SessionConn};
+use super::session::{answer_by, InFlight, Pool, SessionConn};
 use super::table::{self, TableDb, TableLock, TableWaiter};
-use super::{Fencing, Mode, Slot, Slots, SqlUrl, DEFAULT_MAX_CONNECTIONS, FENCING_SEQUENCE};
+use super::{
+    fencing_sequence, Fencing, Mode, Slot, Slots, SqlUrl, DEFAULT_MAX_CONNECTIONS, FENCING_SEQUENCE,
+};
 use crate::backend::{
     AcquireRequest, Backend, Granted, HoldOps, LeaseSupport, LockOps, Reentry, ReleaseRequest,
     UnlockReply,
@@ -41,7 +43,11 @@ const GRACE: Duration = Duration::from_millis(250);
 /// `ER_QUERY_INTERRUPTED`: a wait killed by `KILL QUERY`.
 const ER_QUERY_INTERRUPTED: u16 = 1317;
 
-const ACQUIRE_SEQ: &str = "SELECT NEXTVAL(polylock_fencing_seq) FROM DUAL WHERE GET_LOCK(?, ?) = 1";
+const ACQUIRE_SEQ: &str = concat!(
+    "SELECT NEXTVAL(",
+    fencing_sequence!(),
+    ") FROM DUAL WHERE GET_LOCK(?, ?) = 1"
+);
 const ACQUIRE: &str = "INSERT INTO polylock_fencing (name, token) SELECT ?, LAST_INSERT_ID(1) \
      FROM DUAL WHERE GET_LOCK(?, ?) = 1 ON DUPLICATE KEY UPDATE token = LAST_INSERT_ID(token + 1)";
 const CREATE_FENCING: &str = "CREATE TABLE IF NOT EXISTS polylock_fencing (name VARCHAR(255) \
@@ -240,39 +246,6 @@ enum Attempt {
     Failed(mysql_async::Error, MyConn, Slot),
 }
 
-/// A lock statement in flight on `conn`, run in the acquiring caller's own task (a task of its
-/// own would cost a hand-over between threads on every acquire). If the acquire is dropped
-/// before the statement answered, the connection is unusable (the driver marks a connection
-/// whose exchange was cut short as broken): kill the statement on the server, then close the
-/// connection, which gives back a grant that raced the kill.
-struct InFlight {
-    db: Arc<MySql>,
-    conn: Option<MyConn>,
-    slot: Option<Slot>,
-}
-
-impl InFlight {
-    /// The statement answered: the connection and its place are the caller's again.
-    fn finish(mut self) -> (MyConn, Slot) {
-        let taken = (self.conn.take(), self.slot.take());
-        (taken.0.expect("conn"), taken.1.expect("slot"))
-    }
-}
-
-impl Drop for InFlight {
-    fn drop(&mut self) {
-        let (Some(conn), Some(slot)) = (self.conn.take(), self.slot.take()) else {
-            return;
-        };
-        let db = self.db.clone();
-        crate::runtime::handle().spawn(async move {
-            db.kill_query(conn.id).await;
-            drop(conn);
-            drop(slot);
-        });
-    }
-}
-
 /// The statement that takes `key` and draws the token; the token if it granted the lock.
 async fn lock_statement(
     conn: &mut mysql_async::Conn,
@@ -324,28 +297,27 @@ impl MySqlLock {
         deadline: Option<Instant>,
     ) -> Result<Attempt> {
         let id = conn.id;
-        let mut flight = InFlight {
-            db: self.db.clone(),
-            conn: Some(conn),
-            slot: Some(slot),
-        };
-        let out = {
-            let conn = &mut flight.conn.as_mut().expect("conn").conn;
-            let statement = lock_statement(conn, self.db.fencing, key, fence, secs);
-            tokio::pin!(statement);
-            match deadline {
-                Some(d) => {
-                    match tokio::time::timeout_at((d + GRACE).into(), &mut statement).await {
-                        Ok(out) => out,
-                        Err(_) => {
-                            self.db.kill_query(id).await;
-                            statement.await
-                        }
-                    }
-                }
-                None => statement.await,
-            }
-        };
+        // Cut short, the connection is unusable (the driver marks a connection whose exchange
+        // was cut short as broken): kill the statement, then close the connection, which gives
+        // back a grant that raced the kill.
+        let db = self.db.clone();
+        let mut flight = InFlight::new(
+            conn,
+            slot,
+            Box::new(move |conn: MyConn, slot| {
+                Box::pin(async move {
+                    db.kill_query(conn.id).await;
+                    drop((conn, slot));
+                })
+            }),
+        );
+        let statement = lock_statement(&mut flight.conn().conn, self.db.fencing, key, fence, secs);
+        let out = answer_by(
+            statement,
+            deadline.map(|d| d + GRACE),
+            self.db.kill_query(id),
+        )
+        .await;
         let (conn, slot) = flight.finish();
         Ok(match out {
             Ok(Some(token)) => Attempt::Granted(conn, slot, token),
@@ -711,23 +683,27 @@ pub(crate) async fn connect(
     };
     // The query connection, now: a wrong password or a server down fails the connect.
     let mut first = db.open().await?;
-    let version: Option<String> = first
-        .conn
-        .query_first("SELECT VERSION()")
-        .await
-        .map_err(|e| map_err(&db.url, e, "ask the server's version"))?;
-    let mariadb = version.is_some_and(|v| v.contains("MariaDB"));
-    db.fencing = match (db.url.fencing, mariadb) {
-        (Some(Fencing::Sequence), false) => {
-            first.close().await;
-            return Err(Error::invalid(
-                "fencing=sequence needs MariaDB 10.3 or later: MySQL has no sequences (leave \
-                 fencing out, or say fencing=table)",
-            ));
+    // Only a sequence needs to know the server (the lease table draws no session tokens).
+    db.fencing = match (db.url.fencing, mode) {
+        (Some(Fencing::Table), _) | (None, Mode::Table) => Fencing::Table,
+        (wanted, _) => {
+            let version: Option<String> = first
+                .conn
+                .query_first("SELECT VERSION()")
+                .await
+                .map_err(|e| map_err(&db.url, e, "ask the server's version"))?;
+            match (wanted, version.is_some_and(|v| v.contains("MariaDB"))) {
+                (_, true) => Fencing::Sequence,
+                (None, false) => Fencing::Table,
+                (Some(_), false) => {
+                    first.close().await;
+                    return Err(Error::invalid(
+                        "fencing=sequence needs MariaDB 10.3 or later: MySQL has no sequences \
+                         (leave fencing out, or say fencing=table)",
+                    ));
+                }
+            }
         }
-        (Some(f), _) => f,
-        (None, true) => Fencing::Sequence,
-        (None, false) => Fencing::Table,
     };
     let db = Arc::new(db);
     *db.query.lock().await = Some((first, slots.take()?));

@@ -25,7 +25,7 @@ use tokio_postgres::types::ToSql;
 use tokio_postgres::{error::SqlState, AsyncMessage, Client as PgClient, Statement};
 
 use super::names::{pg_key, PgKey};
-use super::session::{Pool, SessionConn};
+use super::session::{answer_by, InFlight, Pool, SessionConn};
 use super::table::{self, TableDb, TableLock, TableWaiter};
 use super::tls::MakeRustls;
 use super::{Fencing, Mode, Slot, Slots, SqlUrl, DEFAULT_MAX_CONNECTIONS, FENCING_SEQUENCE};
@@ -319,13 +319,7 @@ impl Pg {
 
 /// The statement that takes a key and draws the token (`try`: no waiting), and its fencing row
 /// (the statement's `$1`) when the token comes from the counter table.
-fn lock_sql(
-    kv: &KeyVals,
-    shared: bool,
-    try_: bool,
-    fencing: Fencing,
-    fence: String,
-) -> (String, Option<String>) {
+fn lock_sql(kv: &KeyVals, shared: bool, try_: bool, fencing: Fencing) -> (String, Option<String>) {
     let f = match (try_, shared) {
         (false, false) => "pg_advisory_lock",
         (false, true) => "pg_advisory_lock_shared",
@@ -356,7 +350,7 @@ fn lock_sql(
             kv.sql(2)
         ),
     };
-    (sql, Some(fence))
+    (sql, Some(kv.key.describe()))
 }
 
 /// The parameters of a lock statement of [`lock_sql`].
@@ -383,39 +377,6 @@ enum Attempt {
     Granted(PgConn, Slot, u64),
     Busy(PgConn, Slot),
     Failed(tokio_postgres::Error, PgConn, Slot),
-}
-
-/// A lock statement in flight on `conn`, run in the acquiring caller's own task (a task of its
-/// own would cost a hand-over between threads on every acquire). If the acquire is dropped
-/// before the statement answered, the statement goes on without a listener (the driver drops its
-/// answer): cancel it on the server, then unlock whatever it took before the connection is used
-/// again.
-struct InFlight {
-    db: Arc<Pg>,
-    cancel: tokio_postgres::CancelToken,
-    conn: Option<PgConn>,
-    slot: Option<Slot>,
-}
-
-impl InFlight {
-    /// The statement answered: the connection and its place are the caller's again.
-    fn finish(mut self) -> (PgConn, Slot) {
-        let taken = (self.conn.take(), self.slot.take());
-        (taken.0.expect("conn"), taken.1.expect("slot"))
-    }
-}
-
-impl Drop for InFlight {
-    fn drop(&mut self) {
-        let (Some(conn), Some(slot)) = (self.conn.take(), self.slot.take()) else {
-            return;
-        };
-        let (db, cancel) = (self.db.clone(), self.cancel.clone());
-        crate::runtime::handle().spawn(async move {
-            let _ = cancel.cancel_query(db.tls.clone()).await;
-            settle(&db, conn, slot).await;
-        });
-    }
 }
 
 /// Run a lock statement of [`lock_sql`] on `conn`: its row if it granted the lock.
@@ -453,11 +414,6 @@ impl PgLock {
         self.kind == LockKind::Read
     }
 
-    /// The lock statement of this kind and its fencing row, if any.
-    fn statement(&self, kv: &KeyVals, shared: bool, try_: bool) -> (String, Option<String>) {
-        lock_sql(kv, shared, try_, self.db.fencing, kv.key.describe())
-    }
-
     async fn attempt(
         &self,
         conn: PgConn,
@@ -466,29 +422,26 @@ impl PgLock {
         try_: bool,
         deadline: Option<Instant>,
     ) -> Result<Attempt> {
-        let (sql, fence) = self.statement(&kv, self.shared(), try_);
+        let (sql, fence) = lock_sql(&kv, self.shared(), try_, self.db.fencing);
         let cancel = conn.client.cancel_token();
-        let mut flight = InFlight {
-            db: self.db.clone(),
-            cancel: cancel.clone(),
-            conn: Some(conn),
-            slot: Some(slot),
-        };
-        let out = {
-            let conn = flight.conn.as_mut().expect("conn");
-            let statement = lock_statement(conn, &sql, &fence, &kv);
-            tokio::pin!(statement);
-            match deadline.filter(|_| !try_) {
-                Some(d) => match tokio::time::timeout_at(d.into(), &mut statement).await {
-                    Ok(out) => out,
-                    Err(_) => {
-                        let _ = cancel.cancel_query(self.db.tls.clone()).await;
-                        statement.await
-                    }
-                },
-                None => statement.await,
-            }
-        };
+        // Cut short, the statement goes on without a listener (the driver drops its answer):
+        // cancel it, then unlock whatever it took before the connection is used again.
+        let (db, undo_cancel) = (self.db.clone(), cancel.clone());
+        let mut flight = InFlight::new(
+            conn,
+            slot,
+            Box::new(move |conn, slot| {
+                Box::pin(async move {
+                    let _ = undo_cancel.cancel_query(db.tls.clone()).await;
+                    settle(&db, conn, slot).await;
+                })
+            }),
+        );
+        let statement = lock_statement(flight.conn(), &sql, &fence, &kv);
+        let out = answer_by(statement, deadline.filter(|_| !try_), async {
+            let _ = cancel.cancel_query(self.db.tls.clone()).await;
+        })
+        .await;
         let (conn, slot) = flight.finish();
         Ok(match out {
             Ok(Some(row)) => {
@@ -515,7 +468,7 @@ impl PgLock {
                 "the write lock's connection is gone: the write lock was lost",
             )
         })?;
-        let (sql, fence) = self.statement(&kv, true, true);
+        let (sql, fence) = lock_sql(&kv, true, true, self.db.fencing);
         let out = lock_statement(conn, &sql, &fence, &kv)
             .await
             .map_err(|e| map_err(&self.db.url, e, "take the read lock of a downgrade"))?;

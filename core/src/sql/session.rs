@@ -3,10 +3,12 @@
 //! keep-alive that notices a held connection that was killed or dropped.
 
 use std::collections::HashMap;
+use std::future::Future;
 use std::sync::{Arc, Mutex, Weak};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
+use futures_util::future::BoxFuture;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
@@ -27,6 +29,65 @@ pub(crate) trait SessionConn: Send + Sync + 'static {
     fn closed_signal(&self) -> Option<watch::Receiver<bool>>;
     /// Close it politely.
     async fn close(self);
+}
+
+/// What to do with a connection whose lock statement was cut short by a dropped acquire.
+pub(crate) type Undo<C> = Box<dyn FnOnce(C, Slot) -> BoxFuture<'static, ()> + Send>;
+
+/// A lock connection lent to a statement that runs in the acquiring caller's own task (a task of
+/// its own would cost a hand-over between threads on every acquire). If the acquire is dropped
+/// before the statement answered, `undo` gets the connection on the runtime: it makes the server
+/// end the statement and gives back whatever the statement took.
+pub(crate) struct InFlight<C: SessionConn> {
+    lent: Option<(C, Slot)>,
+    undo: Option<Undo<C>>,
+}
+
+impl<C: SessionConn> InFlight<C> {
+    pub(crate) fn new(conn: C, slot: Slot, undo: Undo<C>) -> InFlight<C> {
+        InFlight {
+            lent: Some((conn, slot)),
+            undo: Some(undo),
+        }
+    }
+
+    /// The connection, for the statement.
+    pub(crate) fn conn(&mut self) -> &mut C {
+        &mut self.lent.as_mut().expect("lent").0
+    }
+
+    /// The statement answered: the connection and its place are the caller's again.
+    pub(crate) fn finish(mut self) -> (C, Slot) {
+        self.lent.take().expect("lent")
+    }
+}
+
+impl<C: SessionConn> Drop for InFlight<C> {
+    fn drop(&mut self) {
+        if let (Some((conn, slot)), Some(undo)) = (self.lent.take(), self.undo.take()) {
+            crate::runtime::handle().spawn(undo(conn, slot));
+        }
+    }
+}
+
+/// Run `statement` to its answer; past `deadline` (if any), `cancel` first makes the server end
+/// it, and the answer it then gives is returned.
+pub(crate) async fn answer_by<T>(
+    statement: impl Future<Output = T>,
+    deadline: Option<Instant>,
+    cancel: impl Future<Output = ()>,
+) -> T {
+    tokio::pin!(statement);
+    let Some(d) = deadline else {
+        return statement.await;
+    };
+    match tokio::time::timeout_at(d.into(), &mut statement).await {
+        Ok(out) => out,
+        Err(_) => {
+            cancel.await;
+            statement.await
+        }
+    }
 }
 
 /// One held connection: the locks held on it (a PostgreSQL writer's downgrade puts the read

@@ -132,6 +132,14 @@ pub async fn pg_alive(pid: u64) -> bool {
     n > 0
 }
 
+/// Take `name` and give it back; the fencing token it had.
+pub async fn take_and_give_back(c: &Client, name: &str) -> u64 {
+    let lock = c.lock(name).unwrap();
+    let held = lock.try_acquire(1, None).await.unwrap().expect("free");
+    assert_eq!(lock.release(1).await.unwrap(), polylock::Released::Freed);
+    held.fencing_token
+}
+
 /// Poll `f` until it returns true, up to `limit`; the time it took.
 pub async fn eventually<F, Fut>(limit: Duration, mut f: F) -> Option<Duration>
 where
