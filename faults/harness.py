@@ -378,7 +378,10 @@ def check(round_: Round, resource: Resource, workers: list[Worker], fault_ended:
     rising = all(a[2] < b[2] for a, b in zip(accepted, accepted[1:]))
     reports = [line for w in workers for line in w.lines if "token" in line]
     lost = sum(1 for r in reports if r["told"])
-    untold = sum(1 for r in reports if r["refused"] and not r["told"])
+    untold_reports = [r for r in reports if r["refused"] and not r["told"]]
+    untold = len(untold_reports)
+    for r in untold_reports:  # named, so that a failed row says whose section it was
+        print(f"untold: {json.dumps(r)}", file=sys.stderr, flush=True)
     after = sum(1 for a in accepted if a[0] > fault_ended)
     by_runtime: dict[str, int] = {}
     for a in accepted:

@@ -364,12 +364,18 @@ impl OneLock {
                 }
                 Err(e)
             }
-            Ok(UnlockReply::Freed) => {
-                if let Some(h) = map.remove(&key) {
+            Ok(UnlockReply::Freed) => match map.remove(&key) {
+                // Declared lost while the release was under way (its session ended): the holder
+                // has been told, and the release says the same rather than "released".
+                Some(Hold {
+                    lost: Some(reason), ..
+                }) => Err(self.lost_error(reason)),
+                Some(h) => {
                     h.mark_released();
+                    Ok(Released::Freed)
                 }
-                Ok(Released::Freed)
-            }
+                None => Ok(Released::Freed),
+            },
             Ok(UnlockReply::Decremented) => match map.get_mut(&key) {
                 Some(h) => {
                     h.count = h.count.saturating_sub(1).max(1);

@@ -475,13 +475,21 @@ impl ZkSession {
     ///
     /// `tried`: an earlier attempt may have deleted it without us hearing back. A delete
     /// that times out with the connection is retried here, and a NoNode after such an attempt is
-    /// our own delete (as a retried Redis release reads the owner's hold count).
+    /// our own delete (as a retried Redis release reads the owner's hold count), unless the
+    /// retry runs on a new session: the old one ended meanwhile and took its ephemeral node with
+    /// it, and which came first, our delete or the end, cannot be told.
     pub(crate) async fn release(&self, path: &str, node: &str, mut tried: bool) -> Result<bool> {
         let full = format!("{path}/{node}");
         let deadline = Instant::now() + self.options.command_timeout;
         let mut delay = Duration::from_millis(50);
+        let mut first_session = None;
         loop {
-            match self.client()?.delete(&full, None).await {
+            let client = self.client()?;
+            let session = client.session_id();
+            if *first_session.get_or_insert(session) != session {
+                tried = false;
+            }
+            match client.delete(&full, None).await {
                 Ok(()) => return Ok(true),
                 Err(zk::Error::NoNode) => return Ok(tried),
                 Err(e) if Instant::now() < deadline && maybe_applied(&e) => {

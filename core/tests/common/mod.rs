@@ -214,6 +214,7 @@ pub async fn zk_children_until(path: &str, ok: impl Fn(&[String]) -> bool) -> Ve
 }
 
 pub mod ha;
+pub mod proxy;
 pub mod rw;
 pub mod sem;
 
