@@ -49,7 +49,15 @@ pub(crate) struct LoopDriver {
     /// for the GIL (a runtime thread that woke a call while holding a lock the loop's thread
     /// waits for would deadlock).
     pipe: [std::os::fd::OwnedFd; 2],
+    /// Calls whose callers have not yet resumed (`call` .. `resumed`).
+    awaiting: std::cell::Cell<usize>,
+    /// Calls answered inside `call` in a row (see `YIELD_EVERY`).
+    answered_in_calls: std::cell::Cell<u32>,
 }
+
+/// At most this many calls answered inside the call in a row (about a millisecond of a task's
+/// calls) before a caller yields to the loop once (see `LoopDriver::call`).
+const YIELD_EVERY: u32 = 16;
 
 fn self_pipe() -> std::io::Result<[std::os::fd::OwnedFd; 2]> {
     use std::os::fd::FromRawFd;
@@ -111,11 +119,14 @@ impl LoopDriver {
                 }
             }),
         );
-        driver.poll_in_calls(true);
+        // Its settled futures run on the loop's next round, not inside its callbacks.
+        driver.follow_up(false);
         Ok(LoopDriver {
             driver: Rc::new(driver),
             wake_pending,
             pipe,
+            awaiting: std::cell::Cell::new(0),
+            answered_in_calls: std::cell::Cell::new(0),
         })
     }
 
@@ -132,12 +143,43 @@ impl LoopDriver {
         start: &Bound<'_, PyAny>,
         done: &Bound<'_, PyAny>,
     ) -> PyResult<Py<PyAny>> {
-        let driver = slf.borrow().driver.clone();
+        let this = slf.borrow();
+        let driver = this.driver.clone();
+        // A call waits a moment for its reply inside this method only when no other task awaits
+        // one: the others run only after this returns, and waiting for each call in turn would
+        // serialize them. Nor after YIELD_EVERY calls in a row were answered inside the call:
+        // awaiting a settled future does not yield to the loop, so a task calling in a loop
+        // would keep the loop's other tasks and I/O waiting; this call's caller yields instead.
+        let alone = this.awaiting.get() == 0;
+        let yield_now = this.answered_in_calls.get() >= YIELD_EVERY;
+        if yield_now {
+            this.answered_in_calls.set(0);
+        }
+        driver.poll_in_calls(alone && !yield_now);
+        this.awaiting.set(this.awaiting.get() + 1);
+        drop(this);
+        let before = driver.in_flight();
         let me = slf.clone().unbind();
-        let previous = CURRENT.with(|c| c.borrow_mut().replace((driver, me)));
+        let previous = CURRENT.with(|c| c.borrow_mut().replace((driver.clone(), me)));
         let result = start.call1((done,));
         CURRENT.with(|c| *c.borrow_mut() = previous);
+        let this = slf.borrow();
+        if result.is_err() {
+            this.resumed(); // nothing to await
+        }
+        // Answered inside the call (its task already ended): its caller will not yield to the
+        // loop when it awaits.
+        if driver.in_flight() <= before {
+            this.answered_in_calls.set(this.answered_in_calls.get() + 1);
+        } else {
+            this.answered_in_calls.set(0);
+        }
         result.map(Bound::unbind)
+    }
+
+    /// The caller of a call resumed (its result was taken, or it was cancelled).
+    fn resumed(&self) {
+        self.awaiting.set(self.awaiting.get().saturating_sub(1));
     }
 
     /// The loop saw `fd` readable or writable.

@@ -282,3 +282,80 @@ def test_ten_thousand_pairs_by_64_tasks_keep_a_counter_exact(run, client):
     run(main())
     for n in names:
         assert not client.lock(n).locked()
+
+
+def waited_in_calls(driver) -> int:
+    """From the driver's description: "..., <n> calls waited for their reply inside the call; ..."."""
+    head = driver.describe().split(";")[0]
+    return int(head.split(", ")[-1].split()[0])
+
+
+@pytest.mark.skipif(WANTED != "loop", reason="counts what the loop driver's calls did")
+def test_calls_of_many_tasks_are_in_flight_together(run, client):
+    """A call waits a moment for its own reply inside the call only while no other task awaits
+    one: with 16 tasks, their commands are on the wire together. (Every call used to wait for its
+    reply in turn, which made 64 tasks no faster than one.)"""
+    locks = [client.lock(unique(f"together-{i}")) for i in range(16)]
+
+    async def main():
+        driver = _aio._driver(asyncio.get_running_loop())
+        for lk in locks:  # the loop's connection is made, and alone a call waits in it
+            await lk.acquire_async()
+            await lk.release_async()
+        alone = waited_in_calls(driver)
+        most = 0
+
+        async def task(lock):
+            nonlocal most
+            for _ in range(50):
+                await lock.acquire_async()
+                most = max(most, int(driver.describe().split()[0]))  # "<n> calls in flight, ..."
+                await lock.release_async()
+
+        await asyncio.wait_for(asyncio.gather(*(task(lk) for lk in locks)), 60)
+        return alone, waited_in_calls(driver) - alone, most
+
+    alone, together, most = run(main())
+    assert alone > 0, "a call alone waits for its reply inside the call"
+    assert together < 100, f"{together} of 1600 calls of 16 tasks waited for their reply in turn"
+    assert most >= 8, f"at most {most} calls in flight at once"
+    for lk in locks:
+        assert not lk.locked()
+
+
+def test_a_task_calling_in_a_loop_lets_the_others_run(run, client):
+    """Awaiting a call answered inside the call does not yield to the loop by itself: the driver
+    lets every 17th such call wait on the loop instead, so a task that locks in a loop cannot
+    starve the loop's other tasks."""
+    lock = client.lock(unique("fair"))
+
+    async def main():
+        if WANTED == "loop":  # the loop's connection first (calls take the runtime until then)
+            driver = _aio._driver(asyncio.get_running_loop())
+            deadline = time.monotonic() + 5
+            while driver.connections() != 1:
+                assert time.monotonic() < deadline, "no loop connection"
+                await lock.acquire_async()
+                await lock.release_async()
+                await asyncio.sleep(0.01)
+        ticks = 0
+        stop = False
+
+        async def ticker():
+            nonlocal ticks
+            while not stop:
+                ticks += 1
+                await asyncio.sleep(0)
+
+        t = asyncio.ensure_future(ticker())
+        await asyncio.sleep(0)
+        ticks = 0
+        for _ in range(400):
+            await lock.acquire_async()
+            await lock.release_async()
+        stop = True
+        await t
+        return ticks
+
+    ticks = run(main())
+    assert ticks >= 25, f"the other task ran {ticks} times during 800 calls"

@@ -58,12 +58,19 @@ class _Host:
 
 # One driver per loop (asyncio's and uvloop's loops both take weak references), dropped with it.
 _drivers: "weakref.WeakKeyDictionary[Any, Any]" = weakref.WeakKeyDictionary()
+# The last loop asked for and its driver, both weakly: the lookup of nearly every call.
+_last: "tuple[Any, Any]" = (lambda: None, lambda: None)
 
 
 def _driver(loop: asyncio.AbstractEventLoop) -> Any:
     """The driver of ``loop``, made on first use; ``None`` on the runtime way."""
+    global _last
     if not _WANTED:
         return None
+    if _last[0]() is loop:
+        d = _last[1]()
+        if d is not None:
+            return d
     d = _drivers.get(loop)
     if d is None:
         host = _Host(loop)
@@ -72,6 +79,7 @@ def _driver(loop: asyncio.AbstractEventLoop) -> Any:
         # Other threads (polylock's runtime: timers, pub/sub) wake the loop through this pipe.
         loop.add_reader(d.wake_fd, d.woken)
         _drivers[loop] = d
+    _last = (weakref.ref(loop), weakref.ref(d))
     return d
 
 
@@ -84,6 +92,7 @@ async def run(start: Callable[[Done], _native.NativeCall], give_back: Optional[C
     """Start a native call with ``start(done)`` and await its value. ``give_back(value)`` runs for
     a value that arrives after the task was cancelled (``False`` and ``None`` mean "nothing taken")."""
     loop = asyncio.get_running_loop()
+    driver = _driver(loop)
     fut: asyncio.Future[Any] = loop.create_future()
 
     def settle(ok: bool, value: Any) -> None:
@@ -96,10 +105,11 @@ async def run(start: Callable[[Done], _native.NativeCall], give_back: Optional[C
         else:
             fut.set_exception(value)
 
-    driver = _driver(loop)
     if driver is not None:
-        # ``done`` runs on this thread; the future is settled on the loop's next round.
-        call = driver.call(start, lambda ok, value: loop.call_soon(settle, ok, value))
+        # ``settle`` runs on this thread, inside the call when its reply came at once: a settled
+        # future runs its callbacks on the loop's next round anyway, and awaiting one that is
+        # already done costs no round at all.
+        call = driver.call(start, settle)
     else:
         call = start(lambda ok, value: loop.call_soon_threadsafe(settle, ok, value))
     try:
@@ -107,6 +117,9 @@ async def run(start: Callable[[Done], _native.NativeCall], give_back: Optional[C
     except asyncio.CancelledError:
         call.cancel()
         raise
+    finally:
+        if driver is not None:
+            driver.resumed()
 
 
 def ignore(ok: bool, value: Any) -> None:

@@ -229,6 +229,9 @@ struct Inner {
     /// The client liveness and reply timeout of connections being made.
     pending_specs: RefCell<HashMap<u64, PendingSpec>>,
     poll_in_calls: Cell<bool>,
+    follow_up: Cell<bool>,
+    /// Calls that waited for their reply inside [`Driver::spawn`] (diagnostics).
+    waited_in_calls: Cell<u64>,
     serial: Cell<u64>,
 }
 
@@ -262,6 +265,8 @@ impl Driver {
                 rt: runtime::handle(),
                 pending_specs: RefCell::new(HashMap::new()),
                 poll_in_calls: Cell::new(false),
+                follow_up: Cell::new(true),
+                waited_in_calls: Cell::new(0),
                 serial: Cell::new(0),
             }),
         }
@@ -317,6 +322,7 @@ impl Driver {
             // Only a call alone in flight waits: with others in flight the loop has their
             // replies to read meanwhile, and waiting for each call in turn would serialize them.
             if inner.poll_in_calls.get() && inner.in_flight.get() == 1 {
+                inner.waited_in_calls.set(inner.waited_in_calls.get() + 1);
                 let ready = inner.spin();
                 if !ready.is_empty() {
                     inner.read_and_turn(ready);
@@ -331,6 +337,15 @@ impl Driver {
     /// returns (hosts whose settled futures never run code inside the call: asyncio).
     pub fn poll_in_calls(&self, yes: bool) {
         self.inner.poll_in_calls.set(yes);
+    }
+
+    /// Whether a callback goes on reading replies that arrive while it polls (see
+    /// [`Driver::callback`]; on by default). Worth it where the batch's own settlements issue
+    /// the next commands inside the callback (Node runs the reactions of its Promises there);
+    /// not where they run only on the loop's next round (asyncio), whose callers would wait
+    /// for the spin.
+    pub fn follow_up(&self, yes: bool) {
+        self.inner.follow_up.set(yes);
     }
 
     /// Drop the call `id` (a cancelled wait): its future is dropped as any dropped future (the
@@ -408,7 +423,7 @@ impl Driver {
             inner.batch.set(false);
             inner.sweep();
             inner.flush_all();
-            if started.elapsed() >= FOLLOW_UP_FOR {
+            if !inner.follow_up.get() || started.elapsed() >= FOLLOW_UP_FOR {
                 return; // left for the loop's next poll of the sockets (still readable)
             }
             ready = inner.spin();
@@ -444,10 +459,11 @@ impl Driver {
             })
             .collect();
         format!(
-            "{} calls in flight, {} tasks, {} ready; {}",
+            "{} calls in flight, {} tasks, {} ready, {} calls waited for their reply inside the call; {}",
             inner.in_flight.get(),
             inner.tasks.borrow().iter().filter(|t| t.is_some()).count(),
             inner.shared.ready.lock().map_or(0, |r| r.len()),
+            inner.waited_in_calls.get(),
             conns.join("; ")
         )
     }
@@ -919,19 +935,17 @@ impl Conn {
 }
 
 /// True when the socket has bytes to read (or an error to report), without reading them.
+/// `poll` with no timeout: it reads the socket's state without taking the socket's lock, which
+/// a peeking `recv` takes, and which the kernel delivering the reply then has to wait for.
 #[cfg(unix)]
 fn readable_now(fd: Fd) -> bool {
-    let mut byte = 0u8;
-    // SAFETY: a one-byte buffer of our own; the descriptor is an open socket of a connection.
-    let n = unsafe {
-        libc::recv(
-            fd,
-            (&mut byte as *mut u8).cast(),
-            1,
-            libc::MSG_PEEK | libc::MSG_DONTWAIT,
-        )
+    let mut pfd = libc::pollfd {
+        fd,
+        events: libc::POLLIN,
+        revents: 0,
     };
-    n >= 0 || io::Error::last_os_error().kind() != io::ErrorKind::WouldBlock
+    // SAFETY: one pollfd of our own; the descriptor is an open socket of a connection.
+    unsafe { libc::poll(&mut pfd, 1, 0) > 0 }
 }
 
 #[cfg(not(unix))]
