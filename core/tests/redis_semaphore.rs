@@ -360,3 +360,45 @@ async fn an_expired_permit_counted_back_by_another_call_is_lost() {
     let err = s.release(&p.id).await.unwrap_err();
     assert_eq!(err.kind(), ErrorKind::NotOwner, "a second release: {err}");
 }
+
+/// The status of an expiring semaphore is one read: while permits are taken and given back
+/// beside it, free permits and leases always add up to the semaphore's size (read with two
+/// commands, a permit taken between them was counted twice: 3 of 2, seen in the CLI's test).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn status_is_one_consistent_read_while_permits_churn() {
+    let c = client().await;
+    let name = unique("permits-status");
+    let s = std::sync::Arc::new(c.permit_expirable_semaphore(&name).unwrap());
+    assert!(s.try_set_permits(2).await.unwrap());
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let churn: Vec<_> = (0..2)
+        .map(|_| {
+            let (s, stop) = (s.clone(), stop.clone());
+            tokio::spawn(async move {
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    let p = s
+                        .acquire(Some(Duration::from_secs(20)), Wait::Never)
+                        .await
+                        .unwrap();
+                    s.release(&p.id).await.unwrap();
+                }
+            })
+        })
+        .collect();
+    for _ in 0..500 {
+        let st = s.status().await.unwrap();
+        assert_eq!(
+            st.available + st.holders.len() as i64,
+            2,
+            "free {} + leased {}",
+            st.available,
+            st.holders.len()
+        );
+        assert_eq!(st.permits, Some(2));
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    for t in churn {
+        t.await.unwrap();
+    }
+    assert_eq!(s.available_permits().await.unwrap(), 2);
+}

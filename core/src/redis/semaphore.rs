@@ -74,6 +74,7 @@ struct Scripts {
     permit_release: Script,
     permit_renew: Script,
     permit_available: Script,
+    permit_status: Script,
 }
 
 impl Scripts {
@@ -90,6 +91,7 @@ impl Scripts {
             permit_release: Script::new(include_str!("lua/permits/release.lua")),
             permit_renew: Script::new(include_str!("lua/permits/renew.lua")),
             permit_available: with_reclaim(include_str!("lua/permits/available.lua")),
+            permit_status: with_reclaim(include_str!("lua/permits/status.lua")),
         }
     }
 }
@@ -338,38 +340,36 @@ impl RedisSemaphore {
         }
     }
 
-    async fn holders(&self, name: &str) -> Result<Vec<PermitHolder>> {
-        if !self.expiring {
-            return Ok(Vec::new());
-        }
-        let v: Vec<(Vec<u8>, f64)> = self
-            .conn
-            .query(
-                redis::cmd("ZRANGE")
-                    .arg(timeout_key(name))
-                    .arg(0)
-                    .arg(-1)
-                    .arg("WITHSCORES")
-                    .clone(),
-                "list the semaphore's permits",
-            )
+    /// The free count and the leases with their expiry, read by one script.
+    async fn permit_status(&self, name: &str) -> Result<SemaphoreStatus> {
+        let mut inv = self.scripts.permit_status.key(name);
+        inv.key(timeout_key(name))
+            .key(channel(name))
+            .arg(epoch_ms())
+            .arg(self.conn.publish);
+        let (available, leases): (i64, Vec<Vec<u8>>) = self
+            .call(&inv, true, "read the semaphore's permits")
             .await?;
         let now = epoch_ms() as f64;
-        Ok(v.into_iter()
-            .map(|(id, score)| PermitHolder {
-                id: hex(&id),
-                expires_in: (score < NO_EXPIRY as f64)
-                    .then(|| Duration::from_millis((score - now).max(0.0) as u64)),
+        // ZRANGE WITHSCORES: id, score, id, score, ...
+        let holders: Vec<PermitHolder> = leases
+            .chunks_exact(2)
+            .map(|pair| {
+                let score = std::str::from_utf8(&pair[1])
+                    .ok()
+                    .and_then(|s| s.parse::<f64>().ok())
+                    .unwrap_or(0.0);
+                PermitHolder {
+                    id: hex(&pair[0]),
+                    expires_in: (score < NO_EXPIRY as f64)
+                        .then(|| Duration::from_millis((score - now).max(0.0) as u64)),
+                }
             })
-            .collect())
-    }
-
-    async fn status_of(&self, name: &str, available: i64) -> Result<SemaphoreStatus> {
-        let holders = self.holders(name).await?;
+            .collect();
         Ok(SemaphoreStatus {
             name: name.to_string(),
             available,
-            permits: self.expiring.then(|| available + holders.len() as i64),
+            permits: Some(available + holders.len() as i64),
             holders,
         })
     }
@@ -457,8 +457,15 @@ impl SemaphoreOps for RedisSemaphore {
     }
 
     async fn status(&self, name: &str) -> Result<SemaphoreStatus> {
-        let available = SemaphoreOps::available(self, name).await?;
-        self.status_of(name, available).await
+        if self.expiring {
+            return self.permit_status(name).await;
+        }
+        Ok(SemaphoreStatus {
+            name: name.to_string(),
+            available: SemaphoreOps::available(self, name).await?,
+            permits: None, // a plain semaphore counts free permits only
+            holders: Vec::new(),
+        })
     }
 }
 
@@ -517,8 +524,7 @@ impl ExpirableOps for RedisSemaphore {
     }
 
     async fn status(&self, name: &str) -> Result<SemaphoreStatus> {
-        let available = ExpirableOps::available(self, name).await?;
-        self.status_of(name, available).await
+        self.permit_status(name).await
     }
 }
 
