@@ -340,15 +340,30 @@ impl RedisSemaphore {
         }
     }
 
-    /// The free count and the leases with their expiry, read by one script.
-    async fn permit_status(&self, name: &str) -> Result<SemaphoreStatus> {
-        let mut inv = self.scripts.permit_status.key(name);
+    /// Run a script that reclaims expired permits first (its keys and arguments are the same:
+    /// the count, the lease set, the channel; now, whether to publish).
+    async fn reclaiming<T: redis::FromRedisValue>(
+        &self,
+        script: &Script,
+        name: &str,
+        doing: &str,
+    ) -> Result<T> {
+        let mut inv = script.key(name);
         inv.key(timeout_key(name))
             .key(channel(name))
             .arg(epoch_ms())
             .arg(self.conn.publish);
+        self.call(&inv, true, doing).await
+    }
+
+    /// The free count and the leases with their expiry, read by one script.
+    async fn permit_status(&self, name: &str) -> Result<SemaphoreStatus> {
         let (available, leases): (i64, Vec<Vec<u8>>) = self
-            .call(&inv, true, "read the semaphore's permits")
+            .reclaiming(
+                &self.scripts.permit_status,
+                name,
+                "read the semaphore's permits",
+            )
             .await?;
         let now = epoch_ms() as f64;
         // ZRANGE WITHSCORES: id, score, id, score, ...
@@ -515,12 +530,12 @@ impl ExpirableOps for RedisSemaphore {
     }
 
     async fn available(&self, name: &str) -> Result<i64> {
-        let mut inv = self.scripts.permit_available.key(name);
-        inv.key(timeout_key(name))
-            .key(channel(name))
-            .arg(epoch_ms())
-            .arg(self.conn.publish);
-        self.call(&inv, true, "count the free permits").await
+        self.reclaiming(
+            &self.scripts.permit_available,
+            name,
+            "count the free permits",
+        )
+        .await
     }
 
     async fn status(&self, name: &str) -> Result<SemaphoreStatus> {
