@@ -42,10 +42,69 @@ pub(crate) enum LeaseSupport {
     Session,
 }
 
-/// Resolves when a hold is gone from the server behind its holder's back (a watch on its node,
-/// a dropped connection). The hold layer then declares the hold lost unless its owner is
-/// releasing it.
-pub(crate) type Gone = std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>;
+/// How a backend tells that a hold is gone from the server behind its holder's back (a watch on
+/// its node, a dropped connection). The hold layer then declares the hold lost unless its owner
+/// is releasing it.
+pub(crate) enum Gone {
+    /// A future the hold layer awaits in a task of its own: `true` when the hold is gone, `false`
+    /// when there is nothing to tell (its watch ended; what follows is reported elsewhere).
+    Watch(std::pin::Pin<Box<dyn std::future::Future<Output = bool> + Send>>),
+    /// The backend tells it itself, through this notice: no task per hold (a SQL connection's
+    /// keep-alive round, or its driver's end, tells every hold on that connection).
+    Notice(GoneNotice),
+}
+
+/// A hold's end, told once by its backend to whoever listens: hooks added after it was told run
+/// at once. [`GoneNotice::clear`] forgets the hooks of holds that ended normally.
+#[derive(Clone, Default)]
+pub(crate) struct GoneNotice(Arc<std::sync::Mutex<NoticeState>>);
+
+type GoneHook = Box<dyn FnOnce() + Send>;
+
+#[derive(Default)]
+enum NoticeState {
+    #[default]
+    Untold,
+    Listening(Vec<GoneHook>),
+    Told,
+}
+
+impl GoneNotice {
+    fn state(&self) -> std::sync::MutexGuard<'_, NoticeState> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Run `hook` when this notice is told (now, if it was).
+    pub(crate) fn on_gone(&self, hook: GoneHook) {
+        let mut state = self.state();
+        match &mut *state {
+            NoticeState::Told => {
+                drop(state);
+                hook();
+            }
+            NoticeState::Listening(hooks) => hooks.push(hook),
+            NoticeState::Untold => *state = NoticeState::Listening(vec![hook]),
+        }
+    }
+
+    /// Tell every hook added so far, and every one added later.
+    pub(crate) fn tell(&self) {
+        let was = std::mem::replace(&mut *self.state(), NoticeState::Told);
+        if let NoticeState::Listening(hooks) = was {
+            for hook in hooks {
+                hook();
+            }
+        }
+    }
+
+    /// Forget the hooks added so far (their holds ended normally); a notice told stays told.
+    pub(crate) fn clear(&self) {
+        let mut state = self.state();
+        if let NoticeState::Listening(_) = &*state {
+            *state = NoticeState::Untold;
+        }
+    }
+}
 
 /// What a granted acquire returns.
 pub(crate) struct Granted {
@@ -364,5 +423,46 @@ pub(crate) trait Backend: Send + Sync {
     /// End the session as an expiry would (tests of the lost signal).
     async fn expire_session(&self) -> Result<()> {
         Err(Error::unsupported("not a ZooKeeper client"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicU32, Ordering};
+
+    use super::*;
+
+    fn counter(n: &Arc<AtomicU32>) -> GoneHook {
+        let n = n.clone();
+        Box::new(move || {
+            n.fetch_add(1, Ordering::SeqCst);
+        })
+    }
+
+    #[test]
+    fn a_notice_tells_each_hook_once_and_late_hooks_at_once() {
+        let (notice, n) = (GoneNotice::default(), Arc::new(AtomicU32::new(0)));
+        notice.on_gone(counter(&n));
+        notice.on_gone(counter(&n));
+        assert_eq!(n.load(Ordering::SeqCst), 0);
+        notice.tell();
+        assert_eq!(n.load(Ordering::SeqCst), 2);
+        notice.tell();
+        assert_eq!(n.load(Ordering::SeqCst), 2, "told twice");
+        notice.on_gone(counter(&n));
+        assert_eq!(n.load(Ordering::SeqCst), 3, "a hook added after the telling runs at once");
+        notice.clear();
+        notice.on_gone(counter(&n));
+        assert_eq!(n.load(Ordering::SeqCst), 4, "a told notice stays told");
+    }
+
+    #[test]
+    fn a_cleared_notice_forgets_the_holds_that_ended() {
+        let (notice, n) = (GoneNotice::default(), Arc::new(AtomicU32::new(0)));
+        notice.on_gone(counter(&n));
+        notice.clear();
+        notice.on_gone(counter(&n));
+        notice.tell();
+        assert_eq!(n.load(Ordering::SeqCst), 1);
     }
 }

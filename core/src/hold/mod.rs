@@ -169,7 +169,7 @@ impl Holds {
     }
 }
 
-/// Declare the hold `key` lost when `gone` (the backend's watch on it) resolves, unless its owner
+/// Declare the hold `key` lost when `gone` (the backend's watch on it) tells so, unless its owner
 /// released it (or is releasing it) meanwhile, or it is another hold by then (another token).
 pub(crate) fn watch_gone(
     core: &Arc<ClientCore>,
@@ -178,8 +178,7 @@ pub(crate) fn watch_gone(
     gone: crate::backend::Gone,
 ) {
     let core = Arc::downgrade(core);
-    crate::runtime::handle().spawn(async move {
-        gone.await;
+    let declare = move || {
         let Some(core) = core.upgrade() else {
             return;
         };
@@ -189,7 +188,17 @@ pub(crate) fn watch_gone(
                 h.mark_lost(&key, LostReason::Deleted);
             }
         }
-    });
+    };
+    match gone {
+        crate::backend::Gone::Watch(watch) => {
+            crate::runtime::handle().spawn(async move {
+                if watch.await {
+                    declare();
+                }
+            });
+        }
+        crate::backend::Gone::Notice(notice) => notice.on_gone(Box::new(declare)),
+    }
 }
 
 /// A lost signal that fires when any of `signals` fires (the hold of a multi-lock ends with the

@@ -16,7 +16,6 @@ use std::time::{Duration, Instant};
 use async_trait::async_trait;
 use futures_util::future::BoxFuture;
 use mysql_async::prelude::Queryable;
-use tokio::sync::watch;
 
 use super::names::mysql_lock_name;
 use super::session::{answer_by, InFlight, Pool, SessionConn};
@@ -25,8 +24,8 @@ use super::{
     fencing_sequence, Fencing, Mode, Slot, Slots, SqlUrl, DEFAULT_MAX_CONNECTIONS, FENCING_SEQUENCE,
 };
 use crate::backend::{
-    AcquireRequest, Backend, Granted, HoldOps, LeaseSupport, LockOps, Reentry, ReleaseRequest,
-    UnlockReply,
+    AcquireRequest, Backend, GoneNotice, Granted, HoldOps, LeaseSupport, LockOps, Reentry,
+    ReleaseRequest, UnlockReply,
 };
 use crate::model::error::{Error, ErrorKind, Result};
 use crate::model::kind::{HoldKind, HoldMode, LockKind};
@@ -73,7 +72,7 @@ impl SessionConn for MyConn {
         false // found out by the next statement
     }
 
-    fn closed_signal(&self) -> Option<watch::Receiver<bool>> {
+    fn close_notice(&self) -> Option<GoneNotice> {
         None
     }
 

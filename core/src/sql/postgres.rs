@@ -30,8 +30,8 @@ use super::table::{self, TableDb, TableLock, TableWaiter};
 use super::tls::MakeRustls;
 use super::{Fencing, Mode, Slot, Slots, SqlUrl, DEFAULT_MAX_CONNECTIONS, FENCING_SEQUENCE};
 use crate::backend::{
-    AcquireRequest, Backend, Granted, HoldOps, LeaseSupport, LockOps, Reentry, ReleaseRequest,
-    UnlockReply,
+    AcquireRequest, Backend, GoneNotice, Granted, HoldOps, LeaseSupport, LockOps, Reentry,
+    ReleaseRequest, UnlockReply,
 };
 use crate::model::error::{Error, ErrorKind, Result};
 use crate::model::kind::{HoldKind, HoldMode, LockKind};
@@ -45,11 +45,12 @@ const CREATE_FENCING: &str = "CREATE TABLE IF NOT EXISTS polylock_fencing (name 
 const UTC_NOW: &str = "timezone('utc', CURRENT_TIMESTAMP)";
 
 /// A PostgreSQL connection: the client half, the backend's pid, and whether the driver's
-/// connection task has ended.
+/// connection task has ended (`closed`, and `gone` told to the holds on it).
 pub(crate) struct PgConn {
     client: PgClient,
     pid: u64,
     closed: watch::Receiver<bool>,
+    gone: GoneNotice,
     prepared: HashMap<String, Statement>,
 }
 
@@ -81,8 +82,8 @@ impl SessionConn for PgConn {
         self.client.is_closed() || *self.closed.borrow()
     }
 
-    fn closed_signal(&self) -> Option<watch::Receiver<bool>> {
-        Some(self.closed.clone())
+    fn close_notice(&self) -> Option<GoneNotice> {
+        Some(self.gone.clone())
     }
 
     async fn close(self) {
@@ -193,9 +194,12 @@ impl Pg {
                 .await
                 .map_err(|e| map_err(&self.url, e, "connect"))?;
             let (tx, closed) = watch::channel(false);
+            let gone = GoneNotice::default();
+            let told = gone.clone();
             crate::runtime::handle().spawn(async move {
                 let _ = connection.await;
                 tx.send_replace(true);
+                told.tell();
             });
             let pid: i32 = client
                 .query_one("SELECT pg_backend_pid()", &[])
@@ -206,6 +210,7 @@ impl Pg {
                 client,
                 pid: pid as u64,
                 closed,
+                gone,
                 prepared: HashMap::new(),
             })
         };

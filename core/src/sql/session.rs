@@ -9,11 +9,10 @@ use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use futures_util::future::BoxFuture;
-use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
 use super::{Slot, Slots};
-use crate::backend::Gone;
+use crate::backend::{Gone, GoneNotice};
 use crate::model::error::{Error, Result};
 
 /// A connection that can hold session locks.
@@ -25,8 +24,9 @@ pub(crate) trait SessionConn: Send + Sync + 'static {
     async fn ping(&mut self) -> bool;
     /// True once the driver knows the connection is closed.
     fn is_closed(&self) -> bool;
-    /// Flips to true when the driver sees the server close the connection, where it can.
-    fn closed_signal(&self) -> Option<watch::Receiver<bool>>;
+    /// Told when the driver sees the server close the connection, where it can (else the
+    /// keep-alive finds out).
+    fn close_notice(&self) -> Option<GoneNotice>;
     /// Close it politely.
     async fn close(self);
 }
@@ -91,40 +91,20 @@ pub(crate) async fn answer_by<T>(
 }
 
 /// One held connection: the locks held on it (a PostgreSQL writer's downgrade puts the read
-/// lock on its writer's connection) and whether it was found dead.
+/// lock on its writer's connection) and the notice told when it is found dead.
 pub(crate) struct Held<C> {
     pub(crate) conn: tokio::sync::Mutex<Option<C>>,
     /// Holds on this connection.
     refs: Mutex<u32>,
-    lost: watch::Sender<bool>,
-    closed: Option<watch::Receiver<bool>>,
+    /// Told by the keep-alive, or by the driver when the server closes the connection; cleared
+    /// when the connection holds nothing any more (its holds ended normally).
+    notice: GoneNotice,
 }
 
 impl<C> Held<C> {
-    /// Resolves when this connection is found dead, or when it was given back or closed (its
-    /// `Held` is gone): the task that watches a hold must end with the hold, and it declares
-    /// nothing lost for a hold its owner released or is releasing.
+    /// How a hold on this connection learns that the connection is gone: no task per hold.
     pub(crate) fn gone(&self) -> Gone {
-        let mut lost = self.lost.subscribe();
-        let closed = self.closed.clone();
-        Box::pin(async move {
-            // `Err`: the sender went with the `Held`.
-            let lost = async move {
-                let _ = lost.wait_for(|v| *v).await;
-            };
-            let closed = async move {
-                match closed {
-                    Some(mut c) => {
-                        let _ = c.wait_for(|v| *v).await;
-                    }
-                    None => std::future::pending::<()>().await,
-                }
-            };
-            tokio::select! {
-                _ = lost => {}
-                _ = closed => {}
-            }
-        })
+        Gone::Notice(self.notice.clone())
     }
 }
 
@@ -183,12 +163,11 @@ impl<C: SessionConn> Pool<C> {
     /// Keep `conn` for the lock it now holds; its id is the hold's node.
     pub(crate) fn hold(&self, conn: C, slot: Slot) -> (String, Gone) {
         let id = conn.id();
-        let closed = conn.closed_signal();
+        let notice = conn.close_notice().unwrap_or_default();
         let held = Arc::new(Held {
             conn: tokio::sync::Mutex::new(Some(conn)),
             refs: Mutex::new(1),
-            lost: watch::Sender::new(false),
-            closed,
+            notice,
         });
         let gone = held.gone();
         self.held
@@ -235,6 +214,7 @@ impl<C: SessionConn> Pool<C> {
         let Some((h, slot)) = entry else {
             return;
         };
+        h.notice.clear(); // its holds ended: a later close of the connection is nobody's loss
         let conn = h.conn.lock().await.take();
         if let Some(conn) = conn {
             if healthy {
@@ -281,7 +261,7 @@ impl<C: SessionConn> Pool<C> {
                         if let Some(c) = guard.take() {
                             drop(c); // dead: nothing to say goodbye to
                         }
-                        h.lost.send_replace(true);
+                        h.notice.tell();
                     }
                 }
             }
@@ -304,6 +284,7 @@ impl<C: SessionConn> Pool<C> {
             .map(|(_, v)| v)
             .collect();
         for (h, _slot) in held {
+            h.notice.clear();
             if let Some(c) = h.conn.lock().await.take() {
                 c.close().await;
             }

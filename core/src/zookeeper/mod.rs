@@ -502,25 +502,27 @@ impl ZkSession {
         }
     }
 
-    /// What resolves when `node` (a child of `path`) is deleted, by anybody: an exists watch on
+    /// What tells when `node` (a child of `path`) is deleted, by anybody: an exists watch on
     /// it, sent when the future is first polled (the hold layer polls it on the runtime, after the
     /// acquire has returned, so it costs the acquire nothing). It holds the session only while it
     /// sends the request, never while it waits, so that it never keeps a closing session open.
+    /// After a connection error or a session event it ends with nothing to tell (`false`): the
+    /// session watch reports what follows, and no task stays behind per hold.
     pub(crate) fn watch_gone(self: &Arc<Self>, path: &str, node: &str) -> crate::backend::Gone {
         let session = Arc::downgrade(self);
         let full = format!("{path}/{node}");
-        Box::pin(async move {
+        crate::backend::Gone::Watch(Box::pin(async move {
             loop {
                 let Some(client) = session.upgrade().and_then(|s| s.client().ok()) else {
-                    return std::future::pending().await; // closed: nothing to tell
+                    return false; // closed: nothing to tell
                 };
                 let watched = client.check_and_watch_stat(&full).await;
                 drop(client);
                 let watcher = match watched {
                     Ok((Some(_), watcher)) => watcher,
-                    Ok((None, _)) => return, // already gone
+                    Ok((None, _)) => return true, // already gone
                     // Connection trouble: the session watch reports what follows.
-                    Err(_) => return std::future::pending().await,
+                    Err(_) => return false,
                 };
                 match watcher.changed().await.event_type {
                     // Deleted while our session lives (a force unlock), or deleted because our
@@ -529,21 +531,21 @@ impl ZkSession {
                     // watch's to report.
                     zk::EventType::NodeDeleted => {
                         let Some(client) = session.upgrade().and_then(|s| s.client().ok()) else {
-                            return std::future::pending().await;
+                            return false;
                         };
                         match client.check_stat(&full).await {
-                            Ok(None) => return,
+                            Ok(None) => return true,
                             Ok(Some(_)) => continue,
-                            Err(_) => return std::future::pending().await,
+                            Err(_) => return false,
                         }
                     }
                     // Its data changed (nobody's business here): watch again.
                     zk::EventType::NodeDataChanged => continue,
                     // A session event: the session watch decides whether the hold is lost.
-                    _ => return std::future::pending().await,
+                    _ => return false,
                 }
             }
-        })
+        }))
     }
 
     /// Delete every node of `nodes` under `path`; true if there was any.
