@@ -272,12 +272,15 @@ fn spin_block_on<F: Future>(h: &Handle, fut: F) -> F::Output {
         if let std::task::Poll::Ready(v) = fut.as_mut().poll(&mut cx) {
             return v;
         }
-        let permit = SpinPermit::take();
-        let spin_until = permit.deadline();
+        let mut permit = Some(SpinPermit::take());
+        let spin_until = permit.as_ref().and_then(SpinPermit::deadline);
         while !waker.woken.swap(false, Ordering::Acquire) {
             if spin_until.is_some_and(|t| std::time::Instant::now() < t) {
                 std::thread::yield_now();
             } else {
+                // A caller that sleeps polls no more: its leave goes to another (a caller
+                // parked for a long wait kept it, and no other call could poll meanwhile).
+                permit = None;
                 std::thread::park();
             }
         }

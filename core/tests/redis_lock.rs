@@ -2,6 +2,7 @@
 
 mod common;
 
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -963,4 +964,139 @@ async fn a_lease_starts_when_granted_not_when_the_wait_began() {
         short.lock(&name).unwrap().release(waiter).await.unwrap(),
         Released::Freed
     );
+}
+
+/// Clients connected to an own server, by its own count.
+async fn connected_clients(url: &str) -> i64 {
+    let mut r = raw_at(url).await;
+    let info: String = redis::cmd("INFO")
+        .arg("clients")
+        .query_async(&mut r)
+        .await
+        .unwrap();
+    let n = info
+        .lines()
+        .find_map(|l| l.strip_prefix("connected_clients:"))
+        .expect("INFO clients names connected_clients");
+    n.trim().parse::<i64>().unwrap() - 1 // not this one
+}
+
+/// Calls that run as tasks of polylock's runtime (where async Rust callers and the bindings'
+/// async paths run) take connections of their own, one per call in flight, up to a cap (16);
+/// the others share the multiplexed connection. 48 tasks on one lock: no overlap, the counter
+/// exact, and the server sees more connections than the client had, but no more than the cap.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn runtime_tasks_call_on_connections_of_their_own_up_to_a_cap() {
+    let server = OwnRedis::start(&[]);
+    let c = Client::connect(&server.url()).await.unwrap();
+    let lock = c.lock(&unique("task-conns")).unwrap();
+    lock.is_locked().await.unwrap(); // the multiplexed connection
+    let before = connected_clients(&server.url()).await;
+    let (inside, count) = (
+        Arc::new(AtomicBool::new(false)),
+        Arc::new(AtomicU64::new(0)),
+    );
+    let mut tasks = Vec::new();
+    for _ in 0..48 {
+        let (lock, inside, count) = (lock.clone(), inside.clone(), count.clone());
+        tasks.push(polylock::runtime::handle().spawn(async move {
+            let me = owner::fresh();
+            for _ in 0..40 {
+                lock.acquire(me, AcquireOptions::forever()).await.unwrap();
+                assert!(!inside.swap(true, Ordering::SeqCst), "two holders at once");
+                count.fetch_add(1, Ordering::SeqCst);
+                inside.store(false, Ordering::SeqCst);
+                lock.release(me).await.unwrap();
+            }
+        }));
+    }
+    for t in tasks {
+        t.await.unwrap();
+    }
+    assert_eq!(count.load(Ordering::SeqCst), 48 * 40);
+    let added = connected_clients(&server.url()).await - before;
+    // The task connections, and the subscriber connection of the waiters.
+    assert!(
+        (2..=16 + 1).contains(&added),
+        "{added} connections more than before the tasks"
+    );
+    c.close().await.unwrap();
+    drop((lock, c)); // the multiplexed connection goes with the last handle
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while connected_clients(&server.url()).await > 0 {
+        assert!(
+            Instant::now() < deadline,
+            "the closed client left connections open"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// A runtime task's calls cut short (the task aborted mid-call, over and over) leave no
+/// connection out of step: the next calls get their own replies, and the connections stay
+/// under the cap. Then the server restarts: the next call fails typed or works, and the one
+/// after works, on new connections.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn runtime_task_calls_cut_short_or_across_a_restart_stay_in_step() {
+    let mut server = OwnRedis::start(&[]);
+    let c = Client::connect(&server.url()).await.unwrap();
+    let name = unique("task-abort");
+    let lock = c.lock(&name).unwrap();
+    for i in 0..200u64 {
+        let l = lock.clone();
+        let t = polylock::runtime::handle().spawn(async move {
+            let me = owner::fresh();
+            l.acquire(me, AcquireOptions::forever()).await.unwrap();
+            l.release(me).await.unwrap();
+        });
+        if i % 3 == 0 {
+            tokio::task::yield_now().await;
+        }
+        t.abort();
+        let _ = t.await;
+    }
+    // Whatever the aborted calls left: a lock some aborted task took is freed by force.
+    lock.force_unlock().await.unwrap();
+    let on_runtime = |lock: polylock::Lock| async move {
+        polylock::runtime::handle()
+            .spawn(async move {
+                let me = owner::fresh();
+                let held = lock.try_acquire(me, None).await?;
+                let status = lock.status().await?;
+                lock.release(me).await?;
+                Ok::<_, polylock::Error>((held, status))
+            })
+            .await
+            .unwrap()
+    };
+    for _ in 0..50 {
+        let (held, status) = on_runtime(lock.clone()).await.unwrap();
+        let held = held.expect("the lock is free");
+        assert_eq!(status.holders.len(), 1, "a reply out of step: {status:?}");
+        assert!(held.fencing_token > 0);
+    }
+    assert!(connected_clients(&server.url()).await <= 16 + 2);
+    server.restart();
+    let first = tokio::time::timeout(Duration::from_secs(10), on_runtime(lock.clone()))
+        .await
+        .expect("a call after the restart hung");
+    if let Err(e) = first {
+        assert!(
+            matches!(e.kind(), ErrorKind::Connection | ErrorKind::Timeout),
+            "{e}"
+        );
+    }
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        match on_runtime(lock.clone()).await {
+            Ok((Some(_), _)) => break,
+            Ok((None, _)) => panic!("nobody holds the lock on the new server"),
+            Err(e) => assert!(
+                Instant::now() < deadline,
+                "no call works after the restart: {e}"
+            ),
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    c.close().await.unwrap();
 }

@@ -450,7 +450,11 @@ mod tests {
         notice.tell();
         assert_eq!(n.load(Ordering::SeqCst), 2, "told twice");
         notice.on_gone(counter(&n));
-        assert_eq!(n.load(Ordering::SeqCst), 3, "a hook added after the telling runs at once");
+        assert_eq!(
+            n.load(Ordering::SeqCst),
+            3,
+            "a hook added after the telling runs at once"
+        );
         notice.clear();
         notice.on_gone(counter(&n));
         assert_eq!(n.load(Ordering::SeqCst), 4, "a told notice stays told");

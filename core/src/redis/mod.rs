@@ -13,6 +13,7 @@ mod redlock;
 mod semaphore;
 mod sentinel;
 mod sync_conn;
+mod task_conn;
 mod topology;
 
 use std::sync::Arc;
@@ -274,12 +275,21 @@ impl RedisConn {
                 return sync.run(|c| inv.invoke(c));
             }
         }
-        if driver::on_driver() {
-            let evalsha = captured(|c| {
+        let evalsha = || {
+            captured(|c| {
                 let _ = inv.invoke::<redis::Value>(c);
-            });
-            if let Some(reply) = self.loop_send(&target, &evalsha) {
+            })
+        };
+        if driver::on_driver() {
+            if let Some(reply) = self.loop_send(&target, &evalsha()) {
                 match reply.get().await.and_then(|v| v.extract_error()) {
+                    Err(e) if is_noscript(&e) => {} // loaded below, on the runtime's connection
+                    v => return Ok(redis::from_redis_value(v?)?),
+                }
+            }
+        } else if let Some(tasks) = target.sync.as_ref().and_then(|s| s.tasks()) {
+            if let Some(reply) = tasks.request(&evalsha()).await {
+                match reply.and_then(|v| v.extract_error()) {
                     Err(e) if is_noscript(&e) => {} // loaded below, on the runtime's connection
                     v => return Ok(redis::from_redis_value(v?)?),
                 }
@@ -441,6 +451,15 @@ impl RedisConn {
                     .await
                     .and_then(|v| v.extract_error())
                     .and_then(|v| Ok(redis::from_redis_value(v)?)),
+                (Some(sync), false, None) => match sync.tasks() {
+                    Some(tasks) => match tasks.request(&cmd.get_packed_command()).await {
+                        Some(reply) => reply
+                            .and_then(|v| v.extract_error())
+                            .and_then(|v| Ok(redis::from_redis_value(v)?)),
+                        None => cmd.query_async(&mut target.conn.clone()).await,
+                    },
+                    None => cmd.query_async(&mut target.conn.clone()).await,
+                },
                 _ => cmd.query_async(&mut target.conn.clone()).await,
             };
             match reply {

@@ -15,10 +15,12 @@
 
 use std::io::{self, Read, Write};
 use std::net::{TcpStream, ToSocketAddrs};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use redis::{ConnectionAddr, ConnectionLike, RedisError, RedisResult, Value};
 
+use super::task_conn::{Connector, TaskConns};
 use crate::runtime::{self, SpinPermit};
 
 /// Idle synchronous connections kept per client.
@@ -29,6 +31,8 @@ pub(super) struct SyncConns {
     idle: std::sync::Mutex<Vec<SyncConn>>,
     connect_timeout: Duration,
     command_timeout: Duration,
+    /// The connections of calls that run as runtime tasks (plain TCP only).
+    tasks: Option<TaskConns>,
 }
 
 impl SyncConns {
@@ -37,12 +41,20 @@ impl SyncConns {
         connect_timeout: Duration,
         command_timeout: Duration,
     ) -> SyncConns {
+        let tasks = tcp_connector(&client, connect_timeout, command_timeout)
+            .map(|connect| TaskConns::new(connect, command_timeout));
         SyncConns {
             client,
             idle: Default::default(),
             connect_timeout,
             command_timeout,
+            tasks,
         }
+    }
+
+    /// The connections of calls that run as runtime tasks; `None` for TLS and Unix sockets.
+    pub(super) fn tasks(&self) -> Option<&TaskConns> {
+        self.tasks.as_ref()
     }
 
     /// Run `f` on an idle connection, or a new one, and keep it if it is still good.
@@ -72,6 +84,9 @@ impl SyncConns {
     /// Close the idle connections (the client is being closed).
     pub(super) fn clear(&self) {
         self.idle.lock().unwrap_or_else(|e| e.into_inner()).clear();
+        if let Some(tasks) = &self.tasks {
+            tasks.clear();
+        }
     }
 
     /// How long a reply may take.
@@ -85,18 +100,8 @@ impl SyncConns {
     pub(super) fn stream_connector(
         &self,
     ) -> Option<Box<dyn FnOnce() -> io::Result<TcpStream> + Send>> {
-        let info = self.client.get_connection_info();
-        let ConnectionAddr::Tcp(host, port) = info.addr() else {
-            return None;
-        };
-        let (host, port) = (host.clone(), *port);
-        let settings = info.redis_settings().clone();
-        let (connect, command) = (self.connect_timeout, self.command_timeout);
-        Some(Box::new(move || {
-            TcpConn::connect((host.as_str(), port), &settings, connect, command)
-                .map(|c| c.stream)
-                .map_err(|e| io::Error::other(e.to_string()))
-        }))
+        let connect = tcp_connector(&self.client, self.connect_timeout, self.command_timeout)?;
+        Some(Box::new(move || connect()))
     }
 
     fn connect(&self) -> RedisResult<SyncConn> {
@@ -117,6 +122,26 @@ impl SyncConns {
         c.set_write_timeout(Some(self.command_timeout))?;
         Ok(Box::new(c))
     }
+}
+
+/// What makes a plain TCP connection like a pool's (connected, authenticated, its database
+/// selected) and hands over its socket. `None` for TLS and Unix-socket URLs.
+fn tcp_connector(
+    client: &redis::Client,
+    connect: Duration,
+    command: Duration,
+) -> Option<Connector> {
+    let info = client.get_connection_info();
+    let ConnectionAddr::Tcp(host, port) = info.addr() else {
+        return None;
+    };
+    let (host, port) = (host.clone(), *port);
+    let settings = info.redis_settings().clone();
+    Some(Arc::new(move || {
+        TcpConn::connect((host.as_str(), port), &settings, connect, command)
+            .map(|c| c.stream)
+            .map_err(|e| io::Error::other(e.to_string()))
+    }))
 }
 
 /// One synchronous connection: polylock's own ([`TcpConn`]) on plain TCP, redis-rs's otherwise.
