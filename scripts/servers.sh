@@ -249,10 +249,26 @@ start_mysql() {
       --auth-root-authentication-method=normal --skip-test-db >"$dir/install.log" 2>&1 \
       || { log "mariadb-install-db failed; see $dir/install.log"; exit 1; }
   fi
+  # A test CA and a certificate for 127.0.0.1 signed by it: TLS for the SQL TLS tests.
+  if [ ! -f "$dir/tls/ca.pem" ]; then
+    rm -rf "$dir/tls" && mkdir -p "$dir/tls"
+    (
+      cd "$dir/tls" &&
+        openssl req -x509 -newkey rsa:2048 -nodes -days 3650 -subj /CN=polylock-test-ca \
+          -keyout ca.key -out ca.pem &&
+        openssl req -newkey rsa:2048 -nodes -subj /CN=127.0.0.1 -keyout key.pem -out server.csr &&
+        printf 'subjectAltName=IP:127.0.0.1\nbasicConstraints=CA:FALSE\n' >server.ext &&
+        openssl x509 -req -in server.csr -CA ca.pem -CAkey ca.key -CAcreateserial -days 3650 \
+          -extfile server.ext -out cert.pem
+    ) >/dev/null 2>&1 || { log "openssl could not make the test certificates"; exit 1; }
+    chmod 644 "$dir/tls/ca.pem" "$dir/tls/cert.pem"
+    if [ "$(id -u)" = 0 ]; then chown -R "$user:" "$dir/tls"; fi
+  fi
   # Started in the background by this script (not the system service), as $user.
   as_user "$user" setsid mariadbd --no-defaults --datadir="$dir/data" --port="$mysql_port" \
     --bind-address=127.0.0.1 --socket="$dir/mysqld.sock" --pid-file="$dir/mariadbd.pid" \
     --log-error="$dir/error.log" --skip-name-resolve --max-connections=500 \
+    --ssl-cert="$dir/tls/cert.pem" --ssl-key="$dir/tls/key.pem" \
     --innodb-buffer-pool-size=64M </dev/null >/dev/null 2>&1 &
   local i
   for i in $(seq 1 150); do
@@ -264,6 +280,8 @@ start_mysql() {
 CREATE DATABASE IF NOT EXISTS $sql_db;
 CREATE USER IF NOT EXISTS '$sql_user'@'%' IDENTIFIED BY '$sql_password';
 GRANT ALL ON $sql_db.* TO '$sql_user'@'%';
+CREATE USER IF NOT EXISTS '${sql_user}_tls'@'%' IDENTIFIED BY '$sql_password' REQUIRE SSL;
+GRANT ALL ON $sql_db.* TO '${sql_user}_tls'@'%';
 FLUSH PRIVILEGES;
 SQL
   mysql_up || { log "mariadb answers, but not to $sql_user; see $dir/error.log"; exit 1; }
@@ -316,6 +334,9 @@ stop_pg() {
 sql_env() {
   echo "export POLYLOCK_MYSQL_URL=mysql://$sql_user:$sql_password@127.0.0.1:$mysql_port/$sql_db"
   echo "export POLYLOCK_PG_URL=postgres://$sql_user:$sql_password@127.0.0.1:$pg_port/$sql_db"
+  # A user the server admits over TLS only, and the CA that signed the server's certificate.
+  echo "export POLYLOCK_MYSQL_TLS_URL=mysql://${sql_user}_tls:$sql_password@127.0.0.1:$mysql_port/$sql_db"
+  echo "export POLYLOCK_MYSQL_TLS_CA=$state/mariadb-$mysql_port/tls/ca.pem"
 }
 
 case "${1:-start}" in

@@ -94,7 +94,8 @@ pub(crate) struct SqlUrl {
     pub(crate) driver_url: String,
     /// The password, to keep it out of every message.
     pub(crate) password: Option<String>,
-    /// PostgreSQL: a PEM file of CA certificates to trust besides the built-in roots.
+    /// A PEM file of CA certificates to trust besides the built-in roots (`sslrootcert`; on
+    /// MySQL it also turns TLS on).
     pub(crate) root_cert: Option<String>,
 }
 
@@ -214,7 +215,7 @@ impl SqlUrl {
                     }
                     table = v.to_string();
                 }
-                "sslrootcert" if flavor == Flavor::Postgres => root_cert = Some(v.to_string()),
+                "sslrootcert" if !v.is_empty() => root_cert = Some(v.to_string()),
                 _ => driver_params.push(kv),
             }
         }
@@ -361,6 +362,11 @@ mod tests {
         assert_eq!(u.max_connections, Some(5));
         assert_eq!(u.table, "jobs");
         assert_eq!(u.driver_url, "postgresql://u:pw@h:5433/db?sslmode=require");
+        // The CA file is polylock's to read, on both (the MySQL driver takes no such parameter).
+        let u =
+            SqlUrl::parse("mysql://u:pw@h:3306/db?require_ssl=true&sslrootcert=/x/ca.pem").unwrap();
+        assert_eq!(u.root_cert.as_deref(), Some("/x/ca.pem"));
+        assert_eq!(u.driver_url, "mysql://u:pw@h:3306/db?require_ssl=true");
         for bad in [
             "mysql://u:pw@:3306/db",
             "mysql://u:pw@h:0/db",

@@ -662,8 +662,19 @@ pub(crate) async fn connect(
 ) -> Result<Box<dyn Backend>> {
     let opts = mysql_async::Opts::from_url(&url.driver_url)
         .map_err(|e| Error::invalid(url.redact(&format!("malformed MySQL URL: {e}"))))?;
+    let ssl = match &url.root_cert {
+        // A CA of the URL's own: TLS, verified against it (and the built-in roots).
+        Some(path) => {
+            std::fs::metadata(path)
+                .map_err(|e| Error::invalid(format!("sslrootcert '{path}': {e}")))?;
+            let ssl = opts.ssl_opts().cloned().unwrap_or_default();
+            Some(ssl.with_root_certs(vec![std::path::PathBuf::from(path).into()]))
+        }
+        None => opts.ssl_opts().cloned(),
+    };
     let opts: mysql_async::Opts = mysql_async::OptsBuilder::from_opts(opts)
         .client_found_rows(false)
+        .ssl_opts(ssl)
         .into();
     let slots = Slots::new(
         url.max_connections.unwrap_or(DEFAULT_MAX_CONNECTIONS),
