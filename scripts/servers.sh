@@ -331,12 +331,21 @@ stop_pg() {
   as_user "$user" "$(pg_bin)/pg_ctl" -D "$dir/data" -m fast -w stop >/dev/null 2>&1 || true
 }
 
+# The folder of the running MariaDB's certificate (started by another checkout's servers.sh, it
+# is not under this one's target/), else where this script makes it.
+mysql_tls_dir() {
+  local cert
+  cert=$(mariadb --no-defaults --protocol=tcp -h 127.0.0.1 -P "$mysql_port" -u "$sql_user" \
+    -p"$sql_password" --connect-timeout=2 -N -e 'SELECT @@ssl_cert' 2>/dev/null || true)
+  if [ -n "$cert" ] && [ "$cert" != NULL ]; then dirname "$cert"; else echo "$state/mariadb-$mysql_port/tls"; fi
+}
+
 sql_env() {
   echo "export POLYLOCK_MYSQL_URL=mysql://$sql_user:$sql_password@127.0.0.1:$mysql_port/$sql_db"
   echo "export POLYLOCK_PG_URL=postgres://$sql_user:$sql_password@127.0.0.1:$pg_port/$sql_db"
   # A user the server admits over TLS only, and the CA that signed the server's certificate.
   echo "export POLYLOCK_MYSQL_TLS_URL=mysql://${sql_user}_tls:$sql_password@127.0.0.1:$mysql_port/$sql_db"
-  echo "export POLYLOCK_MYSQL_TLS_CA=$state/mariadb-$mysql_port/tls/ca.pem"
+  echo "export POLYLOCK_MYSQL_TLS_CA=$(mysql_tls_dir)/ca.pem"
 }
 
 case "${1:-start}" in
