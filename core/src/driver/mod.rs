@@ -938,7 +938,7 @@ impl Conn {
 /// `poll` with no timeout: it reads the socket's state without taking the socket's lock, which
 /// a peeking `recv` takes, and which the kernel delivering the reply then has to wait for.
 #[cfg(unix)]
-fn readable_now(fd: Fd) -> bool {
+pub(crate) fn readable_now(fd: Fd) -> bool {
     let mut pfd = libc::pollfd {
         fd,
         events: libc::POLLIN,
@@ -949,7 +949,7 @@ fn readable_now(fd: Fd) -> bool {
 }
 
 #[cfg(not(unix))]
-fn readable_now(_fd: Fd) -> bool {
+pub(crate) fn readable_now(_fd: Fd) -> bool {
     false
 }
 

@@ -280,22 +280,30 @@ impl RedisConn {
                 let _ = inv.invoke::<redis::Value>(c);
             })
         };
-        if driver::on_driver() {
-            if let Some(reply) = self.loop_send(&target, &evalsha()) {
-                match reply.get().await.and_then(|v| v.extract_error()) {
-                    Err(e) if is_noscript(&e) => {} // loaded below, on the runtime's connection
-                    v => return Ok(redis::from_redis_value(v?)?),
-                }
-            }
-        } else if let Some(tasks) = target.sync.as_ref().and_then(|s| s.tasks()) {
-            if let Some(reply) = tasks.request(&evalsha()).await {
-                match reply.and_then(|v| v.extract_error()) {
-                    Err(e) if is_noscript(&e) => {} // loaded below, on the runtime's connection
-                    v => return Ok(redis::from_redis_value(v?)?),
-                }
+        if let Some(reply) = self.direct(&target, evalsha).await {
+            match reply.and_then(|v| v.extract_error()) {
+                Err(e) if is_noscript(&e) => {} // loaded below, on the runtime's connection
+                v => return Ok(redis::from_redis_value(v?)?),
             }
         }
         inv.invoke_async(&mut target.conn.clone()).await
+    }
+
+    /// Send a command (packed by `packed`, only when it is sent this way) on a connection of
+    /// the caller's own: the host loop's on a driver's thread, a task connection on a runtime
+    /// thread. `None`: the caller takes the multiplexed connection.
+    async fn direct(
+        &self,
+        target: &Arc<Target>,
+        packed: impl FnOnce() -> Vec<u8>,
+    ) -> Option<std::result::Result<redis::Value, RedisError>> {
+        if driver::on_driver() {
+            return match self.loop_send(target, &packed()) {
+                Some(reply) => Some(reply.get().await),
+                None => None,
+            };
+        }
+        target.sync.as_ref()?.tasks()?.request(packed).await
     }
 
     /// Send a packed command on the host loop's connection to `target`, made now (in the
@@ -441,26 +449,14 @@ impl RedisConn {
         let mut attempt = 0;
         loop {
             let target = self.target();
-            let on_loop = driver::on_driver()
-                .then(|| self.loop_send(&target, &cmd.get_packed_command()))
-                .flatten();
-            let reply = match (&target.sync, runtime::on_blocking_caller(), on_loop) {
-                (Some(sync), true, _) => sync.run(|c| cmd.query(c)),
-                (_, _, Some(reply)) => reply
-                    .get()
-                    .await
-                    .and_then(|v| v.extract_error())
-                    .and_then(|v| Ok(redis::from_redis_value(v)?)),
-                (Some(sync), false, None) => match sync.tasks() {
-                    Some(tasks) => match tasks.request(&cmd.get_packed_command()).await {
-                        Some(reply) => reply
-                            .and_then(|v| v.extract_error())
-                            .and_then(|v| Ok(redis::from_redis_value(v)?)),
-                        None => cmd.query_async(&mut target.conn.clone()).await,
-                    },
+            let reply = match (&target.sync, runtime::on_blocking_caller()) {
+                (Some(sync), true) => sync.run(|c| cmd.query(c)),
+                _ => match self.direct(&target, || cmd.get_packed_command()).await {
+                    Some(reply) => reply
+                        .and_then(|v| v.extract_error())
+                        .and_then(|v| Ok(redis::from_redis_value(v)?)),
                     None => cmd.query_async(&mut target.conn.clone()).await,
                 },
-                _ => cmd.query_async(&mut target.conn.clone()).await,
             };
             match reply {
                 Ok(v) => return Ok(v),

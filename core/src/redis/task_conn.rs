@@ -55,10 +55,14 @@ impl TaskConns {
         }
     }
 
-    /// Send one packed command and read its reply on a connection of this call's own: `None`
-    /// when the call should take the multiplexed connection instead (not on a runtime thread,
-    /// or every connection is in use and the cap is reached).
-    pub(super) async fn request(&self, cmd: &[u8]) -> Option<RedisResult<Value>> {
+    /// Send one command (packed by `packed`, only when it is sent here) and read its reply on a
+    /// connection of this call's own: `None` when the call should take the multiplexed
+    /// connection instead (not on a runtime thread, or every connection is in use and the cap is
+    /// reached).
+    pub(super) async fn request(
+        &self,
+        packed: impl FnOnce() -> Vec<u8>,
+    ) -> Option<RedisResult<Value>> {
         if !crate::runtime::on_runtime_thread() {
             return None;
         }
@@ -66,10 +70,10 @@ impl TaskConns {
             Ok(c) => c,
             Err(e) => return Some(Err(e)),
         };
-        self.in_flight.fetch_add(1, Ordering::AcqRel);
+        let alone = self.in_flight.fetch_add(1, Ordering::AcqRel) == 0;
         let calls = Counted(self.in_flight.clone());
-        let alone = calls.0.load(Ordering::Acquire) == 1;
-        let reply = tokio::time::timeout(self.command_timeout, conn.request(cmd, alone)).await;
+        let cmd = packed();
+        let reply = tokio::time::timeout(self.command_timeout, conn.request(&cmd, alone)).await;
         drop(calls);
         let reply = match reply {
             Ok(r) => r,
@@ -205,20 +209,11 @@ impl TaskConn {
 fn spin_until(stream: &TcpStream, until: Instant) {
     #[cfg(unix)]
     {
-        use std::os::fd::AsRawFd;
-        let mut fds = libc::pollfd {
-            fd: stream.as_raw_fd(),
-            events: libc::POLLIN,
-            revents: 0,
-        };
-        while Instant::now() < until {
-            // SAFETY: one pollfd that lives across the call, for a descriptor `stream` owns.
-            if unsafe { libc::poll(&mut fds, 1, 0) } != 0 {
-                return;
-            }
+        let fd = std::os::fd::AsRawFd::as_raw_fd(stream);
+        while Instant::now() < until && !crate::driver::readable_now(fd) {
             std::thread::yield_now();
         }
     }
     #[cfg(not(unix))]
-    let _ = (stream, until);
+    let _ = (stream, until); // no polling there: the task sleeps at once
 }
