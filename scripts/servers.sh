@@ -231,6 +231,33 @@ server_dir() {
   if [ "$(id -u)" = 0 ]; then chown -R "$user:" "$dir"; fi
 }
 
+# A test CA and a certificate for 127.0.0.1 signed by it (made once, under $state/tls), for
+# the SQL TLS tests. Each server gets its own copy ($1), owned by the user it runs as ($2), with a
+# key only that user can read (PostgreSQL refuses any other).
+test_ca() {
+  [ -f "$state/tls/cert.pem" ] && return 0
+  rm -rf "$state/tls" && mkdir -p "$state/tls"
+  (
+    cd "$state/tls" &&
+      openssl req -x509 -newkey rsa:2048 -nodes -days 3650 -subj /CN=polylock-test-ca \
+        -keyout ca.key -out ca.pem &&
+      openssl req -newkey rsa:2048 -nodes -subj /CN=127.0.0.1 -keyout key.pem -out server.csr &&
+      printf 'subjectAltName=IP:127.0.0.1\nbasicConstraints=CA:FALSE\n' >server.ext &&
+      openssl x509 -req -in server.csr -CA ca.pem -CAkey ca.key -CAcreateserial -days 3650 \
+        -extfile server.ext -out cert.pem
+  ) >/dev/null 2>&1 || { log "openssl could not make the test certificates"; exit 1; }
+}
+
+server_certs() {
+  local dir=$1 user=$2
+  test_ca
+  mkdir -p "$dir"
+  cp "$state/tls/ca.pem" "$state/tls/cert.pem" "$state/tls/key.pem" "$dir/"
+  chmod 644 "$dir/ca.pem" "$dir/cert.pem"
+  chmod 600 "$dir/key.pem"
+  if [ "$(id -u)" = 0 ]; then chown -R "$user:" "$dir"; fi
+}
+
 mysql_up() {
   mariadb-admin --no-defaults --protocol=tcp -h 127.0.0.1 -P "$mysql_port" -u "$sql_user" \
     -p"$sql_password" --connect-timeout=2 ping >/dev/null 2>&1
@@ -249,21 +276,7 @@ start_mysql() {
       --auth-root-authentication-method=normal --skip-test-db >"$dir/install.log" 2>&1 \
       || { log "mariadb-install-db failed; see $dir/install.log"; exit 1; }
   fi
-  # A test CA and a certificate for 127.0.0.1 signed by it: TLS for the SQL TLS tests.
-  if [ ! -f "$dir/tls/ca.pem" ]; then
-    rm -rf "$dir/tls" && mkdir -p "$dir/tls"
-    (
-      cd "$dir/tls" &&
-        openssl req -x509 -newkey rsa:2048 -nodes -days 3650 -subj /CN=polylock-test-ca \
-          -keyout ca.key -out ca.pem &&
-        openssl req -newkey rsa:2048 -nodes -subj /CN=127.0.0.1 -keyout key.pem -out server.csr &&
-        printf 'subjectAltName=IP:127.0.0.1\nbasicConstraints=CA:FALSE\n' >server.ext &&
-        openssl x509 -req -in server.csr -CA ca.pem -CAkey ca.key -CAcreateserial -days 3650 \
-          -extfile server.ext -out cert.pem
-    ) >/dev/null 2>&1 || { log "openssl could not make the test certificates"; exit 1; }
-    chmod 644 "$dir/tls/ca.pem" "$dir/tls/cert.pem"
-    if [ "$(id -u)" = 0 ]; then chown -R "$user:" "$dir/tls"; fi
-  fi
+  server_certs "$dir/tls" "$user"
   # Started in the background by this script (not the system service), as $user.
   as_user "$user" setsid mariadbd --no-defaults --datadir="$dir/data" --port="$mysql_port" \
     --bind-address=127.0.0.1 --socket="$dir/mysqld.sock" --pid-file="$dir/mariadbd.pid" \
@@ -313,13 +326,26 @@ start_pg() {
       --auth-host=scram-sha-256 >"$dir/initdb.log" 2>&1 \
       || { log "initdb failed; see $dir/initdb.log"; exit 1; }
   fi
+  server_certs "$dir/tls" "$user"
+  # The TLS test's role is refused without TLS (hostnossl ... reject comes first).
+  cat >"$dir/data/pg_hba.conf" <<HBA
+local all all trust
+hostnossl all ${sql_user}_tls 127.0.0.1/32 reject
+host all all 127.0.0.1/32 scram-sha-256
+host all all ::1/128 scram-sha-256
+HBA
+  if [ "$(id -u)" = 0 ]; then chown "$user:" "$dir/data/pg_hba.conf"; fi
   as_user "$user" "$bin/pg_ctl" -D "$dir/data" -l "$dir/postgres.log" -w -t 60 \
-    -o "-p $pg_port -k $dir -c listen_addresses=127.0.0.1 -c max_connections=300" \
+    -o "-p $pg_port -k $dir -c listen_addresses=127.0.0.1 -c max_connections=300 -c ssl=on -c ssl_cert_file=$dir/tls/cert.pem -c ssl_key_file=$dir/tls/key.pem" \
     start >/dev/null || { log "postgresql did not start; see $dir/postgres.log"; exit 1; }
   as_user "$user" "$bin/psql" -q -h "$dir" -p "$pg_port" -U postgres -d postgres -v ON_ERROR_STOP=1 <<SQL >/dev/null
 SELECT 'CREATE ROLE $sql_user LOGIN' WHERE NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = '$sql_user') \gexec
 ALTER ROLE $sql_user WITH LOGIN PASSWORD '$sql_password';
+SELECT 'CREATE ROLE ${sql_user}_tls LOGIN' WHERE NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = '${sql_user}_tls') \gexec
+ALTER ROLE ${sql_user}_tls WITH LOGIN PASSWORD '$sql_password';
+GRANT pg_read_all_settings, pg_read_all_stats TO $sql_user;
 SELECT 'CREATE DATABASE $sql_db OWNER $sql_user' WHERE NOT EXISTS (SELECT 1 FROM pg_database WHERE datname = '$sql_db') \gexec
+GRANT $sql_user TO ${sql_user}_tls;
 SQL
   log "postgresql started on 127.0.0.1:$pg_port"
 }
@@ -340,12 +366,25 @@ mysql_tls_dir() {
   if [ -n "$cert" ] && [ "$cert" != NULL ]; then dirname "$cert"; else echo "$state/mariadb-$mysql_port/tls"; fi
 }
 
+# The same for the running PostgreSQL (its test user may read ssl_cert_file).
+pg_tls_dir() {
+  local cert
+  cert=$(PGPASSWORD="$sql_password" "$(pg_bin)/psql" -h 127.0.0.1 -p "$pg_port" -U "$sql_user" \
+    -d "$sql_db" -At -c 'SHOW ssl_cert_file' 2>/dev/null || true)
+  case "$cert" in
+    /*) dirname "$cert" ;;
+    *) echo "$state/postgres-$pg_port/tls" ;;
+  esac
+}
+
 sql_env() {
   echo "export POLYLOCK_MYSQL_URL=mysql://$sql_user:$sql_password@127.0.0.1:$mysql_port/$sql_db"
   echo "export POLYLOCK_PG_URL=postgres://$sql_user:$sql_password@127.0.0.1:$pg_port/$sql_db"
   # A user the server admits over TLS only, and the CA that signed the server's certificate.
   echo "export POLYLOCK_MYSQL_TLS_URL=mysql://${sql_user}_tls:$sql_password@127.0.0.1:$mysql_port/$sql_db"
   echo "export POLYLOCK_MYSQL_TLS_CA=$(mysql_tls_dir)/ca.pem"
+  echo "export POLYLOCK_PG_TLS_URL=postgres://${sql_user}_tls:$sql_password@127.0.0.1:$pg_port/$sql_db"
+  echo "export POLYLOCK_PG_TLS_CA=$(pg_tls_dir)/ca.pem"
 }
 
 case "${1:-start}" in

@@ -360,3 +360,76 @@ async fn lease_table_waiters_wake_by_notify() {
 async fn lease_table_exclusion() {
     cases::exclusion(&with(&pg_url(), "mode=table")).await;
 }
+
+/// TLS through polylock's rustls connector: servers.sh gives PostgreSQL a certificate signed by a
+/// test CA and a role its pg_hba.conf refuses without TLS. Plain, that role is refused (typed
+/// `Auth`); over TLS verified against the public roots only, the chain is refused (typed, no
+/// password in the message); with `sslrootcert` naming the CA (libpq's `sslmode=verify-full`,
+/// or the CA alone), locks exclude each other, and the server's `pg_stat_ssl` shows every one of
+/// the client's connections encrypted. A missing CA file and an unknown sslmode are typed
+/// `InvalidArgument`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tls_with_the_servers_own_ca() {
+    let hint = "set by `bash scripts/servers.sh env` (start the servers with servers.sh)";
+    let url = std::env::var("POLYLOCK_PG_TLS_URL").expect(hint);
+    let ca = std::env::var("POLYLOCK_PG_TLS_CA").expect(hint);
+    let plain = polylock::Client::connect(&url).await.unwrap_err();
+    assert_eq!(plain.kind(), ErrorKind::Auth, "{}", plain.message());
+    for mode in ["require", "verify-full"] {
+        let unverified = polylock::Client::connect(&with(&url, &format!("sslmode={mode}")))
+            .await
+            .unwrap_err();
+        assert_eq!(
+            unverified.kind(),
+            ErrorKind::Connection,
+            "{}",
+            unverified.message()
+        );
+        assert!(!unverified.message().contains("polylock-pw"));
+        assert!(
+            unverified.message().contains("UnknownIssuer")
+                && unverified.message().contains("sslrootcert"),
+            "{}",
+            unverified.message()
+        );
+    }
+    for bad in [
+        "sslmode=require&sslrootcert=/nonexistent/ca.pem",
+        "sslmode=on",
+    ] {
+        let e = polylock::Client::connect(&with(&url, bad))
+            .await
+            .unwrap_err();
+        assert_eq!(
+            e.kind(),
+            ErrorKind::InvalidArgument,
+            "{bad}: {}",
+            e.message()
+        );
+    }
+    cases::exclusion(&with(
+        &url,
+        &format!("sslmode=verify-full&sslrootcert={ca}"),
+    ))
+    .await;
+    // sslrootcert alone turns TLS on; the server sees each of the client's connections
+    // (the query connection and the held lock's) encrypted.
+    let c = client(&with(&url, &format!("sslrootcert={ca}"))).await;
+    let lock = c.lock(&unique("tls")).unwrap();
+    let held = lock.acquire(1, AcquireOptions::forever()).await.unwrap();
+    assert!(held.fencing_token > 0);
+    let rows = pg_raw()
+        .await
+        .query(
+            "SELECT s.ssl FROM pg_stat_activity a JOIN pg_stat_ssl s ON s.pid = a.pid \
+             WHERE a.usename = 'polylock_tls' AND a.application_name = 'polylock'",
+            &[],
+        )
+        .await
+        .unwrap();
+    let encrypted: Vec<bool> = rows.iter().map(|r| r.get(0)).collect();
+    assert!(encrypted.len() >= 2, "{encrypted:?}");
+    assert!(encrypted.iter().all(|&e| e), "{encrypted:?}");
+    lock.release(1).await.unwrap();
+    c.close().await.unwrap();
+}

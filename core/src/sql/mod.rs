@@ -97,6 +97,10 @@ pub(crate) struct SqlUrl {
     /// A PEM file of CA certificates to trust besides the built-in roots (`sslrootcert`; on
     /// MySQL it also turns TLS on).
     pub(crate) root_cert: Option<String>,
+    /// PostgreSQL's `sslmode` in libpq's words: `Some(true)` for require, verify-ca and
+    /// verify-full (polylock always verifies the chain and the host name), `Some(false)` for
+    /// disable, allow and prefer (plain), `None` when the URL does not say.
+    pub(crate) pg_tls: Option<bool>,
 }
 
 impl std::fmt::Debug for SqlUrl {
@@ -169,6 +173,7 @@ impl SqlUrl {
         let mut fencing = None;
         let mut table = "shedlock".to_string();
         let mut root_cert = None;
+        let mut pg_tls = None;
         let mut driver_params: Vec<&str> = Vec::new();
         for kv in query
             .unwrap_or_default()
@@ -216,6 +221,18 @@ impl SqlUrl {
                     table = v.to_string();
                 }
                 "sslrootcert" if !v.is_empty() => root_cert = Some(v.to_string()),
+                "sslmode" if flavor == Flavor::Postgres => {
+                    pg_tls = Some(match v {
+                        "require" | "verify-ca" | "verify-full" => true,
+                        "disable" | "allow" | "prefer" => false,
+                        _ => {
+                            return Err(bad(&format!(
+                                "sslmode must be disable, allow, prefer, require, verify-ca or \
+                                 verify-full, not '{v}'"
+                            )))
+                        }
+                    })
+                }
                 _ => driver_params.push(kv),
             }
         }
@@ -233,6 +250,7 @@ impl SqlUrl {
             driver_url,
             password,
             root_cert,
+            pg_tls,
         })
     }
 
@@ -361,7 +379,19 @@ mod tests {
         assert_eq!(u.mode, Mode::Table);
         assert_eq!(u.max_connections, Some(5));
         assert_eq!(u.table, "jobs");
-        assert_eq!(u.driver_url, "postgresql://u:pw@h:5433/db?sslmode=require");
+        assert_eq!(u.driver_url, "postgresql://u:pw@h:5433/db");
+        assert_eq!(u.pg_tls, Some(true));
+        // libpq's verifying modes are TLS too; the plain ones are plain.
+        let tls = |q: &str| {
+            SqlUrl::parse(&format!("postgres://h:5432/db?{q}"))
+                .unwrap()
+                .pg_tls
+        };
+        assert_eq!(tls("sslmode=verify-full"), Some(true));
+        assert_eq!(tls("sslmode=verify-ca"), Some(true));
+        assert_eq!(tls("sslmode=prefer"), Some(false));
+        assert_eq!(tls("sslmode=disable&sslrootcert=/x"), Some(false));
+        assert_eq!(tls("connect_timeout=3"), None);
         // The CA file is polylock's to read, on both (the MySQL driver takes no such parameter).
         let u =
             SqlUrl::parse("mysql://u:pw@h:3306/db?require_ssl=true&sslrootcert=/x/ca.pem").unwrap();
@@ -375,6 +405,7 @@ mod tests {
             "mysql://u:pw@h:3306/db?fencing=counter",
             "postgres://h:5432/db?max_connections=1",
             "postgres://h:5432/db?table=a;drop",
+            "postgres://h:5432/db?sslmode=verify",
             "sqlite://x",
         ] {
             let e = SqlUrl::parse(bad).unwrap_err();

@@ -106,14 +106,27 @@ fn map_err(url: &SqlUrl, e: tokio_postgres::Error, doing: &str) -> Error {
         Some(_) => ErrorKind::Backend,
         None => ErrorKind::Connection,
     };
-    let hint = match kind {
-        ErrorKind::Auth => "; check the user name and password in the URL",
-        ErrorKind::Connection => "; check that the PostgreSQL server is running and reachable",
-        _ => "",
-    };
     let detail = match e.as_db_error() {
         Some(db) => format!("{}: {}", db.severity(), db.message()),
-        None => e.to_string(),
+        None => {
+            // The driver's words, then their causes (rustls says why a certificate failed).
+            let mut detail = e.to_string();
+            let mut cause = std::error::Error::source(&e);
+            while let Some(c) = cause {
+                detail = format!("{detail}: {c}");
+                cause = c.source();
+            }
+            detail
+        }
+    };
+    let hint = match kind {
+        ErrorKind::Auth => "; check the user name and password in the URL",
+        ErrorKind::Connection if detail.contains("TLS") => {
+            "; the server's certificate must chain to a public root or to a CA in the \
+             sslrootcert=FILE of the URL"
+        }
+        ErrorKind::Connection => "; check that the PostgreSQL server is running and reachable",
+        _ => "",
     };
     Error::new(
         kind,
@@ -909,14 +922,14 @@ pub(crate) async fn connect(
 ) -> Result<Box<dyn Backend>> {
     let mut config = tokio_postgres::Config::from_str(&url.driver_url)
         .map_err(|e| Error::invalid(url.redact(&format!("malformed PostgreSQL URL: {e}"))))?;
-    // TLS only when asked for (sslmode=require), and then verified; "prefer" is plain here.
-    let tls_asked = url
-        .driver_url
-        .split(['?', '&'])
-        .any(|kv| kv == "sslmode=require");
-    if !tls_asked {
-        config.ssl_mode(tokio_postgres::config::SslMode::Disable);
-    }
+    // TLS when asked for (sslmode=require, verify-ca or verify-full, or a CA file named by
+    // sslrootcert), and then always verified; "prefer" is plain here.
+    let tls = url.pg_tls.unwrap_or(url.root_cert.is_some());
+    config.ssl_mode(if tls {
+        tokio_postgres::config::SslMode::Require
+    } else {
+        tokio_postgres::config::SslMode::Disable
+    });
     config.connect_timeout(options.connect_timeout);
     config.application_name("polylock");
     let tls = MakeRustls::new(url.root_cert.as_deref())?;
