@@ -83,6 +83,28 @@ pub(crate) async fn off_blocking_caller<F: Future>(fut: F) -> F::Output {
     .await
 }
 
+/// Run `fut` in polylock's runtime: right here if the caller already runs in it (a task of it,
+/// or a blocked caller driving a future with it entered), else as a task of it, awaited. The
+/// sockets and timers `fut` opens are then registered with polylock's runtime, and live as long
+/// as the client, not as long as an async caller's own runtime (a connection opened from a
+/// `current_thread` runtime that ended would fail, and a lock held on it would be lost).
+pub(crate) async fn in_polylock<T, F>(fut: F) -> Result<T>
+where
+    F: Future<Output = Result<T>> + Send + 'static,
+    T: Send + 'static,
+{
+    let ours = handle();
+    match tokio::runtime::Handle::try_current() {
+        Ok(h) if h.id() == ours.id() => fut.await,
+        _ => ours.spawn(fut).await.unwrap_or_else(|e| {
+            Err(match e.is_panic() {
+                true => panicked(),
+                false => Error::internal(format!("polylock's runtime cancelled a task: {e}")),
+            })
+        }),
+    }
+}
+
 /// True on a thread of polylock's runtime (where a blocking call would deadlock).
 pub fn on_runtime_thread() -> bool {
     ON_WORKER.with(|w| w.get())

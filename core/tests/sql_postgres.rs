@@ -433,3 +433,8 @@ async fn tls_with_the_servers_own_ca() {
     lock.release(1).await.unwrap();
     c.close().await.unwrap();
 }
+
+#[test]
+fn connections_outlive_the_callers_runtime() {
+    cases::connections_outlive_the_callers_runtime(&pg_url());
+}

@@ -124,22 +124,27 @@ pub(crate) struct MySql {
 }
 
 impl MySql {
+    /// A new connection, opened on polylock's runtime (its socket outlives the caller's).
     async fn open(&self) -> Result<MyConn> {
-        let connect = mysql_async::Conn::new(self.opts.clone());
-        match tokio::time::timeout(self.options.connect_timeout, connect).await {
-            Ok(Ok(conn)) => Ok(MyConn {
-                id: conn.id() as u64,
-                conn,
-            }),
-            Ok(Err(e)) => Err(map_err(&self.url, e, "connect")),
-            Err(_) => Err(Error::new(
-                ErrorKind::Connection,
-                format!(
-                    "{SERVER}: no answer within {:?}; check that the server is running and reachable",
-                    self.options.connect_timeout
-                ),
-            )),
-        }
+        let (opts, url) = (self.opts.clone(), self.url.clone());
+        let limit = self.options.connect_timeout;
+        crate::runtime::in_polylock(async move {
+            match tokio::time::timeout(limit, mysql_async::Conn::new(opts)).await {
+                Ok(Ok(conn)) => Ok(MyConn {
+                    id: conn.id() as u64,
+                    conn,
+                }),
+                Ok(Err(e)) => Err(map_err(&url, e, "connect")),
+                Err(_) => Err(Error::new(
+                    ErrorKind::Connection,
+                    format!(
+                        "{SERVER}: no answer within {limit:?}; check that the server is running \
+                         and reachable"
+                    ),
+                )),
+            }
+        })
+        .await
     }
 
     /// Run `f` on the query connection (opened again if it broke).

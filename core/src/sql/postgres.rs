@@ -14,8 +14,11 @@
 //! cancelled after the grant is unlocked before the connection is used again.
 
 use std::collections::HashMap;
+use std::future::Future;
+use std::pin::Pin;
 use std::str::FromStr;
 use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
@@ -27,7 +30,7 @@ use tokio_postgres::{error::SqlState, AsyncMessage, Client as PgClient, Statemen
 use super::names::{pg_key, PgKey};
 use super::session::{answer_by, InFlight, Pool, SessionConn};
 use super::table::{self, TableDb, TableLock, TableWaiter};
-use super::tls::MakeRustls;
+use super::tls::{MakeRustls, RustlsStream};
 use super::{Fencing, Mode, Slot, Slots, SqlUrl, DEFAULT_MAX_CONNECTIONS, FENCING_SEQUENCE};
 use crate::backend::{
     AcquireRequest, Backend, GoneNotice, Granted, HoldOps, LeaseSupport, LockOps, Reentry,
@@ -44,17 +47,61 @@ const CREATE_FENCING: &str = "CREATE TABLE IF NOT EXISTS polylock_fencing (name 
      NOT NULL PRIMARY KEY, token BIGINT NOT NULL)";
 const UTC_NOW: &str = "timezone('utc', CURRENT_TIMESTAMP)";
 
-/// A PostgreSQL connection: the client half, the backend's pid, and whether the driver's
-/// connection task has ended (`closed`, and `gone` told to the holds on it).
+/// The driver's connection half: the socket, written and read as it is polled.
+type PgConnection =
+    tokio_postgres::Connection<tokio_postgres::Socket, RustlsStream<tokio_postgres::Socket>>;
+
+/// A PostgreSQL connection: the client half, the connection half, and the backend's pid.
+///
+/// The connection half has no task of its own: whoever awaits a statement on this connection
+/// polls it ([`PgConn::drive`]), so the statement is written and its answer read by the awaiting
+/// task itself, not handed to a connection task on another thread and back (two wake-ups between
+/// threads per statement). Between statements nothing reads the socket; a connection the server
+/// closed meanwhile is found by [`PgConn::is_closed`] before it is used, and a held one by the
+/// pool's keep-alive, as on MySQL.
 pub(crate) struct PgConn {
     client: PgClient,
+    connection: Mutex<Option<PgConnection>>,
     pid: u64,
-    closed: watch::Receiver<bool>,
-    gone: GoneNotice,
     prepared: HashMap<String, Statement>,
 }
 
 impl PgConn {
+    /// Await `statement` (made by this connection's client) while polling the connection half.
+    async fn drive<T>(
+        &self,
+        statement: impl Future<Output = std::result::Result<T, tokio_postgres::Error>>,
+    ) -> std::result::Result<T, tokio_postgres::Error> {
+        let mut statement = std::pin::pin!(statement);
+        std::future::poll_fn(|cx| {
+            if let Poll::Ready(out) = statement.as_mut().poll(cx) {
+                return Poll::Ready(out);
+            }
+            // The statement is queued to the connection half: write it, read what came.
+            if self.poll_connection(cx) {
+                // Ended: its answer senders are gone with it, so the statement ends now too.
+                return statement.as_mut().poll(cx);
+            }
+            statement.as_mut().poll(cx)
+        })
+        .await
+    }
+
+    /// Poll the connection half once; true if it has ended (and is dropped).
+    fn poll_connection(&self, cx: &mut Context<'_>) -> bool {
+        let mut slot = self.connection.lock().unwrap_or_else(|e| e.into_inner());
+        let Some(connection) = slot.as_mut() else {
+            return true;
+        };
+        match Pin::new(connection).poll(cx) {
+            Poll::Ready(_) => {
+                *slot = None;
+                true
+            }
+            Poll::Pending => false,
+        }
+    }
+
     async fn prepared(
         &mut self,
         sql: &str,
@@ -62,9 +109,19 @@ impl PgConn {
         if let Some(s) = self.prepared.get(sql) {
             return Ok(s.clone());
         }
-        let s = self.client.prepare(sql).await?;
+        let s = self.drive(self.client.prepare(sql)).await?;
         self.prepared.insert(sql.to_string(), s.clone());
         Ok(s)
+    }
+
+    /// Run a prepared `sql` with `params`; its rows.
+    async fn query(
+        &mut self,
+        sql: &str,
+        params: &[&(dyn ToSql + Sync)],
+    ) -> std::result::Result<Vec<tokio_postgres::Row>, tokio_postgres::Error> {
+        let stmt = self.prepared(sql).await?;
+        self.drive(self.client.query(&stmt, params)).await
     }
 }
 
@@ -75,22 +132,28 @@ impl SessionConn for PgConn {
     }
 
     async fn ping(&mut self) -> bool {
-        self.client.simple_query("").await.is_ok()
+        self.drive(self.client.simple_query("")).await.is_ok()
     }
 
     fn is_closed(&self) -> bool {
-        self.client.is_closed() || *self.closed.borrow()
+        // One look at the socket without waiting: an end the server sent meanwhile is read now.
+        self.client.is_closed() || self.poll_connection(&mut Context::from_waker(Waker::noop()))
     }
 
     fn close_notice(&self) -> Option<GoneNotice> {
-        Some(self.gone.clone())
+        None // nothing reads an idle connection: the keep-alive finds out
     }
 
     async fn close(self) {
-        // Dropping the client sends Terminate; the connection task then ends.
-        let mut closed = self.closed.clone();
-        drop(self.client);
-        let _ = tokio::time::timeout(Duration::from_secs(2), closed.wait_for(|c| *c)).await;
+        // Without its client, the connection half sends Terminate and ends.
+        let PgConn {
+            client, connection, ..
+        } = self;
+        drop(client);
+        let connection = connection.into_inner().unwrap_or_else(|e| e.into_inner());
+        if let Some(connection) = connection {
+            let _ = tokio::time::timeout(Duration::from_secs(2), connection).await;
+        }
     }
 }
 
@@ -199,44 +262,41 @@ pub(crate) struct Pg {
 }
 
 impl Pg {
+    /// A new connection, opened on polylock's runtime (its socket outlives the caller's).
     async fn open(&self) -> Result<PgConn> {
-        let connect = async {
-            let (client, connection) = self
-                .config
-                .connect(self.tls.clone())
+        let (config, tls, url) = (self.config.clone(), self.tls.clone(), self.url.clone());
+        let limit = self.options.connect_timeout;
+        let connect = async move {
+            let (client, connection) = config
+                .connect(tls)
                 .await
-                .map_err(|e| map_err(&self.url, e, "connect"))?;
-            let (tx, closed) = watch::channel(false);
-            let gone = GoneNotice::default();
-            let told = gone.clone();
-            crate::runtime::handle().spawn(async move {
-                let _ = connection.await;
-                tx.send_replace(true);
-                told.tell();
-            });
-            let pid: i32 = client
-                .query_one("SELECT pg_backend_pid()", &[])
-                .await
-                .map_err(|e| map_err(&self.url, e, "read the backend pid"))?
-                .get(0);
-            Ok(PgConn {
+                .map_err(|e| map_err(&url, e, "connect"))?;
+            let mut conn = PgConn {
                 client,
-                pid: pid as u64,
-                closed,
-                gone,
+                connection: Mutex::new(Some(connection)),
+                pid: 0,
                 prepared: HashMap::new(),
-            })
+            };
+            let row = conn
+                .drive(conn.client.query_one("SELECT pg_backend_pid()", &[]))
+                .await
+                .map_err(|e| map_err(&url, e, "read the backend pid"))?;
+            conn.pid = row.get::<_, i32>(0) as u64;
+            Ok(conn)
         };
-        match tokio::time::timeout(self.options.connect_timeout, connect).await {
-            Ok(r) => r,
-            Err(_) => Err(Error::new(
-                ErrorKind::Connection,
-                format!(
-                    "{SERVER}: no answer within {:?}; check that the server is running and reachable",
-                    self.options.connect_timeout
-                ),
-            )),
-        }
+        crate::runtime::in_polylock(async move {
+            match tokio::time::timeout(limit, connect).await {
+                Ok(r) => r,
+                Err(_) => Err(Error::new(
+                    ErrorKind::Connection,
+                    format!(
+                        "{SERVER}: no answer within {limit:?}; check that the server is running \
+                         and reachable"
+                    ),
+                )),
+            }
+        })
+        .await
     }
 
     /// Run `sql` on the query connection (opened again if it broke); its rows.
@@ -255,11 +315,7 @@ impl Pg {
             *slot = Some((self.open().await?, place));
         }
         let (conn, _) = slot.as_mut().expect("query connection");
-        let run = async {
-            let stmt = conn.prepared(sql).await?;
-            conn.client.query(&stmt, params).await
-        };
-        match tokio::time::timeout(self.options.command_timeout, run).await {
+        match tokio::time::timeout(self.options.command_timeout, conn.query(sql, params)).await {
             Ok(Ok(rows)) => Ok(rows),
             Ok(Err(e)) => {
                 if e.code().is_none() {
@@ -405,15 +461,15 @@ async fn lock_statement(
     kv: &KeyVals,
 ) -> std::result::Result<Option<tokio_postgres::Row>, tokio_postgres::Error> {
     let stmt = conn.prepared(sql).await?;
-    conn.client.query_opt(&stmt, &lock_params(fence, kv)).await
+    conn.drive(conn.client.query_opt(&stmt, &lock_params(fence, kv)))
+        .await
 }
 
 /// After a statement that ended without a grant the caller keeps: unlock whatever it may have
 /// taken (the connection holds nothing else), then return the connection or close it.
 async fn settle(db: &Pg, conn: PgConn, slot: Slot) {
     match conn
-        .client
-        .simple_query("SELECT pg_advisory_unlock_all()")
+        .drive(conn.client.simple_query("SELECT pg_advisory_unlock_all()"))
         .await
     {
         Ok(_) => db.pool.put_back(conn, slot),
@@ -558,7 +614,7 @@ impl HoldOps for PgLock {
                         let sql = unlock_sql(&kv, self.shared());
                         let out = async {
                             let stmt = c.prepared(&sql).await?;
-                            c.client.query_one(&stmt, &kv.params()).await
+                            c.drive(c.client.query_one(&stmt, &kv.params())).await
                         }
                         .await;
                         matches!(out.map(|r| r.get::<_, bool>(0)), Ok(true))
@@ -749,11 +805,14 @@ impl Drop for PgWaiter {
 impl Pg {
     async fn open_listener(&self) -> Result<Listener> {
         let slot = self.pool.slots.take()?;
-        let (client, mut connection) = self
-            .config
-            .connect(self.tls.clone())
-            .await
-            .map_err(|e| map_err(&self.url, e, "connect the listener"))?;
+        let (config, tls, url) = (self.config.clone(), self.tls.clone(), self.url.clone());
+        let (client, mut connection) = crate::runtime::in_polylock(async move {
+            config
+                .connect(tls)
+                .await
+                .map_err(|e| map_err(&url, e, "connect the listener"))
+        })
+        .await?;
         let waiters: Waiters = Arc::default();
         let (tx, closed) = watch::channel(false);
         let map = waiters.clone();

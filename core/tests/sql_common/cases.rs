@@ -552,3 +552,45 @@ pub async fn table_wakeup(url: &str) -> Duration {
     b.close().await.unwrap();
     woke
 }
+
+/// An async Rust caller's runtime that ends does not take the client's connections with it: a
+/// lock taken (and a connection pooled) from a short-lived runtime stays held, is released, and
+/// is taken again from the next one; the lock stays exclusive throughout (seen by a second
+/// client).
+pub fn connections_outlive_the_callers_runtime(url: &str) {
+    let runtime = || {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap()
+    };
+    let name = super::unique("rt");
+    let me = owner::fresh();
+    let (c, other) = runtime().block_on(async { (client(url).await, client(url).await) });
+    let lock = c.lock(&name).unwrap();
+    let theirs = other.lock(&name).unwrap();
+    // A first runtime pools a lock connection and ends; a second takes the lock and ends.
+    runtime().block_on(async {
+        lock.acquire(me, AcquireOptions::forever()).await.unwrap();
+        lock.release(me).await.unwrap();
+    });
+    runtime().block_on(async {
+        lock.acquire(me, AcquireOptions::forever()).await.unwrap();
+    });
+    std::thread::sleep(Duration::from_millis(200));
+    runtime().block_on(async {
+        let stranger = owner::fresh();
+        assert!(
+            theirs.try_acquire(stranger, None).await.unwrap().is_none(),
+            "the lock was lost with the runtime that took it"
+        );
+        assert_eq!(lock.hold_count(me).await.unwrap(), 1);
+        assert_eq!(lock.release(me).await.unwrap(), Released::Freed);
+        lock.acquire(me, AcquireOptions::forever()).await.unwrap();
+        assert_eq!(lock.release(me).await.unwrap(), Released::Freed);
+        assert!(theirs.try_acquire(stranger, None).await.unwrap().is_some());
+        theirs.release(stranger).await.unwrap();
+        c.close().await.unwrap();
+        other.close().await.unwrap();
+    });
+}
