@@ -619,7 +619,9 @@ impl Inner {
             if !ready.is_empty() || Instant::now() >= until {
                 return ready;
             }
-            std::hint::spin_loop();
+            // Give the core away between looks, as blocked callers do: where the server runs
+            // on this machine it may be waiting for this very core to answer.
+            std::thread::yield_now();
         }
     }
 
