@@ -89,9 +89,11 @@ impl NativeCall {
     }
 }
 
-/// Hand a call's outcome to Python: `done(ok, value)`.
+/// Hand a call's outcome to Python: `done(ok, value)`. Not once the interpreter is shutting
+/// down (a script that returned while its call was in flight): attaching a runtime thread then
+/// would abort the process, and nobody is left to hear the outcome.
 fn deliver(outcome: Outcome, done: &Py<PyAny>) {
-    Python::attach(|py| {
+    Python::try_attach(|py| {
         let reply = |r: Reply| match r {
             Reply::Bool(v) => PyBool::new(py, v).to_owned().into_any().unbind(),
             Reply::Text(t) => PyString::new(py, &t).into_any().unbind(),

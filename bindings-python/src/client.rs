@@ -113,12 +113,19 @@ impl NativeClient {
             use tokio::sync::broadcast::error::RecvError;
             loop {
                 match events.recv().await {
-                    Ok(ev) => Python::attach(|py| {
-                        let args = (ev.name.to_string(), hold_kind_name(ev.kind), ev.owner);
-                        if let Err(e) = hook.call1(py, args) {
-                            e.print(py);
+                    // Not once the interpreter shuts down (holds are lost as the process
+                    // exits): attaching a runtime thread then would abort the process.
+                    Ok(ev) => {
+                        let told = Python::try_attach(|py| {
+                            let args = (ev.name.to_string(), hold_kind_name(ev.kind), ev.owner);
+                            if let Err(e) = hook.call1(py, args) {
+                                e.print(py);
+                            }
+                        });
+                        if told.is_none() {
+                            return;
                         }
-                    }),
+                    }
                     Err(RecvError::Lagged(_)) => continue,
                     Err(RecvError::Closed) => return,
                 }
