@@ -107,46 +107,29 @@ async fn on<T>(conn: &mut Option<PgConnection>, fut: impl Future<Output = T>) ->
     .await
 }
 
-async fn pg_statements(
-    conn: &tokio_postgres::Client,
-    driven: &mut Option<PgConnection>,
-    key: i64,
-    n: usize,
-    out: &mut Vec<Duration>,
-) {
-    let lock = on(
-        driven,
-        conn.prepare(
-            "WITH l AS MATERIALIZED (SELECT pg_advisory_lock($1::int8)) \
-             SELECT nextval('polylock_fencing_seq') FROM l",
-        ),
-    )
-    .await
-    .unwrap();
-    let unlock = on(driven, conn.prepare("SELECT pg_advisory_unlock($1::int8)"))
-        .await
-        .unwrap();
-    for _ in 0..n {
-        let t = Instant::now();
-        on(driven, conn.query_one(&lock, &[&key])).await.unwrap();
-        on(driven, conn.query_one(&unlock, &[&key])).await.unwrap();
-        out.push(t.elapsed());
-    }
-}
+/// polylock's own two statements (the lock statement draws the token from the sequence).
+const PG_STATEMENTS: [&str; 2] = [
+    "WITH l AS MATERIALIZED (SELECT pg_advisory_lock($1::int8)) \
+     SELECT nextval('polylock_fencing_seq') FROM l",
+    "SELECT pg_advisory_unlock($1::int8)",
+];
+/// The floor: the bare lock and unlock.
+const PG_FLOOR: [&str; 2] = [
+    "SELECT pg_advisory_lock($1)",
+    "SELECT pg_advisory_unlock($1)",
+];
 
-async fn pg_floor(
+/// `n` pairs of the lock and unlock `statements` on key `key`, prepared, on a bare connection.
+async fn pg_pairs(
     conn: &tokio_postgres::Client,
     driven: &mut Option<PgConnection>,
+    [lock, unlock]: [&str; 2],
     key: i64,
     n: usize,
     out: &mut Vec<Duration>,
 ) {
-    let lock = on(driven, conn.prepare("SELECT pg_advisory_lock($1)"))
-        .await
-        .unwrap();
-    let unlock = on(driven, conn.prepare("SELECT pg_advisory_unlock($1)"))
-        .await
-        .unwrap();
+    let lock = on(driven, conn.prepare(lock)).await.unwrap();
+    let unlock = on(driven, conn.prepare(unlock)).await.unwrap();
     for _ in 0..n {
         let t = Instant::now();
         on(driven, conn.query_one(&lock, &[&key])).await.unwrap();
@@ -228,14 +211,23 @@ fn main() {
         let (mut ours, mut floor, mut floor_polled, mut stmts) =
             (Vec::new(), Vec::new(), Vec::new(), Vec::new());
         polylock_round(&client, name, pairs / 10, &mut Vec::new()).await;
-        pg_floor(&raw, &mut None, 4242, pairs / 10, &mut Vec::new()).await;
-        pg_floor(&polled, &mut conn, 4243, pairs / 10, &mut Vec::new()).await;
-        pg_statements(&polled, &mut conn, 4243, pairs / 10, &mut Vec::new()).await;
+        let mut warm_up = Vec::new();
+        pg_pairs(&raw, &mut None, PG_FLOOR, 4242, pairs / 10, &mut warm_up).await;
+        pg_pairs(&polled, &mut conn, PG_FLOOR, 4243, pairs / 10, &mut warm_up).await;
+        pg_pairs(
+            &polled,
+            &mut conn,
+            PG_STATEMENTS,
+            4243,
+            pairs / 10,
+            &mut warm_up,
+        )
+        .await;
         for _ in 0..rounds {
             polylock_round(&client, name, pairs, &mut ours).await;
-            pg_floor(&raw, &mut None, 4242, pairs, &mut floor).await;
-            pg_floor(&polled, &mut conn, 4243, pairs, &mut floor_polled).await;
-            pg_statements(&polled, &mut conn, 4243, pairs, &mut stmts).await;
+            pg_pairs(&raw, &mut None, PG_FLOOR, 4242, pairs, &mut floor).await;
+            pg_pairs(&polled, &mut conn, PG_FLOOR, 4243, pairs, &mut floor_polled).await;
+            pg_pairs(&polled, &mut conn, PG_STATEMENTS, 4243, pairs, &mut stmts).await;
         }
         report(
             "PostgreSQL advisory",

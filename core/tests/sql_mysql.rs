@@ -247,41 +247,22 @@ async fn lease_table_exclusion() {
     cases::exclusion(&with(&mysql_url(), "mode=table")).await;
 }
 
-/// TLS through mysql_async's rustls: servers.sh gives MariaDB a self-signed certificate and a
-/// user it admits over TLS only (`REQUIRE SSL`). Without TLS that user is refused (typed `Auth`);
-/// with TLS verified against the public roots only, the self-signed certificate is refused
-/// (typed, no password in the message); with `sslrootcert` naming its CA, locks exclude each
-/// other over TLS. A missing CA file is a typed `InvalidArgument`.
+/// TLS through mysql_async's rustls ([`cases::tls`]): servers.sh gives MariaDB a certificate
+/// signed by a test CA and a user it admits over TLS only (`REQUIRE SSL`).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tls_with_the_servers_own_ca() {
-    let hint = "set by `bash scripts/servers.sh env` (start the servers with servers.sh)";
-    let url = std::env::var("POLYLOCK_MYSQL_TLS_URL").expect(hint);
-    let ca = std::env::var("POLYLOCK_MYSQL_TLS_CA").expect(hint);
-    let plain = polylock::Client::connect(&url).await.unwrap_err();
-    assert_eq!(plain.kind(), ErrorKind::Auth, "{}", plain.message());
-    let unverified = polylock::Client::connect(&format!("{url}?require_ssl=true"))
-        .await
-        .unwrap_err();
-    assert_eq!(
-        unverified.kind(),
-        ErrorKind::Connection,
-        "{}",
-        unverified.message()
-    );
-    assert!(!unverified.message().contains("polylock-pw"));
-    let missing = polylock::Client::connect(&format!(
-        "{url}?require_ssl=true&sslrootcert=/nonexistent/ca.pem"
-    ))
-    .await
-    .unwrap_err();
-    assert_eq!(missing.kind(), ErrorKind::InvalidArgument);
-    let verified = format!("{url}?require_ssl=true&sslrootcert={ca}");
-    cases::exclusion(&verified).await;
-    // sslrootcert alone turns TLS on.
-    let c = client(&format!("{url}?sslrootcert={ca}")).await;
-    let lock = c.lock(&unique("tls")).unwrap();
-    let held = lock.acquire(1, AcquireOptions::forever()).await.unwrap();
-    assert!(held.fencing_token > 0);
+    let (url, ca) = sql_common::tls_env("MYSQL");
+    let (c, lock) = cases::tls(
+        &url,
+        cases::Tls {
+            unverified: &["require_ssl=true"],
+            named: &[],
+            invalid: &["require_ssl=true&sslrootcert=/nonexistent/ca.pem"],
+            verified: &format!("require_ssl=true&sslrootcert={ca}"),
+            ca_alone: &format!("sslrootcert={ca}"),
+        },
+    )
+    .await;
     lock.release(1).await.unwrap();
     c.close().await.unwrap();
 }

@@ -361,63 +361,30 @@ async fn lease_table_exclusion() {
     cases::exclusion(&with(&pg_url(), "mode=table")).await;
 }
 
-/// TLS through polylock's rustls connector: servers.sh gives PostgreSQL a certificate signed by a
-/// test CA and a role its pg_hba.conf refuses without TLS. Plain, that role is refused (typed
-/// `Auth`); over TLS verified against the public roots only, the chain is refused (typed, no
-/// password in the message); with `sslrootcert` naming the CA (libpq's `sslmode=verify-full`,
-/// or the CA alone), locks exclude each other, and the server's `pg_stat_ssl` shows every one of
-/// the client's connections encrypted. A missing CA file and an unknown sslmode are typed
-/// `InvalidArgument`.
+/// TLS through polylock's rustls connector ([`cases::tls`]): servers.sh gives PostgreSQL a
+/// certificate signed by a test CA and a role its pg_hba.conf refuses without TLS. The refusal
+/// against the public roots names the cause and the `sslrootcert` hint; an unknown sslmode is
+/// typed `InvalidArgument`; with the CA alone, the server's `pg_stat_ssl` shows every one of the
+/// client's connections encrypted.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tls_with_the_servers_own_ca() {
-    let hint = "set by `bash scripts/servers.sh env` (start the servers with servers.sh)";
-    let url = std::env::var("POLYLOCK_PG_TLS_URL").expect(hint);
-    let ca = std::env::var("POLYLOCK_PG_TLS_CA").expect(hint);
-    let plain = polylock::Client::connect(&url).await.unwrap_err();
-    assert_eq!(plain.kind(), ErrorKind::Auth, "{}", plain.message());
-    for mode in ["require", "verify-full"] {
-        let unverified = polylock::Client::connect(&with(&url, &format!("sslmode={mode}")))
-            .await
-            .unwrap_err();
-        assert_eq!(
-            unverified.kind(),
-            ErrorKind::Connection,
-            "{}",
-            unverified.message()
-        );
-        assert!(!unverified.message().contains("polylock-pw"));
-        assert!(
-            unverified.message().contains("UnknownIssuer")
-                && unverified.message().contains("sslrootcert"),
-            "{}",
-            unverified.message()
-        );
-    }
-    for bad in [
-        "sslmode=require&sslrootcert=/nonexistent/ca.pem",
-        "sslmode=on",
-    ] {
-        let e = polylock::Client::connect(&with(&url, bad))
-            .await
-            .unwrap_err();
-        assert_eq!(
-            e.kind(),
-            ErrorKind::InvalidArgument,
-            "{bad}: {}",
-            e.message()
-        );
-    }
-    cases::exclusion(&with(
+    let (url, ca) = sql_common::tls_env("PG");
+    let (c, lock) = cases::tls(
         &url,
-        &format!("sslmode=verify-full&sslrootcert={ca}"),
-    ))
+        cases::Tls {
+            unverified: &["sslmode=require", "sslmode=verify-full"],
+            named: &["UnknownIssuer", "sslrootcert"],
+            invalid: &[
+                "sslmode=require&sslrootcert=/nonexistent/ca.pem",
+                "sslmode=on",
+            ],
+            verified: &format!("sslmode=verify-full&sslrootcert={ca}"),
+            ca_alone: &format!("sslrootcert={ca}"),
+        },
+    )
     .await;
-    // sslrootcert alone turns TLS on; the server sees each of the client's connections
-    // (the query connection and the held lock's) encrypted.
-    let c = client(&with(&url, &format!("sslrootcert={ca}"))).await;
-    let lock = c.lock(&unique("tls")).unwrap();
-    let held = lock.acquire(1, AcquireOptions::forever()).await.unwrap();
-    assert!(held.fencing_token > 0);
+    // The server sees each of the client's connections (the query connection and the held
+    // lock's) encrypted.
     let rows = pg_raw()
         .await
         .query(

@@ -50,7 +50,7 @@ pub(crate) enum Gone {
     /// when there is nothing to tell (its watch ended; what follows is reported elsewhere).
     Watch(std::pin::Pin<Box<dyn std::future::Future<Output = bool> + Send>>),
     /// The backend tells it itself, through this notice: no task per hold (a SQL connection's
-    /// keep-alive round, or its driver's end, tells every hold on that connection).
+    /// keep-alive round tells every hold on that connection).
     Notice(GoneNotice),
 }
 

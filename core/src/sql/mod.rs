@@ -44,6 +44,32 @@ use crate::model::options::ClientOptions;
 /// Connections a client opens at most unless the URL says otherwise (`max_connections=N`).
 pub(crate) const DEFAULT_MAX_CONNECTIONS: usize = 64;
 
+/// Open a connection with `connect` on polylock's runtime, so that its socket outlives an async
+/// caller's own runtime (see [`crate::runtime::in_polylock`]), within `limit`.
+pub(crate) async fn open_on_runtime<C, F>(
+    server: &'static str,
+    limit: Duration,
+    connect: F,
+) -> Result<C>
+where
+    F: std::future::Future<Output = Result<C>> + Send + 'static,
+    C: Send + 'static,
+{
+    crate::runtime::in_polylock(async move {
+        match tokio::time::timeout(limit, connect).await {
+            Ok(r) => r,
+            Err(_) => Err(Error::new(
+                ErrorKind::Connection,
+                format!(
+                    "{server}: no answer within {limit:?}; check that the server is running and \
+                     reachable"
+                ),
+            )),
+        }
+    })
+    .await
+}
+
 /// Which server.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Flavor {

@@ -24,8 +24,8 @@ use super::{
     fencing_sequence, Fencing, Mode, Slot, Slots, SqlUrl, DEFAULT_MAX_CONNECTIONS, FENCING_SEQUENCE,
 };
 use crate::backend::{
-    AcquireRequest, Backend, GoneNotice, Granted, HoldOps, LeaseSupport, LockOps, Reentry,
-    ReleaseRequest, UnlockReply,
+    AcquireRequest, Backend, Granted, HoldOps, LeaseSupport, LockOps, Reentry, ReleaseRequest,
+    UnlockReply,
 };
 use crate::model::error::{Error, ErrorKind, Result};
 use crate::model::kind::{HoldKind, HoldMode, LockKind};
@@ -70,10 +70,6 @@ impl SessionConn for MyConn {
 
     fn is_closed(&self) -> bool {
         false // found out by the next statement
-    }
-
-    fn close_notice(&self) -> Option<GoneNotice> {
-        None
     }
 
     async fn close(self) {
@@ -127,22 +123,14 @@ impl MySql {
     /// A new connection, opened on polylock's runtime (its socket outlives the caller's).
     async fn open(&self) -> Result<MyConn> {
         let (opts, url) = (self.opts.clone(), self.url.clone());
-        let limit = self.options.connect_timeout;
-        crate::runtime::in_polylock(async move {
-            match tokio::time::timeout(limit, mysql_async::Conn::new(opts)).await {
-                Ok(Ok(conn)) => Ok(MyConn {
-                    id: conn.id() as u64,
-                    conn,
-                }),
-                Ok(Err(e)) => Err(map_err(&url, e, "connect")),
-                Err(_) => Err(Error::new(
-                    ErrorKind::Connection,
-                    format!(
-                        "{SERVER}: no answer within {limit:?}; check that the server is running \
-                         and reachable"
-                    ),
-                )),
-            }
+        super::open_on_runtime(SERVER, self.options.connect_timeout, async move {
+            let conn = mysql_async::Conn::new(opts)
+                .await
+                .map_err(|e| map_err(&url, e, "connect"))?;
+            Ok(MyConn {
+                id: conn.id() as u64,
+                conn,
+            })
         })
         .await
     }

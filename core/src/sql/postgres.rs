@@ -33,8 +33,8 @@ use super::table::{self, TableDb, TableLock, TableWaiter};
 use super::tls::{MakeRustls, RustlsStream};
 use super::{Fencing, Mode, Slot, Slots, SqlUrl, DEFAULT_MAX_CONNECTIONS, FENCING_SEQUENCE};
 use crate::backend::{
-    AcquireRequest, Backend, GoneNotice, Granted, HoldOps, LeaseSupport, LockOps, Reentry,
-    ReleaseRequest, UnlockReply,
+    AcquireRequest, Backend, Granted, HoldOps, LeaseSupport, LockOps, Reentry, ReleaseRequest,
+    UnlockReply,
 };
 use crate::model::error::{Error, ErrorKind, Result};
 use crate::model::kind::{HoldKind, HoldMode, LockKind};
@@ -77,11 +77,9 @@ impl PgConn {
             if let Poll::Ready(out) = statement.as_mut().poll(cx) {
                 return Poll::Ready(out);
             }
-            // The statement is queued to the connection half: write it, read what came.
-            if self.poll_connection(cx) {
-                // Ended: its answer senders are gone with it, so the statement ends now too.
-                return statement.as_mut().poll(cx);
-            }
+            // The statement is queued to the connection half: write it, read what came. If the
+            // connection ended, its answer senders went with it and the statement ends now too.
+            self.poll_connection(cx);
             statement.as_mut().poll(cx)
         })
         .await
@@ -138,10 +136,6 @@ impl SessionConn for PgConn {
     fn is_closed(&self) -> bool {
         // One look at the socket without waiting: an end the server sent meanwhile is read now.
         self.client.is_closed() || self.poll_connection(&mut Context::from_waker(Waker::noop()))
-    }
-
-    fn close_notice(&self) -> Option<GoneNotice> {
-        None // nothing reads an idle connection: the keep-alive finds out
     }
 
     async fn close(self) {
@@ -265,8 +259,7 @@ impl Pg {
     /// A new connection, opened on polylock's runtime (its socket outlives the caller's).
     async fn open(&self) -> Result<PgConn> {
         let (config, tls, url) = (self.config.clone(), self.tls.clone(), self.url.clone());
-        let limit = self.options.connect_timeout;
-        let connect = async move {
+        super::open_on_runtime(SERVER, self.options.connect_timeout, async move {
             let (client, connection) = config
                 .connect(tls)
                 .await
@@ -283,18 +276,6 @@ impl Pg {
                 .map_err(|e| map_err(&url, e, "read the backend pid"))?;
             conn.pid = row.get::<_, i32>(0) as u64;
             Ok(conn)
-        };
-        crate::runtime::in_polylock(async move {
-            match tokio::time::timeout(limit, connect).await {
-                Ok(r) => r,
-                Err(_) => Err(Error::new(
-                    ErrorKind::Connection,
-                    format!(
-                        "{SERVER}: no answer within {limit:?}; check that the server is running \
-                         and reachable"
-                    ),
-                )),
-            }
         })
         .await
     }

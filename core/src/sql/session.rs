@@ -24,9 +24,6 @@ pub(crate) trait SessionConn: Send + Sync + 'static {
     async fn ping(&mut self) -> bool;
     /// True once the driver knows the connection is closed.
     fn is_closed(&self) -> bool;
-    /// Told when the driver sees the server close the connection, where it can (else the
-    /// keep-alive finds out).
-    fn close_notice(&self) -> Option<GoneNotice>;
     /// Close it politely.
     async fn close(self);
 }
@@ -96,8 +93,8 @@ pub(crate) struct Held<C> {
     pub(crate) conn: tokio::sync::Mutex<Option<C>>,
     /// Holds on this connection.
     refs: Mutex<u32>,
-    /// Told by the keep-alive, or by the driver when the server closes the connection; cleared
-    /// when the connection holds nothing any more (its holds ended normally).
+    /// Told by the keep-alive when the connection is found dead (nothing reads an idle
+    /// connection); cleared when it holds nothing any more (its holds ended normally).
     notice: GoneNotice,
 }
 
@@ -163,11 +160,10 @@ impl<C: SessionConn> Pool<C> {
     /// Keep `conn` for the lock it now holds; its id is the hold's node.
     pub(crate) fn hold(&self, conn: C, slot: Slot) -> (String, Gone) {
         let id = conn.id();
-        let notice = conn.close_notice().unwrap_or_default();
         let held = Arc::new(Held {
             conn: tokio::sync::Mutex::new(Some(conn)),
             refs: Mutex::new(1),
-            notice,
+            notice: GoneNotice::default(),
         });
         let gone = held.gone();
         self.held

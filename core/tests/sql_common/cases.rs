@@ -594,3 +594,55 @@ pub fn connections_outlive_the_callers_runtime(url: &str) {
         other.close().await.unwrap();
     });
 }
+
+/// What a server's TLS test asks of it: URL options, each added to the URL of a user the server
+/// admits over TLS only.
+pub struct Tls<'a> {
+    /// TLS checked against the public roots only: refused, typed `Connection`.
+    pub unverified: &'a [&'a str],
+    /// Words each such refusal names.
+    pub named: &'a [&'a str],
+    /// Refused, typed `InvalidArgument` (a missing CA file, say).
+    pub invalid: &'a [&'a str],
+    /// TLS verified against the server's CA.
+    pub verified: &'a str,
+    /// The server's CA alone, which turns TLS on.
+    pub ca_alone: &'a str,
+}
+
+/// The TLS checks both servers run: plain, the TLS-only user is refused (typed `Auth`); TLS
+/// against the public roots only is refused (typed `Connection`, the password not in the
+/// message); `invalid` options are typed `InvalidArgument`; over verified TLS locks exclude each
+/// other. With the CA alone, returns a client whose lock is held by owner 1 (with a token), for
+/// the server's own checks; the caller releases it and closes the client.
+pub async fn tls(url: &str, t: Tls<'_>) -> (Client, polylock::Lock) {
+    let plain = Client::connect(url).await.unwrap_err();
+    assert_eq!(plain.kind(), ErrorKind::Auth, "{}", plain.message());
+    for option in t.unverified {
+        let e = Client::connect(&super::with(url, option))
+            .await
+            .unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::Connection, "{option}: {}", e.message());
+        assert!(!e.message().contains("polylock-pw"));
+        for word in t.named {
+            assert!(e.message().contains(word), "{option}: {}", e.message());
+        }
+    }
+    for option in t.invalid {
+        let e = Client::connect(&super::with(url, option))
+            .await
+            .unwrap_err();
+        assert_eq!(
+            e.kind(),
+            ErrorKind::InvalidArgument,
+            "{option}: {}",
+            e.message()
+        );
+    }
+    exclusion(&super::with(url, t.verified)).await;
+    let c = client(&super::with(url, t.ca_alone)).await;
+    let lock = c.lock(&super::unique("tls")).unwrap();
+    let held = lock.acquire(1, AcquireOptions::forever()).await.unwrap();
+    assert!(held.fencing_token > 0);
+    (c, lock)
+}

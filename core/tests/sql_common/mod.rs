@@ -17,6 +17,19 @@ pub fn pg_url() -> String {
         .unwrap_or_else(|_| "postgres://polylock:polylock-pw@127.0.0.1:5433/polylock".into())
 }
 
+/// The URL of the TLS-only user of `server` (MYSQL, PG) and the CA file of its certificate.
+pub fn tls_env(server: &str) -> (String, String) {
+    let var = |name: String| {
+        std::env::var(&name).unwrap_or_else(|_| {
+            panic!("{name} is set by `bash scripts/servers.sh env` (start the servers with servers.sh)")
+        })
+    };
+    (
+        var(format!("POLYLOCK_{server}_TLS_URL")),
+        var(format!("POLYLOCK_{server}_TLS_CA")),
+    )
+}
+
 /// `url` with a query option added.
 pub fn with(url: &str, option: &str) -> String {
     let sep = if url.contains('?') { '&' } else { '?' };
