@@ -3,7 +3,8 @@
 
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::{Duration, Instant};
 
 use polylock::runtime;
 use pyo3::prelude::*;
@@ -89,11 +90,62 @@ impl NativeCall {
     }
 }
 
-/// Hand a call's outcome to Python: `done(ok, value)`. Not once the interpreter is shutting
-/// down (a script that returned while its call was in flight): attaching a runtime thread then
-/// would abort the process, and nobody is left to hear the outcome.
+/// Whether polylock's runtime threads may still enter Python, and how many are inside it.
+static GATE: Mutex<(bool, usize)> = Mutex::new((true, 0));
+/// Told when a runtime thread leaves Python.
+static LEFT: Condvar = Condvar::new();
+/// The longest the interpreter's exit waits for runtime threads to leave Python.
+const EXIT_WAIT: Duration = Duration::from_secs(2);
+
+/// Run `f` with the GIL on one of polylock's runtime threads, unless the interpreter is exiting
+/// (`None`). A runtime thread must not be inside Python when the interpreter finalizes: Python
+/// code it runs can hand the GIL to the main thread, and taking it back during finalization ends
+/// the thread under pyo3's guard, which aborts the process ("PyGILState_Release: thread state
+/// must be current"). [`close_python_gate`] runs at exit, before finalization.
+pub(crate) fn from_runtime<R>(f: impl FnOnce(Python<'_>) -> R) -> Option<R> {
+    {
+        let mut gate = GATE.lock().unwrap_or_else(|e| e.into_inner());
+        if !gate.0 {
+            return None;
+        }
+        gate.1 += 1;
+    }
+    struct Leave;
+    impl Drop for Leave {
+        fn drop(&mut self) {
+            GATE.lock().unwrap_or_else(|e| e.into_inner()).1 -= 1;
+            LEFT.notify_all();
+        }
+    }
+    let _leave = Leave;
+    Python::try_attach(f)
+}
+
+/// Registered with `atexit`: no runtime thread enters Python from now on, and those inside it
+/// get the GIL to finish (for at most [`EXIT_WAIT`]) before the interpreter finalizes.
+#[pyfunction]
+pub(crate) fn close_python_gate(py: Python<'_>) {
+    py.detach(|| {
+        let mut gate = GATE.lock().unwrap_or_else(|e| e.into_inner());
+        gate.0 = false;
+        let until = Instant::now() + EXIT_WAIT;
+        while gate.1 > 0 {
+            let left = until.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                break;
+            }
+            gate = LEFT
+                .wait_timeout(gate, left)
+                .unwrap_or_else(|e| e.into_inner())
+                .0;
+        }
+    });
+}
+
+/// Hand a call's outcome to Python: `done(ok, value)`; not once the interpreter exits (nobody
+/// is left to hear it).
 fn deliver(outcome: Outcome, done: &Py<PyAny>) {
-    Python::try_attach(|py| {
+    from_runtime(|py| {
         let reply = |r: Reply| match r {
             Reply::Bool(v) => PyBool::new(py, v).to_owned().into_any().unbind(),
             Reply::Text(t) => PyString::new(py, &t).into_any().unbind(),

@@ -113,10 +113,9 @@ impl NativeClient {
             use tokio::sync::broadcast::error::RecvError;
             loop {
                 match events.recv().await {
-                    // Not once the interpreter shuts down (holds are lost as the process
-                    // exits): attaching a runtime thread then would abort the process.
+                    // Not once the interpreter exits (holds are lost as the process exits).
                     Ok(ev) => {
-                        let told = Python::try_attach(|py| {
+                        let told = crate::call::from_runtime(|py| {
                             let args = (ev.name.to_string(), hold_kind_name(ev.kind), ev.owner);
                             if let Err(e) = hook.call1(py, args) {
                                 e.print(py);

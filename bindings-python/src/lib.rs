@@ -36,6 +36,10 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(fresh_owner, m)?)?;
     m.add_function(wrap_pyfunction!(run_cli, m)?)?;
     m.add_function(wrap_pyfunction!(errors::error_table, m)?)?;
+    // Before the interpreter finalizes, runtime threads leave Python (see call::from_runtime).
+    m.py()
+        .import("atexit")?
+        .call_method1("register", (wrap_pyfunction!(call::close_python_gate, m)?,))?;
     m.add_class::<client::NativeClient>()?;
     m.add_class::<lock::NativeLock>()?;
     m.add_class::<call::NativeCall>()?;
