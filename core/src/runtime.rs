@@ -245,8 +245,19 @@ impl SpinPermit {
 
     /// Until when to poll, from now; `None` without leave.
     pub(crate) fn deadline(&self) -> Option<std::time::Instant> {
-        self.granted.then(|| std::time::Instant::now() + spin())
+        self.granted.then(|| {
+            POLLED_WAITS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            std::time::Instant::now() + spin()
+        })
     }
+}
+
+static POLLED_WAITS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// How many waits for a reply or a wake-up, in this process so far, polled before sleeping
+/// (see `POLYLOCK_SPIN_US`): a diagnostic, which stays 0 when polling is off.
+pub fn polled_waits() -> u64 {
+    POLLED_WAITS.load(std::sync::atomic::Ordering::Relaxed)
 }
 
 impl Drop for SpinPermit {

@@ -20,7 +20,7 @@ use tokio::sync::{broadcast, watch};
 use crate::model::lost::HoldState as State;
 
 use crate::model::kind::HoldKind;
-use crate::model::lost::{HoldState, LostEvent, LostReason, LostSignal};
+use crate::model::lost::{HoldState, LostEvent, LostReason, LostSignal, Tracked};
 use crate::model::owner::OwnerId;
 
 pub(crate) use client_core::ClientCore;
@@ -50,7 +50,7 @@ pub(crate) struct Hold {
     pub(crate) releasing: bool,
     /// The holder's node (ZooKeeper).
     pub(crate) node: Option<String>,
-    state: watch::Sender<HoldState>,
+    state: watch::Sender<Tracked>,
     events: broadcast::Sender<LostEvent>,
 }
 
@@ -71,7 +71,10 @@ impl Hold {
             lost: None,
             releasing: false,
             node,
-            state: watch::Sender::new(HoldState::Held),
+            state: watch::Sender::new(Tracked {
+                state: HoldState::Held,
+                ends_at: fixed_end(lease, deadline),
+            }),
             events: holds.events.clone(),
         }
     }
@@ -102,12 +105,33 @@ impl Hold {
             owner: *owner,
             reason,
         });
-        self.state.send_replace(HoldState::Lost(reason));
+        self.state
+            .send_replace(Tracked::ended(HoldState::Lost(reason)));
     }
 
     pub(crate) fn mark_released(&self) {
-        self.state.send_replace(HoldState::Released);
+        self.state.send_replace(Tracked::ended(HoldState::Released));
     }
+
+    /// A new lease: `deadline` is when it ends, by `lease` (a fixed lease's end is also what
+    /// its lost signals read).
+    pub(crate) fn set_lease(&mut self, lease: LeaseMode, deadline: Instant) {
+        self.lease = lease;
+        self.deadline = deadline;
+        let end = fixed_end(lease, deadline);
+        self.state.send_if_modified(|t| {
+            let changed = t.state == HoldState::Held && t.ends_at != end;
+            if changed {
+                t.ends_at = end;
+            }
+            changed
+        });
+    }
+}
+
+/// The end of a lease that nobody renews.
+fn fixed_end(lease: LeaseMode, deadline: Instant) -> Option<Instant> {
+    matches!(lease, LeaseMode::Fixed(_)).then_some(deadline)
 }
 
 /// A hold is one owner's hold of one kind of lock (or one permit) on one name.
@@ -214,7 +238,12 @@ pub(crate) fn any_lost(signals: Vec<LostSignal>) -> LostSignal {
             (State::Held, _) | (_, State::Held) => State::Held,
             _ => State::Released,
         });
-    let (tx, rx) = watch::channel(now);
+    // The first fixed lease to end ends the multi-lock's hold.
+    let ends_at = signals.iter().filter_map(LostSignal::ends_at).min();
+    let (tx, rx) = watch::channel(Tracked {
+        state: now,
+        ends_at: ends_at.filter(|_| now == State::Held),
+    });
     if now != State::Held {
         return LostSignal::new(rx);
     }
@@ -229,12 +258,12 @@ pub(crate) fn any_lost(signals: Vec<LostSignal>) -> LostSignal {
                 _ = tx.closed() => return,
             };
             if let Some(reason) = reason {
-                tx.send_replace(State::Lost(reason));
+                tx.send_replace(Tracked::ended(State::Lost(reason)));
                 return;
             }
             pending = rest;
         }
-        tx.send_replace(State::Released);
+        tx.send_replace(Tracked::ended(State::Released));
     });
     LostSignal::new(rx)
 }
@@ -254,4 +283,37 @@ async fn futures_select_all<F: std::future::Future + Unpin>(
     .await;
     drop(futures.remove(i));
     (out, i, futures)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn hold(holds: &Holds, lease: LeaseMode, deadline: Instant) -> Hold {
+        Hold::new(holds, 1, 1, lease, deadline, None)
+    }
+
+    #[test]
+    fn a_fixed_lease_reads_lost_from_its_end_without_a_timer() {
+        let holds = Holds::default();
+        let past = Instant::now() - Duration::from_millis(1);
+        let fixed = hold(&holds, LeaseMode::Fixed(Duration::from_secs(1)), past);
+        assert_eq!(fixed.signal().state(), State::Lost(LostReason::Expired));
+        // Only fixed leases: a watchdog-kept hold past its deadline waits for the watchdog.
+        let kept = hold(&holds, LeaseMode::Watchdog, past);
+        assert_eq!(kept.signal().state(), State::Held);
+        // A new fixed lease moves the end; a release ends it for good.
+        let mut renewed = hold(&holds, LeaseMode::Fixed(Duration::from_secs(1)), past);
+        let signal = renewed.signal();
+        let later = Instant::now() + Duration::from_secs(60);
+        renewed.set_lease(LeaseMode::Fixed(Duration::from_secs(60)), later);
+        assert_eq!(signal.state(), State::Held);
+        renewed.mark_released();
+        assert_eq!(signal.state(), State::Released);
+        // A multi-lock's signal ends with its first member's fixed lease.
+        let soon = hold(&holds, LeaseMode::Fixed(Duration::from_secs(1)), past);
+        let _rt = crate::runtime::handle().enter();
+        let any = any_lost(vec![kept.signal(), soon.signal()]);
+        assert_eq!(any.state(), State::Lost(LostReason::Expired));
+    }
 }

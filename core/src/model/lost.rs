@@ -1,6 +1,7 @@
 //! The lost signal: how a holder learns that its hold ended without its release.
 
 use std::sync::Arc;
+use std::time::Instant;
 
 use tokio::sync::watch;
 
@@ -87,16 +88,42 @@ pub enum HoldState {
     Lost(LostReason),
 }
 
+/// What a hold's [`LostSignal`]s follow: its state, and when a fixed lease ends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Tracked {
+    pub(crate) state: HoldState,
+    /// The end of a fixed lease, as far as the holder knows (measured from before the request
+    /// that set it, so never later than the server's): nobody renews it, so the hold is lost
+    /// from then on whether or not the client's timer has marked it yet.
+    pub(crate) ends_at: Option<Instant>,
+}
+
+impl Tracked {
+    pub(crate) fn ended(state: HoldState) -> Tracked {
+        Tracked {
+            state,
+            ends_at: None,
+        }
+    }
+}
+
 /// Fires when a hold is lost. Cheap to clone; every clone sees the same hold.
 #[derive(Debug, Clone)]
 pub struct LostSignal {
-    rx: watch::Receiver<HoldState>,
+    rx: watch::Receiver<Tracked>,
 }
 
 impl LostSignal {
-    /// The hold's current state.
+    /// The hold's current state. A fixed lease reads as lost (`Expired`) from its end on, even
+    /// in the moment before the client's timer marks it.
     pub fn state(&self) -> HoldState {
-        *self.rx.borrow()
+        let t = *self.rx.borrow();
+        match t.ends_at {
+            Some(end) if t.state == HoldState::Held && Instant::now() >= end => {
+                HoldState::Lost(LostReason::Expired)
+            }
+            _ => t.state,
+        }
     }
 
     /// True once the hold is lost.
@@ -105,10 +132,14 @@ impl LostSignal {
     }
 
     /// Wait until the hold ends: `Some(reason)` if it was lost, `None` if it was released
-    /// normally (or the client that tracked it is gone).
+    /// normally (or the client that tracked it is gone). A fixed lease's end wakes it when the
+    /// client's timer marks the hold lost, a moment after [`state`](Self::state) says so.
     pub async fn wait(&self) -> Option<LostReason> {
         let mut rx = self.rx.clone();
-        let end = rx.wait_for(|s| *s != HoldState::Held).await.map(|s| *s);
+        let end = rx
+            .wait_for(|t| t.state != HoldState::Held)
+            .await
+            .map(|t| t.state);
         match end {
             Ok(HoldState::Lost(r)) => Some(r),
             _ => None,
@@ -118,7 +149,13 @@ impl LostSignal {
 
 impl LostSignal {
     /// A signal that follows `rx`.
-    pub(crate) fn new(rx: watch::Receiver<HoldState>) -> LostSignal {
+    pub(crate) fn new(rx: watch::Receiver<Tracked>) -> LostSignal {
         LostSignal { rx }
+    }
+
+    /// When the hold's fixed lease ends, if it has one and is still held.
+    pub(crate) fn ends_at(&self) -> Option<Instant> {
+        let t = *self.rx.borrow();
+        t.ends_at.filter(|_| t.state == HoldState::Held)
     }
 }

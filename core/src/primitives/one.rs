@@ -215,9 +215,9 @@ impl OneLock {
             .entry(key)
             .and_modify(|h| {
                 h.count = granted.count;
-                h.lease = mode;
-                if let LeaseMode::Fixed(_) = mode {
-                    h.deadline = deadline;
+                match mode {
+                    LeaseMode::Fixed(_) => h.set_lease(mode, deadline),
+                    _ => h.lease = mode,
                 }
             })
             .or_insert_with(|| {

@@ -96,6 +96,11 @@ fn is_polylock_holder(locked_by: &str) -> bool {
     owner.parse::<u64>().is_ok() && uuid::Uuid::parse_str(client).is_ok()
 }
 
+/// How finely a lease row's `lock_until` may be kept: ShedLock's tables (and MySQL's
+/// `TIMESTAMP(3)`) keep milliseconds, truncated, so a lease may end on the server up to this much
+/// before its length is up; the holder counts its lease as that much shorter.
+const CLOCK_STEP: Duration = Duration::from_millis(1);
+
 #[async_trait]
 impl HoldOps for TableLock {
     async fn renew(&self, holds: &[RenewItem], lease: Duration) -> Result<Vec<bool>> {
@@ -104,6 +109,10 @@ impl HoldOps for TableLock {
             .map(|h| (h.name.clone(), self.locked_by(h.owner)))
             .collect();
         self.db.extend(&items, lease).await
+    }
+
+    fn lease_margin(&self, _lease: Duration) -> Duration {
+        CLOCK_STEP
     }
 
     async fn drop_hold(&self, name: &str, owner: OwnerId, _node: Option<&str>) -> Result<bool> {
@@ -138,7 +147,7 @@ impl LockOps for TableLock {
                     count: 1,
                     node: None,
                     gone: None,
-                    valid_until: Some(sent + req.lease),
+                    valid_until: Some(sent + req.lease.saturating_sub(CLOCK_STEP)),
                 }));
             }
             let now = Instant::now();
