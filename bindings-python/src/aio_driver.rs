@@ -137,18 +137,25 @@ impl LoopDriver {
         self.pipe[0].as_raw_fd()
     }
 
-    /// Run `start(done)` (a native `*_async` call) with this driver as the one its call runs on.
+    /// Run `start(*args, done)` (a native `*_async` call) with this driver as the one its call
+    /// runs on. `(True, value)` when it was answered within this call (its error is raised
+    /// here), else `(False, awaitable)` (see [`Awaited`]). `give_back(value)` runs for a value
+    /// that arrives after the caller stopped waiting (`False` and `None`: nothing taken); `loop`
+    /// is the loop this driver serves.
     fn call(
         slf: &Bound<'_, Self>,
         start: &Bound<'_, PyAny>,
-        done: &Bound<'_, PyAny>,
-    ) -> PyResult<Py<PyAny>> {
+        args: &Bound<'_, pyo3::types::PyTuple>,
+        give_back: Option<Py<PyAny>>,
+        r#loop: Py<PyAny>,
+    ) -> PyResult<(bool, Py<PyAny>)> {
+        let py = slf.py();
         let this = slf.borrow();
         let driver = this.driver.clone();
         // A call waits a moment for its reply inside this method only when no other task awaits
         // one: the others run only after this returns, and waiting for each call in turn would
         // serialize them. Nor after YIELD_EVERY calls in a row were answered inside the call:
-        // awaiting a settled future does not yield to the loop, so a task calling in a loop
+        // awaiting a settled call does not yield to the loop, so a task calling in a loop
         // would keep the loop's other tasks and I/O waiting; this call's caller yields instead.
         let alone = this.awaiting.get() == 0;
         let yield_now = this.answered_in_calls.get() >= YIELD_EVERY;
@@ -158,28 +165,64 @@ impl LoopDriver {
         driver.poll_in_calls(alone && !yield_now);
         this.awaiting.set(this.awaiting.get() + 1);
         drop(this);
+        let awaited = Py::new(
+            py,
+            Awaited {
+                driver: slf.clone().unbind(),
+                r#loop,
+                give_back,
+                call: RefCell::new(None),
+                state: RefCell::new(State::Running),
+            },
+        )?;
         let before = driver.in_flight();
         let me = slf.clone().unbind();
         let previous = CURRENT.with(|c| c.borrow_mut().replace((driver.clone(), me)));
-        let result = start.call1((done,));
+        let mut with_done: Vec<Bound<'_, PyAny>> = args.iter().collect();
+        with_done.push(awaited.bind(py).clone().into_any());
+        let result = start.call1(pyo3::types::PyTuple::new(py, with_done)?);
         CURRENT.with(|c| *c.borrow_mut() = previous);
-        let this = slf.borrow();
-        if result.is_err() {
-            this.resumed(); // nothing to await
+        let call = result.inspect_err(|_| {
+            let a = awaited.borrow(py);
+            a.state.replace(State::Taken);
+            a.resumed(py); // nothing to await
+        })?;
+        {
+            let a = awaited.borrow(py);
+            *a.call.borrow_mut() = Some(call.unbind());
         }
         // Answered inside the call (its task already ended): its caller will not yield to the
         // loop when it awaits.
+        let this = slf.borrow();
         if driver.in_flight() <= before {
             this.answered_in_calls.set(this.answered_in_calls.get() + 1);
         } else {
             this.answered_in_calls.set(0);
         }
-        result.map(Bound::unbind)
-    }
-
-    /// The caller of a call resumed (its result was taken, or it was cancelled).
-    fn resumed(&self) {
-        self.awaiting.set(self.awaiting.get().saturating_sub(1));
+        drop(this);
+        // Answered already: the outcome goes back with no await (and no StopIteration).
+        let a = awaited.borrow(py);
+        let done = match a.state.replace(State::Taken) {
+            State::Done(ok, value) => Some((ok, value)),
+            other => {
+                a.state.replace(other);
+                None
+            }
+        };
+        match done {
+            Some((ok, value)) => {
+                a.resumed(py);
+                if ok {
+                    Ok((true, value))
+                } else {
+                    Err(PyErr::from_value(value.into_bound(py)))
+                }
+            }
+            None => {
+                drop(a);
+                Ok((false, awaited.into_any()))
+            }
+        }
     }
 
     /// The loop saw `fd` readable or writable.
@@ -220,8 +263,197 @@ impl LoopDriver {
 }
 
 impl LoopDriver {
+    /// The caller of a call resumed (its result was taken, or it was cancelled).
+    fn resumed(&self) {
+        self.awaiting.set(self.awaiting.get().saturating_sub(1));
+    }
+
     /// One loop callback of the driver (see [`Driver::callback`]); asyncio needs no scope.
     fn batch(&self, f: impl FnOnce(&Driver)) {
         self.driver.callback(&|work| work(), f);
+    }
+}
+
+/// Where an [`Awaited`] call is.
+enum State {
+    /// Under way; nobody waits on the loop yet.
+    Running,
+    /// Done before its caller waited: `(ok, value)`.
+    Done(bool, Py<PyAny>),
+    /// Its caller waits on this asyncio future.
+    Waiting(Py<PyAny>),
+    /// Its outcome was taken, or its caller stopped waiting.
+    Taken,
+}
+
+/// What an asyncio caller awaits for a call on a loop driver: the call's `done` callback and
+/// its awaitable in one object. A call answered before it is awaited (its reply came while the
+/// call waited a moment) resumes its caller at once, with no future made; otherwise an asyncio
+/// future of the loop is made and waited on. Cancelling the caller cancels the call, and what
+/// the call took anyway is given back.
+#[pyclass(unsendable, module = "polylock._native")]
+pub(crate) struct Awaited {
+    driver: Py<LoopDriver>,
+    r#loop: Py<PyAny>,
+    give_back: Option<Py<PyAny>>,
+    call: RefCell<Option<Py<PyAny>>>,
+    state: RefCell<State>,
+}
+
+impl Awaited {
+    /// The caller resumed or gave up: tell the driver, once.
+    fn resumed(&self, py: Python<'_>) {
+        if let Ok(d) = self.driver.try_borrow(py) {
+            d.resumed();
+        }
+    }
+
+    fn give_back(&self, py: Python<'_>, ok: bool, value: &Bound<'_, PyAny>) {
+        if let Some(g) = &self.give_back {
+            let is_false =
+                value.is_instance_of::<pyo3::types::PyBool>() && !value.is_truthy().unwrap_or(true);
+            if ok && !value.is_none() && !is_false {
+                if let Err(e) = g.call1(py, (value,)) {
+                    e.print(py);
+                }
+            }
+        }
+    }
+
+    /// Hand `(ok, value)` to the caller: `StopIteration(value)` ends the await with the value.
+    fn outcome(py: Python<'_>, ok: bool, value: Py<PyAny>) -> PyErr {
+        if ok {
+            pyo3::exceptions::PyStopIteration::new_err((value,))
+        } else {
+            PyErr::from_value(value.into_bound(py))
+        }
+    }
+
+    fn cancel_call(&self, py: Python<'_>) {
+        if let Some(call) = self.call.borrow().as_ref() {
+            if let Err(e) = call.call_method0(py, "cancel") {
+                e.print(py);
+            }
+        }
+    }
+}
+
+#[pymethods]
+impl Awaited {
+    /// The call's `done(ok, value)`, on the loop's thread.
+    fn __call__(&self, py: Python<'_>, ok: bool, value: Py<PyAny>) -> PyResult<()> {
+        let state = self.state.replace(State::Taken);
+        match state {
+            State::Running => {
+                self.state.replace(State::Done(ok, value));
+            }
+            State::Waiting(fut) => {
+                let fut = fut.bind(py);
+                if fut.call_method0("done")?.is_truthy()? {
+                    self.give_back(py, ok, value.bind(py)); // the caller was cancelled
+                } else if ok {
+                    fut.call_method1("set_result", (value,))?;
+                } else {
+                    fut.call_method1("set_exception", (value,))?;
+                }
+                self.state.replace(State::Waiting(fut.clone().unbind()));
+            }
+            State::Done(..) | State::Taken => self.give_back(py, ok, value.bind(py)),
+        }
+        Ok(())
+    }
+
+    fn __await__(slf: Py<Self>) -> Py<Self> {
+        slf
+    }
+
+    fn __iter__(slf: Py<Self>) -> Py<Self> {
+        slf
+    }
+
+    /// One step of the await: the outcome (as `StopIteration`), or a future to wait on.
+    fn __next__(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        let state = self.state.replace(State::Taken);
+        match state {
+            State::Done(ok, value) => {
+                self.resumed(py);
+                Err(Self::outcome(py, ok, value))
+            }
+            State::Running => {
+                let fut = self.r#loop.call_method0(py, "create_future")?;
+                fut.bind(py).setattr("_asyncio_future_blocking", true)?;
+                self.state.replace(State::Waiting(fut.clone_ref(py)));
+                Ok(fut)
+            }
+            State::Waiting(fut) => {
+                self.resumed(py);
+                match fut.call_method0(py, "result") {
+                    Ok(v) => Err(Self::outcome(py, true, v)),
+                    Err(e) => Err(e),
+                }
+            }
+            State::Taken => Err(pyo3::exceptions::PyRuntimeError::new_err(
+                "this polylock call was already awaited",
+            )),
+        }
+    }
+
+    /// The caller is cancelled (or another exception is thrown in): cancel the call, then
+    /// raise what was thrown.
+    #[pyo3(signature = (typ, val=None, _tb=None))]
+    fn throw(
+        &self,
+        py: Python<'_>,
+        typ: &Bound<'_, PyAny>,
+        val: Option<&Bound<'_, PyAny>>,
+        _tb: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Py<PyAny>> {
+        self.stop(py);
+        let exc = match val {
+            Some(v) if !v.is_none() => v.clone(),
+            _ if typ.is_instance_of::<pyo3::exceptions::PyBaseException>() => typ.clone(),
+            _ => typ.call0()?,
+        };
+        Err(PyErr::from_value(exc))
+    }
+
+    /// The caller's coroutine is closed: cancel the call.
+    fn close(&self, py: Python<'_>) {
+        self.stop(py);
+    }
+}
+
+impl Awaited {
+    /// The caller stopped waiting: the call is cancelled, and what it took is given back.
+    fn stop(&self, py: Python<'_>) {
+        match self.state.replace(State::Taken) {
+            State::Taken => return,
+            State::Done(ok, value) => self.give_back(py, ok, value.bind(py)),
+            State::Running => self.cancel_call(py),
+            State::Waiting(fut) => {
+                let fut = fut.bind(py);
+                if fut
+                    .call_method0("done")
+                    .is_ok_and(|d| d.is_truthy().unwrap_or(false))
+                {
+                    if let Ok(v) = fut.call_method0("result") {
+                        self.give_back(py, true, &v);
+                    }
+                } else {
+                    let _ = fut.call_method0("cancel");
+                }
+                self.cancel_call(py);
+            }
+        }
+        self.resumed(py);
+    }
+}
+
+impl Drop for Awaited {
+    fn drop(&mut self) {
+        // Never awaited to its end (a caller that went away): as if it stopped waiting.
+        if !matches!(*self.state.borrow(), State::Taken) {
+            Python::attach(|py| self.stop(py));
+        }
     }
 }

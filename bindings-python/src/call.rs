@@ -54,7 +54,9 @@ impl NativeCall {
             let st = state.clone();
             let id = driver.spawn(fut, move |outcome| {
                 *st.lock().unwrap_or_else(|e| e.into_inner()) = CallState::Done;
-                deliver(outcome, &done);
+                // The loop's thread, inside a call or callback of the loop: it holds the GIL
+                // and the interpreter runs, so no gate to pass.
+                Python::attach(|py| hand_over(py, outcome, &done));
             });
             let mut s = state.lock().unwrap_or_else(|e| e.into_inner());
             if matches!(*s, CallState::Starting) {
@@ -113,8 +115,11 @@ pub(crate) fn from_runtime<R>(f: impl FnOnce(Python<'_>) -> R) -> Option<R> {
     struct Leave;
     impl Drop for Leave {
         fn drop(&mut self) {
-            GATE.lock().unwrap_or_else(|e| e.into_inner()).1 -= 1;
-            LEFT.notify_all();
+            let mut gate = GATE.lock().unwrap_or_else(|e| e.into_inner());
+            gate.1 -= 1;
+            if !gate.0 {
+                LEFT.notify_all(); // the exit waits for the last to leave
+            }
         }
     }
     let _leave = Leave;
@@ -142,22 +147,25 @@ pub(crate) fn close_python_gate(py: Python<'_>) {
     });
 }
 
-/// Hand a call's outcome to Python: `done(ok, value)`; not once the interpreter exits (nobody
-/// is left to hear it).
+/// Hand a call's outcome to Python from a runtime thread: `done(ok, value)`; not once the
+/// interpreter exits (nobody is left to hear it).
 fn deliver(outcome: Outcome, done: &Py<PyAny>) {
-    from_runtime(|py| {
-        let reply = |r: Reply| match r {
-            Reply::Bool(v) => PyBool::new(py, v).to_owned().into_any().unbind(),
-            Reply::Text(t) => PyString::new(py, &t).into_any().unbind(),
-        };
-        let (ok, value) = match outcome {
-            Outcome::Taken(r, _) | Outcome::Value(r) => (true, reply(r)),
-            Outcome::Error(e) => (false, to_py(py, e).into_value(py).into_any()),
-        };
-        if let Err(e) = done.call1(py, (ok, value)) {
-            e.print(py);
-        }
-    });
+    from_runtime(|py| hand_over(py, outcome, done));
+}
+
+/// `done(ok, value)` with a call's outcome.
+fn hand_over(py: Python<'_>, outcome: Outcome, done: &Py<PyAny>) {
+    let reply = |r: Reply| match r {
+        Reply::Bool(v) => PyBool::new(py, v).to_owned().into_any().unbind(),
+        Reply::Text(t) => PyString::new(py, &t).into_any().unbind(),
+    };
+    let (ok, value) = match outcome {
+        Outcome::Taken(r, _) | Outcome::Value(r) => (true, reply(r)),
+        Outcome::Error(e) => (false, to_py(py, e).into_value(py).into_any()),
+    };
+    if let Err(e) = done.call1(py, (ok, value)) {
+        e.print(py);
+    }
 }
 
 #[pymethods]

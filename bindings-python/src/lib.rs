@@ -44,6 +44,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<lock::NativeLock>()?;
     m.add_class::<call::NativeCall>()?;
     m.add_class::<aio_driver::LoopDriver>()?;
+    m.add_class::<aio_driver::Awaited>()?;
     m.add_class::<semaphore::NativeSemaphore>()?;
     m.add_class::<semaphore::NativePermitSemaphore>()?;
     m.add_class::<semaphore::NativeLatch>()?;

@@ -110,6 +110,48 @@ def test_a_cancelled_wait_raises_at_once_leaves_nothing_and_the_next_waiter_gets
     assert numsub(f"redisson_lock__channel:{{{name}}}") == 0, "a subscription was left behind"
 
 
+def test_a_wait_cancelled_after_its_grant_gives_the_lock_back(run, client):
+    # The waiter is granted the lock (its future is settled) and cancelled before it resumes:
+    # it raises CancelledError, so what it took is given back.
+    name = unique("cancel-granted")
+    holder, waiter = client.lock(name), client.lock(name)
+    hit = 0
+
+    async def trial() -> None:
+        nonlocal hit
+        assert await holder.acquire_async()
+        task = asyncio.create_task(waiter.acquire_async())
+        await asyncio.sleep(0.05)
+        await holder.release_async()
+        deadline = time.monotonic() + 5
+        while not task.done() and time.monotonic() < deadline:
+            waiting_on = task._fut_waiter  # what the task awaits, once it yielded to the loop
+            if waiting_on is not None and waiting_on.done():
+                task.cancel()  # granted, not yet resumed
+                hit += 1
+                break
+            await asyncio.sleep(0)
+        try:
+            assert await task is True  # it resumed before the poll saw its grant
+            from polylock import _owner
+
+            waiter._native.release(_owner._task_owners[task])
+        except asyncio.CancelledError:
+            pass
+        for _ in range(100):
+            if not waiter.locked():
+                break
+            await asyncio.sleep(0.01)
+        assert not waiter.locked(), "a cancelled waiter kept the lock"
+
+    async def main():
+        for _ in range(5):
+            await trial()
+
+    run(main())
+    assert hit >= 1, "no cancel landed between the grant and the resume"
+
+
 def test_a_timed_wait_returns_false_in_time(run, client):
     name = unique("timeout")
     holder, waiter = client.lock(name), client.lock(name)

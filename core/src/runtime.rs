@@ -23,9 +23,36 @@ thread_local! {
     static BLOCKING_CALLER: Cell<bool> = const { Cell::new(false) };
 }
 
+/// This process's id, without a system call on every use (a lock call asks it to tell a forked
+/// child): read once, and read again after a `fork()` (a child handler clears it).
+pub(crate) fn process_id() -> u32 {
+    use std::sync::atomic::Ordering;
+    static PID: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    #[cfg(unix)]
+    {
+        static HOOK: std::sync::Once = std::sync::Once::new();
+        extern "C" fn forked_child() {
+            PID.store(0, Ordering::Relaxed);
+        }
+        // SAFETY: registers a handler that only stores to an atomic, which is async-signal-safe
+        // as a fork child handler must be.
+        HOOK.call_once(|| unsafe {
+            libc::pthread_atfork(None, None, Some(forked_child));
+        });
+    }
+    match PID.load(Ordering::Relaxed) {
+        0 => {
+            let pid = std::process::id();
+            PID.store(pid, Ordering::Relaxed);
+            pid
+        }
+        pid => pid,
+    }
+}
+
 /// The handle of the process-wide runtime, created on first use (again in a forked child).
 pub fn handle() -> Handle {
-    let pid = std::process::id();
+    let pid = process_id();
     let mut slot = RUNTIME.lock().unwrap_or_else(|e| e.into_inner());
     if let Some((owner_pid, rt)) = *slot {
         if owner_pid == pid {

@@ -10,11 +10,9 @@ from __future__ import annotations
 import asyncio
 import os
 import weakref
-from typing import Any, Callable, Dict, Optional
+from typing import Any, Callable, Dict, Optional, Tuple
 
 from . import _native
-
-Done = Callable[[bool, Any], Any]
 
 _WANTED = os.environ.get("POLYLOCK_PY_DRIVER", "loop") != "runtime"
 
@@ -88,11 +86,24 @@ def driver_name() -> str:
     return "loop" if _WANTED else "runtime"
 
 
-async def run(start: Callable[[Done], _native.NativeCall], give_back: Optional[Callable[[Any], Any]] = None) -> Any:
-    """Start a native call with ``start(done)`` and await its value. ``give_back(value)`` runs for
-    a value that arrives after the task was cancelled (``False`` and ``None`` mean "nothing taken")."""
-    loop = asyncio.get_running_loop()
+async def run(
+    start: Callable[..., _native.NativeCall],
+    args: Tuple[Any, ...],
+    give_back: Optional[Callable[[Any], Any]] = None,
+    loop: Optional[asyncio.AbstractEventLoop] = None,
+) -> Any:
+    """Start a native call with ``start(*args, done)`` and await its value. ``give_back(value)``
+    runs for a value that arrives after the task was cancelled (``False`` and ``None`` mean
+    "nothing taken"). ``loop`` is the running loop, if the caller has it at hand."""
+    if loop is None:
+        loop = asyncio.get_running_loop()
     driver = _driver(loop)
+    if driver is not None:
+        # The call runs on this thread. Answered within the call, its value comes back at once;
+        # else it is awaited on a future of the loop. Cancelling the caller cancels the call,
+        # and what it took anyway is given back.
+        settled, value = driver.call(start, args, give_back, loop)
+        return value if settled else await value
     fut: asyncio.Future[Any] = loop.create_future()
 
     def settle(ok: bool, value: Any) -> None:
@@ -105,21 +116,17 @@ async def run(start: Callable[[Done], _native.NativeCall], give_back: Optional[C
         else:
             fut.set_exception(value)
 
-    if driver is not None:
-        # ``settle`` runs on this thread, inside the call when its reply came at once: a settled
-        # future runs its callbacks on the loop's next round anyway, and awaiting one that is
-        # already done costs no round at all.
-        call = driver.call(start, settle)
-    else:
-        call = start(lambda ok, value: loop.call_soon_threadsafe(settle, ok, value))
+    call = start(*args, lambda ok, value: loop.call_soon_threadsafe(settle, ok, value))
     try:
         return await fut
     except asyncio.CancelledError:
         call.cancel()
+        if fut.done() and not fut.cancelled() and fut.exception() is None:
+            # Settled, then cancelled before this task resumed: what it took goes back.
+            value = fut.result()
+            if give_back is not None and value is not False and value is not None:
+                give_back(value)
         raise
-    finally:
-        if driver is not None:
-            driver.resumed()
 
 
 def ignore(ok: bool, value: Any) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from types import TracebackType
 from typing import Any, Callable, Iterable, Optional, cast
 
@@ -82,18 +83,22 @@ class Lock:
         wait = _timeout(timeout)
         if lease is not None:
             lease = _seconds(lease, "lease")
-        owner = cast(int, _owner.of_task())
+        loop = asyncio.get_running_loop()
+        owner = cast(int, _owner.of_task(loop=loop))
         native = self._native
         held = await _aio.run(
-            lambda done: native.acquire_async(owner, wait, lease, done),
+            native.acquire_async,
+            (owner, wait, lease),
             lambda _: native.release_async(owner, _aio.ignore),
+            loop,
         )
         return bool(held)
 
     async def release_async(self) -> None:
         """Release one hold of the current task without blocking the event loop."""
-        owner = cast(int, _owner.of_task())
-        await _aio.run(lambda done: self._native.release_async(owner, done))
+        loop = asyncio.get_running_loop()
+        owner = cast(int, _owner.of_task(loop=loop))
+        await _aio.run(self._native.release_async, (owner,), None, loop)
 
     async def __aenter__(self) -> "Lock":
         await self.acquire_async()

@@ -22,17 +22,28 @@ def of_thread() -> int:
     return owner
 
 
-def of_task(create: bool = True) -> Optional[int]:
+# The last task asked for (weakly) and its owner: the lookup of nearly every async call.
+_last_task: "tuple[Any, int]" = (lambda: None, 0)
+
+
+def of_task(create: bool = True, loop: Optional[asyncio.AbstractEventLoop] = None) -> Optional[int]:
+    """The current asyncio task's owner (of the running loop, or of ``loop`` when given)."""
+    global _last_task
     try:
-        task = asyncio.current_task()
+        task = asyncio.current_task(loop)
     except RuntimeError:
         return None
     if task is None:
         return None
+    if _last_task[0]() is task:
+        return _last_task[1]
     owner = _task_owners.get(task)
-    if owner is None and create:
+    if owner is None:
+        if not create:
+            return None
         owner = _native.fresh_owner()
         _task_owners[task] = owner
+    _last_task = (weakref.ref(task), owner)
     return owner
 
 

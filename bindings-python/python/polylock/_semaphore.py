@@ -98,14 +98,15 @@ class Semaphore:
         """Take permits without blocking the event loop; cancelling the task cancels the wait."""
         n, wait, native = _permits(permits), _timeout(timeout), self._native
         taken = await _aio.run(
-            lambda done: native.acquire_async(n, wait, done),
+            native.acquire_async,
+            (n, wait),
             lambda _: native.release_async(n, _aio.ignore),
         )
         return bool(taken)
 
     async def release_async(self, permits: int = 1) -> None:
         n = _permits(permits)
-        await _aio.run(lambda done: self._native.release_async(n, done))
+        await _aio.run(self._native.release_async, (n,))
 
     async def __aenter__(self) -> "Semaphore":
         await self.acquire_async()
@@ -155,7 +156,8 @@ class PermitExpirableSemaphore:
         wait, native = _timeout(timeout), self._native
         lease_s = None if lease is None else _seconds(lease, "lease")
         got = await _aio.run(
-            lambda done: native.acquire_async(wait, lease_s, done),
+            native.acquire_async,
+            (wait, lease_s),
             lambda permit_id: native.try_release(permit_id),
         )
         return got if isinstance(got, str) else None
@@ -219,7 +221,7 @@ class CountDownLatch:
 
     async def wait_async(self, timeout: Optional[float] = None) -> bool:
         wait = _timeout(timeout)
-        return bool(await _aio.run(lambda done: self._native.wait_async(wait, done)))
+        return bool(await _aio.run(self._native.wait_async, (wait,)))
 
     def delete(self) -> bool:
         """Delete the latch: it opens; True if it was counting."""

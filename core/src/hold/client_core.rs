@@ -47,14 +47,14 @@ impl ClientCore {
             holds: Holds::default(),
             wake: Arc::new(Notify::new()),
             stop: CancellationToken::new(),
-            pid: std::process::id(),
+            pid: crate::runtime::process_id(),
             closed: AtomicBool::new(false),
             suspended: AtomicBool::new(false),
         }
     }
 
     pub(crate) fn check_usable(&self) -> Result<()> {
-        if self.pid != std::process::id() {
+        if self.pid != crate::runtime::process_id() {
             return Err(Error::state(
                 "this polylock client was created before fork(); it cannot be used in the child \
                  process. Create a new client in the child",
