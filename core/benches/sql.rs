@@ -4,7 +4,10 @@
 //! connection through the same driver, with prepared statements. On PostgreSQL the bare loop
 //! runs twice: with the driver's connection half as a task of the caller's runtime (as its
 //! documentation shows) and polled by the caller's own task (no hand-over between tasks, as
-//! polylock does); the ratio is to the faster of the two.
+//! polylock does); the ratio is to the faster of the two. Each bare loop runs again polling for
+//! its answer the way polylock's statements do by default (for up to 150 us before the task
+//! sleeps, `POLYLOCK_SPIN_US`), so the fastest floor waits as polylock waits; run with
+//! `POLYLOCK_SPIN_US=0` to see both sides without polling (the polling floors then poll anyway).
 //!
 //!     cargo bench --bench sql                       # the servers of scripts/servers.sh
 //!     cargo bench --bench sql -- --pairs 2000 --rounds 6
@@ -47,20 +50,73 @@ async fn polylock_round(client: &Client, name: &str, n: usize, out: &mut Vec<Dur
     }
 }
 
-async fn mysql_floor(conn: &mut mysql_async::Conn, name: &str, n: usize, out: &mut Vec<Duration>) {
+async fn mysql_floor(
+    conn: &mut mysql_async::Conn,
+    name: &str,
+    n: usize,
+    poll: bool,
+    out: &mut Vec<Duration>,
+) {
     for _ in 0..n {
         let t = Instant::now();
-        let got: Option<i64> = conn
-            .exec_first("SELECT GET_LOCK(?, 31536000)", (name,))
-            .await
-            .unwrap();
+        let got: Option<i64> = polling(
+            poll,
+            conn.exec_first("SELECT GET_LOCK(?, 31536000)", (name,)),
+        )
+        .await
+        .unwrap();
         assert_eq!(got, Some(1));
-        let _: Option<i64> = conn
-            .exec_first("SELECT RELEASE_LOCK(?)", (name,))
+        let _: Option<i64> = polling(poll, conn.exec_first("SELECT RELEASE_LOCK(?)", (name,)))
             .await
             .unwrap();
         out.push(t.elapsed());
     }
+}
+
+/// Notes a wake-up, then passes it on.
+struct Flag {
+    woken: std::sync::atomic::AtomicBool,
+    inner: std::task::Waker,
+}
+
+impl std::task::Wake for Flag {
+    fn wake(self: std::sync::Arc<Self>) {
+        self.wake_by_ref();
+    }
+    fn wake_by_ref(self: &std::sync::Arc<Self>) {
+        self.woken.store(true, std::sync::atomic::Ordering::Release);
+        self.inner.wake_by_ref();
+    }
+}
+
+/// Await `fut`; with `poll`, the first time it would sleep, wait up to 150 us for its wake-up
+/// without giving the thread up, then poll it again (what polylock does for a statement alone).
+async fn polling<T>(poll: bool, fut: impl Future<Output = T>) -> T {
+    let mut fut = std::pin::pin!(fut);
+    let mut first = poll;
+    std::future::poll_fn(|cx| {
+        if let Poll::Ready(v) = fut.as_mut().poll(cx) {
+            return Poll::Ready(v);
+        }
+        if !std::mem::take(&mut first) {
+            return Poll::Pending;
+        }
+        let flag = std::sync::Arc::new(Flag {
+            woken: false.into(),
+            inner: cx.waker().clone(),
+        });
+        let waker = std::task::Waker::from(flag.clone());
+        let mut flagged = std::task::Context::from_waker(&waker);
+        if let Poll::Ready(v) = fut.as_mut().poll(&mut flagged) {
+            return Poll::Ready(v);
+        }
+        let until = Instant::now() + Duration::from_micros(150);
+        while !flag.woken.load(std::sync::atomic::Ordering::Acquire) && Instant::now() < until {
+            std::thread::yield_now();
+        }
+        fut.as_mut().poll(&mut flagged)
+    })
+    .await
 }
 
 /// polylock's own two statements (the lock statement draws the token from the sequence) on a bare
@@ -73,16 +129,17 @@ async fn mysql_statements(
 ) {
     for _ in 0..n {
         let t = Instant::now();
-        let token: Option<i64> = conn
-            .exec_first(
+        let token: Option<i64> = polling(
+            true,
+            conn.exec_first(
                 "SELECT NEXTVAL(polylock_fencing_seq) FROM DUAL WHERE GET_LOCK(?, ?) = 1",
                 (name, 31536000),
-            )
-            .await
-            .unwrap();
+            ),
+        )
+        .await
+        .unwrap();
         assert!(token.is_some());
-        let _: Option<i64> = conn
-            .exec_first("SELECT RELEASE_LOCK(?)", (name,))
+        let _: Option<i64> = polling(true, conn.exec_first("SELECT RELEASE_LOCK(?)", (name,)))
             .await
             .unwrap();
         out.push(t.elapsed());
@@ -126,14 +183,19 @@ async fn pg_pairs(
     [lock, unlock]: [&str; 2],
     key: i64,
     n: usize,
+    poll: bool,
     out: &mut Vec<Duration>,
 ) {
     let lock = on(driven, conn.prepare(lock)).await.unwrap();
     let unlock = on(driven, conn.prepare(unlock)).await.unwrap();
     for _ in 0..n {
         let t = Instant::now();
-        on(driven, conn.query_one(&lock, &[&key])).await.unwrap();
-        on(driven, conn.query_one(&unlock, &[&key])).await.unwrap();
+        polling(poll, on(driven, conn.query_one(&lock, &[&key])))
+            .await
+            .unwrap();
+        polling(poll, on(driven, conn.query_one(&unlock, &[&key])))
+            .await
+            .unwrap();
         out.push(t.elapsed());
     }
 }
@@ -182,19 +244,28 @@ fn main() {
         let client = Client::connect(&mysql).await.unwrap();
         let mut raw = mysql_async::Conn::from_url(&mysql).await.unwrap();
         let (name, bare) = ("bench-sql-polylock", "bench-sql-bare");
-        let (mut ours, mut floor, mut stmts) = (Vec::new(), Vec::new(), Vec::new());
+        let (mut ours, mut floor, mut floor_polling, mut stmts) =
+            (Vec::new(), Vec::new(), Vec::new(), Vec::new());
         polylock_round(&client, name, pairs / 10, &mut Vec::new()).await; // warm up
-        mysql_floor(&mut raw, bare, pairs / 10, &mut Vec::new()).await;
+        mysql_floor(&mut raw, bare, pairs / 10, false, &mut Vec::new()).await;
+        mysql_floor(&mut raw, bare, pairs / 10, true, &mut Vec::new()).await;
         mysql_statements(&mut raw, bare, pairs / 10, &mut Vec::new()).await;
         for _ in 0..rounds {
             polylock_round(&client, name, pairs, &mut ours).await;
-            mysql_floor(&mut raw, bare, pairs, &mut floor).await;
+            mysql_floor(&mut raw, bare, pairs, false, &mut floor).await;
+            mysql_floor(&mut raw, bare, pairs, true, &mut floor_polling).await;
             mysql_statements(&mut raw, bare, pairs, &mut stmts).await;
         }
         report(
             "MariaDB GET_LOCK",
             ours,
-            vec![("bare GET_LOCK+RELEASE_LOCK", floor)],
+            vec![
+                ("bare GET_LOCK+RELEASE_LOCK", floor),
+                (
+                    "the same, polling for answers as polylock does",
+                    floor_polling,
+                ),
+            ],
             stmts,
         );
         client.close().await.unwrap();
@@ -208,26 +279,57 @@ fn main() {
             .await
             .unwrap();
         let mut conn = Some(conn);
-        let (mut ours, mut floor, mut floor_polled, mut stmts) =
-            (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+        let (mut ours, mut floor, mut floor_polled, mut floor_polling, mut stmts) =
+            (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
         polylock_round(&client, name, pairs / 10, &mut Vec::new()).await;
         let mut warm_up = Vec::new();
-        pg_pairs(&raw, &mut None, PG_FLOOR, 4242, pairs / 10, &mut warm_up).await;
-        pg_pairs(&polled, &mut conn, PG_FLOOR, 4243, pairs / 10, &mut warm_up).await;
+        let n = pairs / 10;
+        pg_pairs(&raw, &mut None, PG_FLOOR, 4242, n, false, &mut warm_up).await;
+        pg_pairs(&polled, &mut conn, PG_FLOOR, 4243, n, false, &mut warm_up).await;
+        pg_pairs(&polled, &mut conn, PG_FLOOR, 4243, n, true, &mut warm_up).await;
         pg_pairs(
             &polled,
             &mut conn,
             PG_STATEMENTS,
             4243,
-            pairs / 10,
+            n,
+            true,
             &mut warm_up,
         )
         .await;
         for _ in 0..rounds {
             polylock_round(&client, name, pairs, &mut ours).await;
-            pg_pairs(&raw, &mut None, PG_FLOOR, 4242, pairs, &mut floor).await;
-            pg_pairs(&polled, &mut conn, PG_FLOOR, 4243, pairs, &mut floor_polled).await;
-            pg_pairs(&polled, &mut conn, PG_STATEMENTS, 4243, pairs, &mut stmts).await;
+            pg_pairs(&raw, &mut None, PG_FLOOR, 4242, pairs, false, &mut floor).await;
+            pg_pairs(
+                &polled,
+                &mut conn,
+                PG_FLOOR,
+                4243,
+                pairs,
+                false,
+                &mut floor_polled,
+            )
+            .await;
+            pg_pairs(
+                &polled,
+                &mut conn,
+                PG_FLOOR,
+                4243,
+                pairs,
+                true,
+                &mut floor_polling,
+            )
+            .await;
+            pg_pairs(
+                &polled,
+                &mut conn,
+                PG_STATEMENTS,
+                4243,
+                pairs,
+                true,
+                &mut stmts,
+            )
+            .await;
         }
         report(
             "PostgreSQL advisory",
@@ -235,6 +337,10 @@ fn main() {
             vec![
                 ("bare pg_advisory_lock+unlock (connection task)", floor),
                 ("the same, connection polled by the caller", floor_polled),
+                (
+                    "the same, polling for answers as polylock does",
+                    floor_polling,
+                ),
             ],
             stmts,
         );

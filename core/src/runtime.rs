@@ -293,6 +293,83 @@ impl Drop for SpinPermit {
     }
 }
 
+/// Await `fut` (a statement on a connection registered with polylock's runtime), counted in
+/// `in_flight`. When it is the only one there and its caller is a task (a blocked caller polls by
+/// itself), the first time it would sleep it waits a moment without giving its thread up, and is
+/// polled again as soon as it is woken: its socket's readiness reaches it through polylock's
+/// runtime, and a worker that went to sleep meanwhile pays its own wake-up on top. Bounded as
+/// blocked callers are (`POLYLOCK_SPIN_US`, and at most half the cores at once); with several
+/// in flight the thread has other work, and none polls.
+pub(crate) async fn await_alone<F: Future>(
+    in_flight: &std::sync::atomic::AtomicUsize,
+    fut: F,
+) -> F::Output {
+    use std::sync::atomic::Ordering;
+    use std::task::Poll;
+    struct Counted<'a>(&'a std::sync::atomic::AtomicUsize);
+    impl Drop for Counted<'_> {
+        fn drop(&mut self) {
+            self.0.fetch_sub(1, Ordering::AcqRel);
+        }
+    }
+    let alone = in_flight.fetch_add(1, Ordering::AcqRel) == 0;
+    let _counted = Counted(in_flight);
+    let mut spin = (alone && !on_blocking_caller()).then(SpinPermit::take);
+    let mut fut = std::pin::pin!(fut);
+    std::future::poll_fn(|cx| {
+        if let Poll::Ready(v) = fut.as_mut().poll(cx) {
+            return Poll::Ready(v);
+        }
+        let permit = spin.take();
+        let Some(until) = permit.as_ref().and_then(SpinPermit::deadline) else {
+            return Poll::Pending;
+        };
+        let woken = std::sync::Arc::new(ForwardingFlag::new(cx.waker().clone()));
+        let waker = std::task::Waker::from(woken.clone());
+        let mut flagged = std::task::Context::from_waker(&waker);
+        if let Poll::Ready(v) = fut.as_mut().poll(&mut flagged) {
+            return Poll::Ready(v);
+        }
+        while !woken.is_woken() && std::time::Instant::now() < until {
+            std::thread::yield_now();
+        }
+        drop(permit);
+        fut.as_mut().poll(&mut flagged)
+    })
+    .await
+}
+
+/// A waker that notes it was woken, then wakes `inner`: a task that polls for a moment before
+/// it gives its thread up watches the note.
+pub(crate) struct ForwardingFlag {
+    woken: std::sync::atomic::AtomicBool,
+    inner: std::task::Waker,
+}
+
+impl ForwardingFlag {
+    pub(crate) fn new(inner: std::task::Waker) -> ForwardingFlag {
+        ForwardingFlag {
+            woken: false.into(),
+            inner,
+        }
+    }
+
+    pub(crate) fn is_woken(&self) -> bool {
+        self.woken.load(std::sync::atomic::Ordering::Acquire)
+    }
+}
+
+impl std::task::Wake for ForwardingFlag {
+    fn wake(self: std::sync::Arc<Self>) {
+        self.wake_by_ref();
+    }
+
+    fn wake_by_ref(self: &std::sync::Arc<Self>) {
+        self.woken.store(true, std::sync::atomic::Ordering::Release);
+        self.inner.wake_by_ref();
+    }
+}
+
 struct FlagWaker {
     woken: std::sync::atomic::AtomicBool,
     thread: std::thread::Thread,

@@ -117,6 +117,8 @@ pub(crate) struct MySql {
     query: tokio::sync::Mutex<Option<(MyConn, Slot)>>,
     ready: tokio::sync::OnceCell<()>,
     fencing: Fencing,
+    /// Lock and release statements being awaited (see [`crate::runtime::await_alone`]).
+    in_flight: std::sync::atomic::AtomicUsize,
 }
 
 impl MySql {
@@ -303,7 +305,10 @@ impl MySqlLock {
                 })
             }),
         );
-        let statement = lock_statement(&mut flight.conn().conn, self.db.fencing, key, fence, secs);
+        let statement = crate::runtime::await_alone(
+            &self.db.in_flight,
+            lock_statement(&mut flight.conn().conn, self.db.fencing, key, fence, secs),
+        );
         let out = answer_by(
             statement,
             deadline.map(|d| d + GRACE),
@@ -331,9 +336,12 @@ impl HoldOps for MySqlLock {
                 let mut g = held.conn.lock().await;
                 match g.as_mut() {
                     Some(c) => matches!(
-                        c.conn
-                            .exec_first::<Option<i64>, _, _>("SELECT RELEASE_LOCK(?)", (key,))
-                            .await,
+                        crate::runtime::await_alone(
+                            &self.db.in_flight,
+                            c.conn
+                                .exec_first::<Option<i64>, _, _>("SELECT RELEASE_LOCK(?)", (key,)),
+                        )
+                        .await,
                         Ok(Some(Some(1)))
                     ),
                     None => false,
@@ -683,6 +691,7 @@ pub(crate) async fn connect(
         query: tokio::sync::Mutex::new(None),
         ready: tokio::sync::OnceCell::new(),
         fencing: Fencing::Table,
+        in_flight: Default::default(),
     };
     // The query connection, now: a wrong password or a server down fails the connect.
     let mut first = db.open().await?;

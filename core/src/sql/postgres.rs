@@ -64,6 +64,8 @@ pub(crate) struct PgConn {
     connection: Mutex<Option<PgConnection>>,
     pid: u64,
     prepared: HashMap<String, Statement>,
+    /// Statements awaited on this client's connections (see [`crate::runtime::await_alone`]).
+    in_flight: Arc<std::sync::atomic::AtomicUsize>,
 }
 
 impl PgConn {
@@ -73,7 +75,7 @@ impl PgConn {
         statement: impl Future<Output = std::result::Result<T, tokio_postgres::Error>>,
     ) -> std::result::Result<T, tokio_postgres::Error> {
         let mut statement = std::pin::pin!(statement);
-        std::future::poll_fn(|cx| {
+        let exchange = std::future::poll_fn(|cx| {
             if let Poll::Ready(out) = statement.as_mut().poll(cx) {
                 return Poll::Ready(out);
             }
@@ -81,8 +83,8 @@ impl PgConn {
             // connection ended, its answer senders went with it and the statement ends now too.
             self.poll_connection(cx);
             statement.as_mut().poll(cx)
-        })
-        .await
+        });
+        crate::runtime::await_alone(&self.in_flight, exchange).await
     }
 
     /// Poll the connection half once; true if it has ended (and is dropped).
@@ -253,12 +255,15 @@ pub(crate) struct Pg {
     ready: tokio::sync::OnceCell<()>,
     listener: tokio::sync::Mutex<Option<Listener>>,
     fencing: Fencing,
+    /// Statements being awaited on this client's connections.
+    in_flight: Arc<std::sync::atomic::AtomicUsize>,
 }
 
 impl Pg {
     /// A new connection, opened on polylock's runtime (its socket outlives the caller's).
     async fn open(&self) -> Result<PgConn> {
         let (config, tls, url) = (self.config.clone(), self.tls.clone(), self.url.clone());
+        let in_flight = self.in_flight.clone();
         super::open_on_runtime(SERVER, self.options.connect_timeout, async move {
             let (client, connection) = config
                 .connect(tls)
@@ -269,6 +274,7 @@ impl Pg {
                 connection: Mutex::new(Some(connection)),
                 pid: 0,
                 prepared: HashMap::new(),
+                in_flight,
             };
             let row = conn
                 .drive(conn.client.query_one("SELECT pg_backend_pid()", &[]))
@@ -990,6 +996,7 @@ pub(crate) async fn connect(
         ready: tokio::sync::OnceCell::new(),
         listener: tokio::sync::Mutex::new(None),
         fencing: url_fencing,
+        in_flight: Arc::default(),
     });
     // The query connection, now: a wrong password or a server down fails the connect.
     let first = db.open().await?;
