@@ -177,13 +177,12 @@ const PG_FLOOR: [&str; 2] = [
 ];
 
 /// `n` pairs of the lock and unlock `statements` on key `key`, prepared, on a bare connection.
+/// `n` pairs of the statements `sql` on `key`, polling for answers when `poll`.
 async fn pg_pairs(
     conn: &tokio_postgres::Client,
     driven: &mut Option<PgConnection>,
-    [lock, unlock]: [&str; 2],
-    key: i64,
+    ([lock, unlock], key, poll): ([&str; 2], i64, bool),
     n: usize,
-    poll: bool,
     out: &mut Vec<Duration>,
 ) {
     let lock = on(driven, conn.prepare(lock)).await.unwrap();
@@ -279,58 +278,20 @@ fn main() {
             .await
             .unwrap();
         let mut conn = Some(conn);
-        let (mut ours, mut floor, mut floor_polled, mut floor_polling, mut stmts) =
-            (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
-        polylock_round(&client, name, pairs / 10, &mut Vec::new()).await;
-        let mut warm_up = Vec::new();
-        let n = pairs / 10;
-        pg_pairs(&raw, &mut None, PG_FLOOR, 4242, n, false, &mut warm_up).await;
-        pg_pairs(&polled, &mut conn, PG_FLOOR, 4243, n, false, &mut warm_up).await;
-        pg_pairs(&polled, &mut conn, PG_FLOOR, 4243, n, true, &mut warm_up).await;
-        pg_pairs(
-            &polled,
-            &mut conn,
-            PG_STATEMENTS,
-            4243,
-            n,
-            true,
-            &mut warm_up,
-        )
-        .await;
-        for _ in 0..rounds {
-            polylock_round(&client, name, pairs, &mut ours).await;
-            pg_pairs(&raw, &mut None, PG_FLOOR, 4242, pairs, false, &mut floor).await;
-            pg_pairs(
-                &polled,
-                &mut conn,
-                PG_FLOOR,
-                4243,
-                pairs,
-                false,
-                &mut floor_polled,
-            )
-            .await;
-            pg_pairs(
-                &polled,
-                &mut conn,
-                PG_FLOOR,
-                4243,
-                pairs,
-                true,
-                &mut floor_polling,
-            )
-            .await;
-            pg_pairs(
-                &polled,
-                &mut conn,
-                PG_STATEMENTS,
-                4243,
-                pairs,
-                true,
-                &mut stmts,
-            )
-            .await;
+        let (floor_task, floor_caller) = ((PG_FLOOR, 4242, false), (PG_FLOOR, 4243, false));
+        let (floor_poll, statements) = ((PG_FLOOR, 4243, true), (PG_STATEMENTS, 4243, true));
+        let mut warm_up: [Vec<Duration>; 5] = Default::default();
+        let mut kept: [Vec<Duration>; 5] = Default::default();
+        for (n, times, into) in [(pairs / 10, 1, &mut warm_up), (pairs, rounds, &mut kept)] {
+            for _ in 0..times {
+                polylock_round(&client, name, n, &mut into[0]).await;
+                pg_pairs(&raw, &mut None, floor_task, n, &mut into[1]).await;
+                pg_pairs(&polled, &mut conn, floor_caller, n, &mut into[2]).await;
+                pg_pairs(&polled, &mut conn, floor_poll, n, &mut into[3]).await;
+                pg_pairs(&polled, &mut conn, statements, n, &mut into[4]).await;
+            }
         }
+        let [ours, floor, floor_polled, floor_polling, stmts] = kept;
         report(
             "PostgreSQL advisory",
             ours,
