@@ -187,10 +187,6 @@ impl LoopDriver {
             a.state.replace(State::Taken);
             a.resumed(py); // nothing to await
         })?;
-        {
-            let a = awaited.borrow(py);
-            *a.call.borrow_mut() = Some(call.unbind());
-        }
         // Answered inside the call (its task already ended): its caller will not yield to the
         // loop when it awaits.
         let this = slf.borrow();
@@ -200,8 +196,9 @@ impl LoopDriver {
             this.answered_in_calls.set(0);
         }
         drop(this);
-        // Answered already: the outcome goes back with no await (and no StopIteration).
         let a = awaited.borrow(py);
+        *a.call.borrow_mut() = Some(call.unbind());
+        // Answered already: the outcome goes back with no await (and no StopIteration).
         let done = match a.state.replace(State::Taken) {
             State::Done(ok, value) => Some((ok, value)),
             other => {
@@ -387,10 +384,8 @@ impl Awaited {
             }
             State::Waiting(fut) => {
                 self.resumed(py);
-                match fut.call_method0(py, "result") {
-                    Ok(v) => Err(Self::outcome(py, true, v)),
-                    Err(e) => Err(e),
-                }
+                let value = fut.call_method0(py, "result")?; // its error, raised
+                Err(Self::outcome(py, true, value))
             }
             State::Taken => Err(pyo3::exceptions::PyRuntimeError::new_err(
                 "this polylock call was already awaited",

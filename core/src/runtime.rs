@@ -324,13 +324,13 @@ pub(crate) async fn await_alone<F: Future>(
         let Some(until) = permit.as_ref().and_then(SpinPermit::deadline) else {
             return Poll::Pending;
         };
-        let woken = std::sync::Arc::new(ForwardingFlag::new(cx.waker().clone()));
+        let woken = FlagWaker::new(Then::Wake(cx.waker().clone()));
         let waker = std::task::Waker::from(woken.clone());
         let mut flagged = std::task::Context::from_waker(&waker);
         if let Poll::Ready(v) = fut.as_mut().poll(&mut flagged) {
             return Poll::Ready(v);
         }
-        while !woken.is_woken() && std::time::Instant::now() < until {
+        while !woken.take_woken() && std::time::Instant::now() < until {
             std::thread::yield_now();
         }
         drop(permit);
@@ -339,40 +339,33 @@ pub(crate) async fn await_alone<F: Future>(
     .await
 }
 
-/// A waker that notes it was woken, then wakes `inner`: a task that polls for a moment before
-/// it gives its thread up watches the note.
-pub(crate) struct ForwardingFlag {
-    woken: std::sync::atomic::AtomicBool,
-    inner: std::task::Waker,
-}
-
-impl ForwardingFlag {
-    pub(crate) fn new(inner: std::task::Waker) -> ForwardingFlag {
-        ForwardingFlag {
-            woken: false.into(),
-            inner,
-        }
-    }
-
-    pub(crate) fn is_woken(&self) -> bool {
-        self.woken.load(std::sync::atomic::Ordering::Acquire)
-    }
-}
-
-impl std::task::Wake for ForwardingFlag {
-    fn wake(self: std::sync::Arc<Self>) {
-        self.wake_by_ref();
-    }
-
-    fn wake_by_ref(self: &std::sync::Arc<Self>) {
-        self.woken.store(true, std::sync::atomic::Ordering::Release);
-        self.inner.wake_by_ref();
-    }
-}
-
+/// A waker that notes it was woken, then passes the wake-up on: a caller that polls for a
+/// moment before it gives its thread up watches the note.
 struct FlagWaker {
     woken: std::sync::atomic::AtomicBool,
-    thread: std::thread::Thread,
+    then: Then,
+}
+
+/// Where a [`FlagWaker`] passes its wake-up.
+enum Then {
+    /// A blocked caller's thread, parked once its polling time ran out.
+    Unpark(std::thread::Thread),
+    /// A task's own waker.
+    Wake(std::task::Waker),
+}
+
+impl FlagWaker {
+    fn new(then: Then) -> std::sync::Arc<FlagWaker> {
+        std::sync::Arc::new(FlagWaker {
+            woken: false.into(),
+            then,
+        })
+    }
+
+    /// Whether it was woken since the last look, clearing the note.
+    fn take_woken(&self) -> bool {
+        self.woken.swap(false, std::sync::atomic::Ordering::Acquire)
+    }
 }
 
 impl std::task::Wake for FlagWaker {
@@ -382,14 +375,16 @@ impl std::task::Wake for FlagWaker {
 
     fn wake_by_ref(self: &std::sync::Arc<Self>) {
         self.woken.store(true, std::sync::atomic::Ordering::Release);
-        self.thread.unpark();
+        match &self.then {
+            Then::Unpark(thread) => thread.unpark(),
+            Then::Wake(waker) => waker.wake_by_ref(),
+        }
     }
 }
 
 /// Poll `fut` on this thread inside the runtime's context. While it waits, poll again for a short
 /// while (yielding the CPU in between) before parking, with a [`SpinPermit`].
 fn spin_block_on<F: Future>(h: &Handle, fut: F) -> F::Output {
-    use std::sync::atomic::Ordering;
     let _ctx = h.enter();
     struct Caller(bool);
     impl Drop for Caller {
@@ -398,10 +393,7 @@ fn spin_block_on<F: Future>(h: &Handle, fut: F) -> F::Output {
         }
     }
     let _caller = Caller(BLOCKING_CALLER.with(|b| b.replace(true)));
-    let waker = std::sync::Arc::new(FlagWaker {
-        woken: false.into(),
-        thread: std::thread::current(),
-    });
+    let waker = FlagWaker::new(Then::Unpark(std::thread::current()));
     let w = std::task::Waker::from(waker.clone());
     let mut cx = std::task::Context::from_waker(&w);
     let mut fut = std::pin::pin!(fut);
@@ -411,7 +403,7 @@ fn spin_block_on<F: Future>(h: &Handle, fut: F) -> F::Output {
         }
         let mut permit = Some(SpinPermit::take());
         let spin_until = permit.as_ref().and_then(SpinPermit::deadline);
-        while !waker.woken.swap(false, Ordering::Acquire) {
+        while !waker.take_woken() {
             if spin_until.is_some_and(|t| std::time::Instant::now() < t) {
                 std::thread::yield_now();
             } else {

@@ -108,8 +108,8 @@ async def run(
 
     def settle(ok: bool, value: Any) -> None:
         if fut.done():  # cancelled meanwhile
-            if ok and give_back is not None and value is not False and value is not None:
-                give_back(value)
+            if ok:
+                _hand_back(give_back, value)
             return
         if ok:
             fut.set_result(value)
@@ -123,10 +123,15 @@ async def run(
         call.cancel()
         if fut.done() and not fut.cancelled() and fut.exception() is None:
             # Settled, then cancelled before this task resumed: what it took goes back.
-            value = fut.result()
-            if give_back is not None and value is not False and value is not None:
-                give_back(value)
+            _hand_back(give_back, fut.result())
         raise
+
+
+def _hand_back(give_back: Optional[Callable[[Any], Any]], value: Any) -> None:
+    """Give back ``value``, what a call took for a caller that no longer waits (``False`` and
+    ``None``: nothing taken)."""
+    if give_back is not None and value is not False and value is not None:
+        give_back(value)
 
 
 def ignore(ok: bool, value: Any) -> None:
