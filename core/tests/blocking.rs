@@ -328,3 +328,63 @@ fn signals_during_a_slow_reply_do_not_fail_the_call() {
     assert!(!lock.is_locked().unwrap());
     client.close().unwrap();
 }
+
+/// A server whose script cache was emptied (SCRIPT FLUSH; a restart or a failover does the
+/// same) answers EVALSHA with a NOSCRIPT error reply: read on a blocked caller's connection and
+/// on a runtime task's, it is taken as that error, the script is loaded again, and the lock
+/// works on.
+#[test]
+fn an_emptied_script_cache_is_filled_again_on_each_path() {
+    let server = OwnRedis::start(&[]);
+    let url = server.url();
+    let flush = move || {
+        let mut admin = redis::Client::open(url.as_str())
+            .unwrap()
+            .get_connection()
+            .unwrap();
+        let _: () = redis::cmd("SCRIPT").arg("FLUSH").query(&mut admin).unwrap();
+        let exists: i64 = redis::cmd("EXISTS")
+            .arg("script-cache")
+            .query(&mut admin)
+            .unwrap();
+        exists
+    };
+    let client = Client::connect(&server.url()).unwrap();
+    let lock = client.lock("script-cache").unwrap();
+
+    // A blocked caller.
+    lock.acquire(1, AcquireOptions::try_once()).unwrap();
+    assert_eq!(lock.release(1).unwrap(), Released::Freed);
+    assert_eq!(flush(), 0);
+    let held = lock.acquire(1, AcquireOptions::try_once()).unwrap();
+    assert_eq!(held.hold_count, 1);
+    assert_eq!(flush(), 1);
+    assert_eq!(lock.release(1).unwrap(), Released::Freed);
+    assert_eq!(flush(), 0, "the release ran on the server");
+
+    // A task of polylock's runtime (the async Rust path), on a connection of its own.
+    let task_lock = lock.as_async().clone();
+    let seen = polylock::runtime::block_on(async move {
+        tokio::spawn(async move {
+            assert!(polylock::runtime::on_runtime_thread());
+            let mut counts = Vec::new();
+            for _ in 0..2 {
+                flush();
+                let held = task_lock.acquire(7, AcquireOptions::try_once()).await;
+                counts.push(held.unwrap().hold_count);
+            }
+            flush();
+            let first = task_lock.release(7).await.unwrap();
+            let second = task_lock.release(7).await.unwrap();
+            (counts, first, second, flush())
+        })
+        .await
+        .unwrap()
+    })
+    .unwrap();
+    assert_eq!(
+        seen,
+        (vec![1, 2], Released::StillHeld(1), Released::Freed, 0)
+    );
+    client.close().unwrap();
+}

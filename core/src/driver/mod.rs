@@ -907,10 +907,7 @@ impl Replies {
             match resp::frame_len(&self.input[at..]) {
                 Ok(Some(n)) => {
                     let frame = &self.input[at..at + n];
-                    let reply = match resp::parse(frame) {
-                        Some(v) => Ok(v),
-                        None => self.parser.parse_value(frame),
-                    };
+                    let reply = resp::reply(frame, &mut self.parser);
                     at += n;
                     match self.pending.pop_front() {
                         Some(slot) => slot.fill(reply),

@@ -86,6 +86,15 @@ pub(crate) fn parse(frame: &[u8]) -> Option<redis::Value> {
     (end == frame.len()).then_some(v)
 }
 
+/// The reply of a complete frame: [`parse`]'s walk, or `errors` (redis-rs's parser, kept by
+/// the connection) for what the walk leaves to it.
+pub(crate) fn reply(frame: &[u8], errors: &mut redis::Parser) -> redis::RedisResult<redis::Value> {
+    match parse(frame) {
+        Some(v) => Ok(v),
+        None => errors.parse_value(frame),
+    }
+}
+
 fn value(buf: &[u8], at: usize, depth: usize) -> Option<(redis::Value, usize)> {
     use redis::Value;
     if depth > MAX_DEPTH {

@@ -22,7 +22,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use redis::{RedisError, RedisResult, Value};
+use redis::{RedisResult, Value};
 use tokio::net::TcpStream;
 
 use crate::driver::resp;
@@ -73,15 +73,9 @@ impl TaskConns {
         let alone = self.in_flight.fetch_add(1, Ordering::AcqRel) == 0;
         let calls = Counted(self.in_flight.clone());
         let cmd = packed();
-        let reply = tokio::time::timeout(self.command_timeout, conn.request(&cmd, alone)).await;
+        let deadline = tokio::time::Instant::now() + self.command_timeout;
+        let reply = conn.request(&cmd, alone, deadline).await;
         drop(calls);
-        let reply = match reply {
-            Ok(r) => r,
-            Err(_) => Err(RedisError::from(io::Error::new(
-                io::ErrorKind::TimedOut,
-                "no reply from Redis within the command timeout",
-            ))),
-        };
         match &reply {
             // The server went away (restart, failover): the idle ones are most likely dead too.
             Err(e) if e.is_io_error() || e.is_connection_dropped() || e.is_timeout() => {
@@ -122,6 +116,7 @@ impl TaskConns {
             Ok(stream) => Ok(TaskConn {
                 stream,
                 input: Vec::with_capacity(256),
+                errors: redis::Parser::new(),
                 open: true,
                 _count: count,
             }),
@@ -148,6 +143,8 @@ struct TaskConn {
     stream: TcpStream,
     /// Bytes read and not yet parsed.
     input: Vec<u8>,
+    /// redis-rs's parser, for the replies [`resp::parse`] leaves to it (server errors).
+    errors: redis::Parser,
     /// False after any error: the stream may be out of step with its replies, so it is dropped.
     open: bool,
     _count: Counted,
@@ -160,7 +157,15 @@ impl TaskConn {
     /// the I/O driver pays the machine's wake-up on top of each round trip (on this project's
     /// VM a pair took 150-165 us that way, against 57 us from a blocked caller that polls).
     /// With several calls in flight the worker has other work, and none polls.
-    async fn request(&mut self, cmd: &[u8], alone: bool) -> RedisResult<Value> {
+    ///
+    /// A call that never sleeps never arms a timer: the command timeout (`deadline`) bounds the
+    /// sleeps only.
+    async fn request(
+        &mut self,
+        cmd: &[u8],
+        alone: bool,
+        deadline: tokio::time::Instant,
+    ) -> RedisResult<Value> {
         // Dropped half way (a cancelled call), the connection goes with the future: a late
         // reply can never be read as another call's.
         self.open = false;
@@ -168,7 +173,9 @@ impl TaskConn {
         while at < cmd.len() {
             match self.stream.try_write(&cmd[at..]) {
                 Ok(n) => at += n,
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => self.stream.writable().await?,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    within(deadline, self.stream.writable()).await?
+                }
                 Err(e) => return Err(e.into()),
             }
         }
@@ -177,7 +184,7 @@ impl TaskConn {
         loop {
             match resp::frame_len(&self.input) {
                 Ok(Some(n)) => {
-                    let reply = redis::parse_redis_value(&self.input[..n]);
+                    let reply = resp::reply(&self.input[..n], &mut self.errors);
                     // One command, one reply: anything after it is out of step.
                     self.open = n == self.input.len();
                     self.input.clear();
@@ -197,11 +204,25 @@ impl TaskConn {
                         spin_until(&self.stream, until);
                         drop(permit.take());
                     }
-                    None => self.stream.readable().await?,
+                    None => within(deadline, self.stream.readable()).await?,
                 },
                 Err(e) => return Err(e.into()),
             }
         }
+    }
+}
+
+/// `wait` (a socket's readiness), bounded by the command timeout's `deadline`.
+async fn within(
+    deadline: tokio::time::Instant,
+    wait: impl std::future::Future<Output = io::Result<()>>,
+) -> io::Result<()> {
+    match tokio::time::timeout_at(deadline, wait).await {
+        Ok(ready) => ready,
+        Err(_) => Err(io::Error::new(
+            io::ErrorKind::TimedOut,
+            "no reply from Redis within the command timeout",
+        )),
     }
 }
 

@@ -22,9 +22,10 @@
 //! drawn while its lock is held and tokens grow with each holder. Where the server has sequences
 //! (PostgreSQL, MariaDB 10.3+) they come from one sequence, `polylock_fencing_seq`, shared by
 //! every lock of the database (`fencing=sequence`, the default there): drawing from it commits
-//! nothing, so a lock costs what a bare lock statement costs, and the server keeps it monotonic
-//! across restarts (PostgreSQL logs it ahead and flushes that log before the value is used,
-//! MariaDB writes the end of its cache). Otherwise (MySQL, or `fencing=table`) each lock has a
+//! nothing, and the server keeps it monotonic across restarts (PostgreSQL logs it 32 values
+//! ahead and flushes that log before the value is used, MariaDB writes the end of its cache).
+//! A MariaDB lock costs what a bare `GET_LOCK` costs; on PostgreSQL the `nextval` makes the
+//! statement about 1.2x a bare `pg_advisory_lock` (`cargo bench --bench sql`). Otherwise (MySQL, or `fencing=table`) each lock has a
 //! counter row in `polylock_fencing`, incremented in the lock statement: 1, 2, 3 per lock, at
 //! the price of a durable commit per acquire. All clients of one database use the same source.
 
