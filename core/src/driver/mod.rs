@@ -963,6 +963,32 @@ pub(crate) fn readable_now(_fd: Fd) -> bool {
     false
 }
 
+/// `recv` that does not wait: `WouldBlock` when nothing has arrived.
+#[cfg(unix)]
+pub(crate) fn recv_now(stream: &impl std::os::fd::AsRawFd, buf: &mut [u8]) -> io::Result<usize> {
+    // SAFETY: the pointer and length describe `buf`, which outlives the call; the descriptor
+    // belongs to `stream`, borrowed for the call.
+    let n = unsafe {
+        libc::recv(
+            stream.as_raw_fd(),
+            buf.as_mut_ptr().cast(),
+            buf.len(),
+            libc::MSG_DONTWAIT,
+        )
+    };
+    if n < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(n as usize)
+    }
+}
+
+/// Elsewhere the socket is only read the sleeping way.
+#[cfg(not(unix))]
+pub(crate) fn recv_now<S>(_stream: &S, _buf: &mut [u8]) -> io::Result<usize> {
+    Err(io::ErrorKind::WouldBlock.into())
+}
+
 #[cfg(unix)]
 fn raw_fd(s: &TcpStream) -> Fd {
     use std::os::fd::AsRawFd;

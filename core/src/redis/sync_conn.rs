@@ -306,7 +306,7 @@ impl Read for SpinReader<'_> {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         if let Some(until) = self.spin_until {
             loop {
-                match recv_now(self.stream, buf) {
+                match crate::driver::recv_now(self.stream, buf) {
                     Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
                     Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                     done => return done,
@@ -328,31 +328,4 @@ impl Read for SpinReader<'_> {
             }
         }
     }
-}
-
-/// `recv` that does not wait: `WouldBlock` when nothing has arrived.
-#[cfg(unix)]
-fn recv_now(stream: &TcpStream, buf: &mut [u8]) -> io::Result<usize> {
-    use std::os::fd::AsRawFd;
-    // SAFETY: the pointer and length describe `buf`, which outlives the call; the descriptor
-    // belongs to `stream`, borrowed for the call.
-    let n = unsafe {
-        libc::recv(
-            stream.as_raw_fd(),
-            buf.as_mut_ptr().cast(),
-            buf.len(),
-            libc::MSG_DONTWAIT,
-        )
-    };
-    if n < 0 {
-        Err(io::Error::last_os_error())
-    } else {
-        Ok(n as usize)
-    }
-}
-
-/// Elsewhere the socket is only read the sleeping way.
-#[cfg(not(unix))]
-fn recv_now(_stream: &TcpStream, _buf: &mut [u8]) -> io::Result<usize> {
-    Err(io::ErrorKind::WouldBlock.into())
 }

@@ -200,14 +200,42 @@ impl TaskConn {
                 Ok(_) => {}
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => match spin.take() {
                     Some(until) => {
-                        // Once: then the reply is there, or the task sleeps for it.
-                        spin_until(&self.stream, until);
+                        // Once: then the reply is there, or the task sleeps for it. What the
+                        // spin saw arrive is read straight from the socket: until tokio's I/O
+                        // driver (asleep on another worker) has marked the socket readable,
+                        // `try_read` answers WouldBlock without reading.
+                        if spin_until(&self.stream, until) {
+                            self.read_now()?;
+                        }
                         drop(permit.take());
                     }
                     None => within(deadline, self.stream.readable()).await?,
                 },
                 Err(e) => return Err(e.into()),
             }
+        }
+    }
+}
+
+impl TaskConn {
+    /// Read what has arrived, past tokio's readiness (see [`TaskConn::request`]).
+    fn read_now(&mut self) -> io::Result<()> {
+        let mut buf = [0u8; 4096];
+        match crate::driver::recv_now(&self.stream, &mut buf) {
+            Ok(0) => Err(io::ErrorKind::UnexpectedEof.into()),
+            Ok(n) => {
+                self.input.extend_from_slice(&buf[..n]);
+                Ok(())
+            }
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted
+                ) =>
+            {
+                Ok(())
+            }
+            Err(e) => Err(e),
         }
     }
 }
@@ -227,14 +255,24 @@ async fn within(
 }
 
 /// Until `until`, wait for `stream` to be readable by polling it (yielding the CPU in between).
-fn spin_until(stream: &TcpStream, until: Instant) {
+/// True when it became readable.
+fn spin_until(stream: &TcpStream, until: Instant) -> bool {
     #[cfg(unix)]
     {
         let fd = std::os::fd::AsRawFd::as_raw_fd(stream);
-        while Instant::now() < until && !crate::driver::readable_now(fd) {
+        loop {
+            if crate::driver::readable_now(fd) {
+                return true;
+            }
+            if Instant::now() >= until {
+                return false;
+            }
             std::thread::yield_now();
         }
     }
     #[cfg(not(unix))]
-    let _ = (stream, until); // no polling there: the task sleeps at once
+    {
+        let _ = (stream, until); // no polling there: the task sleeps at once
+        false
+    }
 }
