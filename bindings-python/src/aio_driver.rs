@@ -37,6 +37,18 @@ impl LoopHost for PyHost {
     fn keep_alive(&self, _yes: bool) {
         // An asyncio program lives while its coroutine runs: nothing to keep alive.
     }
+
+    fn flush_soon(&self) -> bool {
+        Python::attach(|py| {
+            self.host
+                .call_method0(py, "flush_soon")
+                .and_then(|r| r.extract::<bool>(py))
+                .unwrap_or_else(|e| {
+                    e.print(py);
+                    false
+                })
+        })
+    }
 }
 
 /// The driver of one asyncio loop.
@@ -163,6 +175,10 @@ impl LoopDriver {
             this.answered_in_calls.set(0);
         }
         driver.poll_in_calls(alone && !yield_now);
+        // With other calls awaited, the loop goes round for their replies: this call's command
+        // waits for that round (`flush`), and goes out in one write with those of the tasks the
+        // loop resumes in this round.
+        driver.defer_writes(!alone);
         this.awaiting.set(this.awaiting.get() + 1);
         drop(this);
         let awaited = Py::new(
@@ -227,6 +243,11 @@ impl LoopDriver {
         self.batch(|d| d.io_ready(fd, readable, writable));
     }
 
+    /// The loop writes the commands calls left unwritten (the host's `flush_soon`).
+    fn flush(&self) {
+        self.driver.flush();
+    }
+
     /// The loop runs what other threads woke (`wake_fd` was readable).
     fn woken(&self) {
         use std::os::fd::AsRawFd;
@@ -246,6 +267,11 @@ impl LoopDriver {
     /// What the driver holds (diagnostics).
     fn describe(&self) -> String {
         self.driver.describe()
+    }
+
+    /// Writes made to the loop's sockets so far (diagnostics).
+    fn writes(&self) -> u64 {
+        self.driver.writes()
     }
 
     /// Open loop connections (tests: one per server, closed with their client).

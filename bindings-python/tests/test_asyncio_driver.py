@@ -391,6 +391,39 @@ def test_calls_of_many_tasks_are_in_flight_together(run, client):
         assert not lk.locked()
 
 
+@pytest.mark.skipif(WANTED != "loop", reason="counts the loop driver's writes")
+def test_the_commands_of_tasks_resumed_together_share_writes(run, client):
+    """The tasks a read resumes run in one round of the loop; while other calls are in flight,
+    their commands wait for the end of that round and go out together (one write, one read by
+    the server), not one write each."""
+    locks = [client.lock(unique(f"writes-{i}")) for i in range(64)]
+
+    async def main():
+        driver = _aio._driver(asyncio.get_running_loop())
+        for lk in locks[:2]:  # the loop's connection is made, and alone a call is written at once
+            await lk.acquire_async()
+            await lk.release_async()
+        alone = driver.writes()
+        await locks[0].acquire_async()
+        await locks[0].release_async()
+        assert driver.writes() - alone == 2, "a call alone is written at once"
+        before = driver.writes()
+
+        async def task(lock):
+            for _ in range(20):
+                await lock.acquire_async()
+                await lock.release_async()
+
+        await asyncio.wait_for(asyncio.gather(*(task(lk) for lk in locks)), 60)
+        return driver.writes() - before
+
+    writes = run(main())
+    commands = 64 * 20 * 2
+    assert writes * 4 < commands, f"{writes} writes for {commands} commands"
+    for lk in locks:
+        assert not lk.locked()
+
+
 def test_a_task_calling_in_a_loop_lets_the_others_run(run, client):
     """Awaiting a call answered inside the call does not yield to the loop by itself: the driver
     lets every 17th such call wait on the loop instead, so a task that locks in a loop cannot

@@ -45,6 +45,14 @@ class _Host:
             loop.remove_writer(fd)
         self._readers[fd] = write
 
+    def flush_soon(self) -> bool:
+        """Have the loop call the driver's ``flush`` after the callbacks it runs now."""
+        loop, driver = self._parts()
+        if loop is None:
+            return False
+        loop.call_soon(driver.flush)
+        return True
+
     def unwatch(self, fd: int) -> None:
         self._readers.pop(fd, None)
         loop, _ = self._parts()

@@ -46,6 +46,11 @@ pub trait LoopHost {
     fn unwatch(&self, fd: Fd);
     /// Keep the host process alive (calls of the user are in flight) or let it end.
     fn keep_alive(&self, yes: bool);
+    /// Have the loop call [`Driver::flush`] soon, after the callbacks it is running now (see
+    /// [`Driver::defer_writes`]); false when the host cannot, and commands are written at once.
+    fn flush_soon(&self) -> bool {
+        false
+    }
 }
 
 /// The state a driver shares with wakers on other threads.
@@ -230,6 +235,11 @@ struct Inner {
     pending_specs: RefCell<HashMap<u64, PendingSpec>>,
     poll_in_calls: Cell<bool>,
     follow_up: Cell<bool>,
+    defer_writes: Cell<bool>,
+    /// The host was asked to call [`Driver::flush`] and has not yet.
+    flush_asked: Cell<bool>,
+    /// Writes to the sockets (diagnostics).
+    writes: Cell<u64>,
     /// Calls that waited for their reply inside [`Driver::spawn`] (diagnostics).
     waited_in_calls: Cell<u64>,
     serial: Cell<u64>,
@@ -269,6 +279,9 @@ impl Driver {
                 pending_specs: RefCell::new(HashMap::new()),
                 poll_in_calls: Cell::new(false),
                 follow_up: Cell::new(true),
+                defer_writes: Cell::new(false),
+                flush_asked: Cell::new(false),
+                writes: Cell::new(0),
                 waited_in_calls: Cell::new(0),
                 serial: Cell::new(0),
                 read_buf: RefCell::new(vec![0; 16 * 1024].into_boxed_slice()),
@@ -317,6 +330,10 @@ impl Driver {
         inner.turn(Some(id));
         if !inner.batch.get() {
             inner.sweep();
+            if inner.defer_writes.get() && inner.flush_later() {
+                // Written with the commands of the calls made after it, at the host's flush.
+                return TaskId { index: id, serial };
+            }
             inner.flush_all();
             // Where the host asks for it, wait a moment for the reply right here (see `spin`).
             // Not on Node: a Promise settled inside the call that made it runs its reactions
@@ -341,6 +358,27 @@ impl Driver {
     /// returns (hosts whose settled futures never run code inside the call: asyncio).
     pub fn poll_in_calls(&self, yes: bool) {
         self.inner.poll_in_calls.set(yes);
+    }
+
+    /// Let [`Driver::spawn`] leave the commands of the call it starts unwritten until the host
+    /// calls [`Driver::flush`] (asked with [`LoopHost::flush_soon`]), or until [`FLUSH_EVERY`]
+    /// wait on a connection: where the host runs many callers in one round of its loop (asyncio
+    /// resumes every task whose reply a read brought), their commands go out in one write, and
+    /// the server reads them with one read, instead of a write and a wake of the server each.
+    /// Worth it only while other calls are in flight (the loop goes round for their replies
+    /// anyway); a call alone is written at once and may wait for its reply (see
+    /// [`Driver::poll_in_calls`]).
+    pub fn defer_writes(&self, yes: bool) {
+        self.inner.defer_writes.set(yes);
+    }
+
+    /// Write what calls left unwritten (see [`Driver::defer_writes`]).
+    pub fn flush(&self) {
+        let inner = &self.inner;
+        inner.flush_asked.set(false);
+        if !inner.batch.get() {
+            inner.flush_all();
+        }
     }
 
     /// Whether a callback goes on reading replies that arrive while it polls (see
@@ -472,6 +510,11 @@ impl Driver {
         )
     }
 
+    /// Writes made to the loop's sockets so far (diagnostics: how well commands share writes).
+    pub fn writes(&self) -> u64 {
+        self.inner.writes.get()
+    }
+
     /// Open loop connections (tests: they close with their clients).
     pub fn connections(&self) -> usize {
         self.inner
@@ -569,6 +612,18 @@ impl Inner {
         } else if let Some(Some(t)) = tasks.get_mut(id) {
             t.fut = Some(fut);
         }
+    }
+
+    /// Have the host call [`Driver::flush`] soon, unless it was asked already; false when it
+    /// cannot (then write now).
+    fn flush_later(&self) -> bool {
+        if !self.flush_asked.get() {
+            if !self.host.flush_soon() {
+                return false;
+            }
+            self.flush_asked.set(true);
+        }
+        true
     }
 
     /// A call finished or was cancelled: with none left in flight the host may end.
@@ -786,6 +841,7 @@ impl Inner {
                 }
                 Ok(n) => {
                     c.out.drain(..n);
+                    self.writes.set(self.writes.get() + 1);
                 }
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
