@@ -150,17 +150,17 @@ impl LoopDriver {
     }
 
     /// Run `start(*args, done)` (a native `*_async` call) with this driver as the one its call
-    /// runs on. `(True, value)` when it was answered within this call (its error is raised
-    /// here), else `(False, awaitable)` (see [`Awaited`]). `give_back(value)` runs for a value
-    /// that arrives after the caller stopped waiting (`False` and `None`: nothing taken); `loop`
-    /// is the loop this driver serves.
+    /// runs on, and return what its caller awaits (see [`Awaited`]; a call answered within
+    /// this call ends the await at once). `give_back(args[0], value)` runs for a value that
+    /// arrives after the caller stopped waiting (`False` and `None`: nothing taken); `loop` is
+    /// the loop this driver serves.
     fn call(
         slf: &Bound<'_, Self>,
         start: &Bound<'_, PyAny>,
         args: &Bound<'_, pyo3::types::PyTuple>,
         give_back: Option<Py<PyAny>>,
         r#loop: Py<PyAny>,
-    ) -> PyResult<(bool, Py<PyAny>)> {
+    ) -> PyResult<Py<Awaited>> {
         let py = slf.py();
         let this = slf.borrow();
         let driver = this.driver.clone();
@@ -186,7 +186,10 @@ impl LoopDriver {
             Awaited {
                 driver: slf.clone().unbind(),
                 r#loop,
-                give_back,
+                give_back: match give_back {
+                    Some(g) => Some((g, args.get_item(0)?.unbind())),
+                    None => None,
+                },
                 call: RefCell::new(None),
                 state: RefCell::new(State::Running),
             },
@@ -212,30 +215,8 @@ impl LoopDriver {
             this.answered_in_calls.set(0);
         }
         drop(this);
-        let a = awaited.borrow(py);
-        *a.call.borrow_mut() = Some(call.unbind());
-        // Answered already: the outcome goes back with no await (and no StopIteration).
-        let done = match a.state.replace(State::Taken) {
-            State::Done(ok, value) => Some((ok, value)),
-            other => {
-                a.state.replace(other);
-                None
-            }
-        };
-        match done {
-            Some((ok, value)) => {
-                a.resumed(py);
-                if ok {
-                    Ok((true, value))
-                } else {
-                    Err(PyErr::from_value(value.into_bound(py)))
-                }
-            }
-            None => {
-                drop(a);
-                Ok((false, awaited.into_any()))
-            }
-        }
+        *awaited.borrow(py).call.borrow_mut() = Some(call.unbind());
+        Ok(awaited)
     }
 
     /// The loop saw `fd` readable or writable.
@@ -318,7 +299,8 @@ enum State {
 pub(crate) struct Awaited {
     driver: Py<LoopDriver>,
     r#loop: Py<PyAny>,
-    give_back: Option<Py<PyAny>>,
+    /// `give_back` and the call's first argument (the owner, the permits) it is called with.
+    give_back: Option<(Py<PyAny>, Py<PyAny>)>,
     call: RefCell<Option<Py<PyAny>>>,
     state: RefCell<State>,
 }
@@ -332,11 +314,11 @@ impl Awaited {
     }
 
     fn give_back(&self, py: Python<'_>, ok: bool, value: &Bound<'_, PyAny>) {
-        if let Some(g) = &self.give_back {
+        if let Some((g, first)) = &self.give_back {
             let is_false =
                 value.is_instance_of::<pyo3::types::PyBool>() && !value.is_truthy().unwrap_or(true);
             if ok && !value.is_none() && !is_false {
-                if let Err(e) = g.call1(py, (value,)) {
+                if let Err(e) = g.call1(py, (first, value)) {
                     e.print(py);
                 }
             }

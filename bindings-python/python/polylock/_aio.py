@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import os
 import weakref
-from typing import Any, Callable, Dict, Optional, Tuple
+from typing import Any, Awaitable, Callable, Dict, Optional, Tuple
 
 from . import _native
 
@@ -94,30 +94,43 @@ def driver_name() -> str:
     return "loop" if _WANTED else "runtime"
 
 
-async def run(
+def run(
     start: Callable[..., _native.NativeCall],
     args: Tuple[Any, ...],
-    give_back: Optional[Callable[[Any], Any]] = None,
+    give_back: Optional[Callable[[Any, Any], Any]] = None,
     loop: Optional[asyncio.AbstractEventLoop] = None,
-) -> Any:
-    """Start a native call with ``start(*args, done)`` and await its value. ``give_back(value)``
-    runs for a value that arrives after the task was cancelled (``False`` and ``None`` mean
-    "nothing taken"). ``loop`` is the running loop, if the caller has it at hand."""
+) -> Awaitable[Any]:
+    """Start a native call with ``start(*args, done)`` and return what awaits its value.
+    ``give_back(args[0], value)`` runs for a value that arrives after the caller stopped
+    waiting (``False`` and ``None`` mean "nothing taken"). ``loop`` is the running loop, if the
+    caller has it at hand. Not a coroutine: the call starts when this is called (from the
+    caller's coroutine, so in the caller's task), and no coroutine of its own stands between
+    the caller and the call."""
     if loop is None:
         loop = asyncio.get_running_loop()
     driver = _driver(loop)
     if driver is not None:
-        # The call runs on this thread. Answered within the call, its value comes back at once;
-        # else it is awaited on a future of the loop. Cancelling the caller cancels the call,
-        # and what it took anyway is given back.
-        settled, value = driver.call(start, args, give_back, loop)
-        return value if settled else await value
+        # The call runs on this thread. Answered within the call, the await ends at once; else
+        # it waits on a future of the loop. Cancelling the caller cancels the call, and what
+        # it took anyway is given back.
+        awaited: Awaitable[Any] = driver.call(start, args, give_back, loop)
+        return awaited
+    return _on_runtime(start, args, give_back, loop)
+
+
+async def _on_runtime(
+    start: Callable[..., _native.NativeCall],
+    args: Tuple[Any, ...],
+    give_back: Optional[Callable[[Any, Any], Any]],
+    loop: asyncio.AbstractEventLoop,
+) -> Any:
+    """``run`` on polylock's runtime: the call reports through ``call_soon_threadsafe``."""
     fut: asyncio.Future[Any] = loop.create_future()
 
     def settle(ok: bool, value: Any) -> None:
         if fut.done():  # cancelled meanwhile
             if ok:
-                _hand_back(give_back, value)
+                _hand_back(give_back, args, value)
             return
         if ok:
             fut.set_result(value)
@@ -131,15 +144,15 @@ async def run(
         call.cancel()
         if fut.done() and not fut.cancelled() and fut.exception() is None:
             # Settled, then cancelled before this task resumed: what it took goes back.
-            _hand_back(give_back, fut.result())
+            _hand_back(give_back, args, fut.result())
         raise
 
 
-def _hand_back(give_back: Optional[Callable[[Any], Any]], value: Any) -> None:
+def _hand_back(give_back: Optional[Callable[[Any, Any], Any]], args: Tuple[Any, ...], value: Any) -> None:
     """Give back ``value``, what a call took for a caller that no longer waits (``False`` and
     ``None``: nothing taken)."""
     if give_back is not None and value is not False and value is not None:
-        give_back(value)
+        give_back(args[0], value)
 
 
 def ignore(ok: bool, value: Any) -> None:

@@ -33,6 +33,8 @@ class Lock:
 
     def __init__(self, native: _native.NativeLock, watch: Callable[["Lock"], None]) -> None:
         self._native = native
+        # What a cancelled acquire took anyway goes back (made once: not a closure per call).
+        self._give_back = lambda owner, _held: native.release_async(owner, _aio.ignore)
         self._watch = watch
         self._callbacks: list[Callable[["Lock"], Any]] = []
 
@@ -85,13 +87,7 @@ class Lock:
             lease = _seconds(lease, "lease")
         loop = asyncio.get_running_loop()
         owner = cast(int, _owner.of_task(loop=loop))
-        native = self._native
-        held = await _aio.run(
-            native.acquire_async,
-            (owner, wait, lease),
-            lambda _: native.release_async(owner, _aio.ignore),
-            loop,
-        )
+        held = await _aio.run(self._native.acquire_async, (owner, wait, lease), self._give_back, loop)
         return bool(held)
 
     async def release_async(self) -> None:

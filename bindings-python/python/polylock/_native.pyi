@@ -1,5 +1,5 @@
 # Type stubs of the private native module (bindings-python/src/).
-from typing import Any, Callable, Generator, Optional
+from typing import Any, Awaitable, Callable, Generator, Optional
 
 VERSION: str
 
@@ -40,9 +40,9 @@ class LoopDriver:
         self,
         start: Callable[..., NativeCall],
         args: tuple[Any, ...],
-        give_back: Optional[Callable[[Any], Any]],
+        give_back: Optional[Callable[[Any, Any], Any]],
         loop: Any,
-    ) -> tuple[bool, Any]: ...
+    ) -> Awaitable[Any]: ...
     def io_ready(self, fd: int, readable: bool, writable: bool) -> None: ...
     def woken(self) -> None: ...
     def flush(self) -> None: ...

@@ -100,7 +100,7 @@ class Semaphore:
         taken = await _aio.run(
             native.acquire_async,
             (n, wait),
-            lambda _: native.release_async(n, _aio.ignore),
+            lambda permits, _taken: native.release_async(permits, _aio.ignore),
         )
         return bool(taken)
 
@@ -158,7 +158,7 @@ class PermitExpirableSemaphore:
         got = await _aio.run(
             native.acquire_async,
             (wait, lease_s),
-            lambda permit_id: native.try_release(permit_id),
+            lambda _wait, permit_id: native.try_release(permit_id),
         )
         return got if isinstance(got, str) else None
 
