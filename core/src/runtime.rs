@@ -21,6 +21,34 @@ thread_local! {
     static ON_WORKER: Cell<bool> = const { Cell::new(false) };
     /// Set while this (non-runtime) thread drives a future in [`block_on`].
     static BLOCKING_CALLER: Cell<bool> = const { Cell::new(false) };
+    /// Set while this thread polls a future that it will poll again without sleeping first.
+    static POLLED_AGAIN_SOON: Cell<bool> = const { Cell::new(false) };
+}
+
+/// True while the future being polled will be polled again before its thread sleeps: a caller
+/// that polls for its answer is polling it (see [`SpinPermit`]), and it looks once more with
+/// this false before it sleeps. A future may then put off arming a timer that only bounds a
+/// long wait: arming one ahead of the runtime's next timer wakes the runtime's driver thread to
+/// set its sleep again (a write to its wake-up descriptor and a thread's wake-up), which a
+/// statement answered while its caller polls never needs.
+pub(crate) fn polled_again_soon() -> bool {
+    POLLED_AGAIN_SOON.with(|p| p.get())
+}
+
+/// Poll with [`polled_again_soon`] true.
+fn polling_again_soon<T>(poll: impl FnOnce() -> T) -> T {
+    let was = POLLED_AGAIN_SOON.with(|p| p.replace(true));
+    let out = poll();
+    POLLED_AGAIN_SOON.with(|p| p.set(was));
+    out
+}
+
+/// Poll with [`polled_again_soon`] false: the thread may sleep after this poll.
+fn polling_last<T>(poll: impl FnOnce() -> T) -> T {
+    let was = POLLED_AGAIN_SOON.with(|p| p.replace(false));
+    let out = poll();
+    POLLED_AGAIN_SOON.with(|p| p.set(was));
+    out
 }
 
 /// This process's id, without a system call on every use (a lock call asks it to tell a forked
@@ -317,24 +345,21 @@ pub(crate) async fn await_alone<F: Future>(
     let mut spin = (alone && !on_blocking_caller()).then(SpinPermit::take);
     let mut fut = std::pin::pin!(fut);
     std::future::poll_fn(|cx| {
-        if let Poll::Ready(v) = fut.as_mut().poll(cx) {
-            return Poll::Ready(v);
-        }
         let permit = spin.take();
         let Some(until) = permit.as_ref().and_then(SpinPermit::deadline) else {
-            return Poll::Pending;
+            return polling_last(|| fut.as_mut().poll(cx));
         };
         let woken = FlagWaker::new(Then::Wake(cx.waker().clone()));
         let waker = std::task::Waker::from(woken.clone());
         let mut flagged = std::task::Context::from_waker(&waker);
-        if let Poll::Ready(v) = fut.as_mut().poll(&mut flagged) {
+        if let Poll::Ready(v) = polling_again_soon(|| fut.as_mut().poll(&mut flagged)) {
             return Poll::Ready(v);
         }
         while !woken.take_woken() && std::time::Instant::now() < until {
             std::thread::yield_now();
         }
         drop(permit);
-        fut.as_mut().poll(&mut flagged)
+        polling_last(|| fut.as_mut().poll(&mut flagged))
     })
     .await
 }
@@ -397,15 +422,30 @@ fn spin_block_on<F: Future>(h: &Handle, fut: F) -> F::Output {
     let w = std::task::Waker::from(waker.clone());
     let mut cx = std::task::Context::from_waker(&w);
     let mut fut = std::pin::pin!(fut);
+    // Where polling is on, a poll that leaves the future waiting is followed by polling (or by
+    // one more look before sleeping). The leave to poll is taken after the poll: the future may
+    // poll by itself inside it (a Redis caller's own connection does), with the same leave.
+    let polls_again = !spin().is_zero();
     loop {
-        if let std::task::Poll::Ready(v) = fut.as_mut().poll(&mut cx) {
+        let polled = match polls_again {
+            true => polling_again_soon(|| fut.as_mut().poll(&mut cx)),
+            false => polling_last(|| fut.as_mut().poll(&mut cx)),
+        };
+        if let std::task::Poll::Ready(v) = polled {
             return v;
         }
         let mut permit = Some(SpinPermit::take());
         let spin_until = permit.as_ref().and_then(SpinPermit::deadline);
+        let mut looked_last = !polls_again;
         while !waker.take_woken() {
             if spin_until.is_some_and(|t| std::time::Instant::now() < t) {
                 std::thread::yield_now();
+            } else if !looked_last {
+                // About to sleep: one more look, in which a future arms what it put off.
+                looked_last = true;
+                if let std::task::Poll::Ready(v) = polling_last(|| fut.as_mut().poll(&mut cx)) {
+                    return v;
+                }
             } else {
                 // A caller that sleeps polls no more: its leave goes to another (a caller
                 // parked for a long wait kept it, and no other call could poll meanwhile).
@@ -420,6 +460,42 @@ fn spin_block_on<F: Future>(h: &Handle, fut: F) -> F::Output {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_timer_put_off_while_the_caller_polls_is_armed_before_it_sleeps() {
+        // A future that arms its timer only when `polled_again_soon` is false (as a SQL try
+        // does): the blocked caller's polls first say it will poll again, and before it sleeps
+        // it looks once more with false, so the timer is armed and the wait ends. Without
+        // that last look the caller would sleep with no timer armed and never wake.
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            let out = block_on(async {
+                let mut looks = Vec::new();
+                let timer = tokio::time::sleep(Duration::from_millis(30));
+                tokio::pin!(timer);
+                std::future::poll_fn(|cx| {
+                    looks.push(polled_again_soon());
+                    if polled_again_soon() {
+                        return std::task::Poll::Pending;
+                    }
+                    timer.as_mut().poll(cx)
+                })
+                .await;
+                looks
+            });
+            let _ = tx.send(out);
+        });
+        let looks = rx
+            .recv_timeout(Duration::from_secs(10))
+            .expect("the caller slept with its timer never armed")
+            .unwrap();
+        assert_eq!(looks.first(), Some(&true), "{looks:?}");
+        assert!(looks.contains(&false), "{looks:?}");
+        assert!(
+            !polled_again_soon(),
+            "the flag is this thread's and was put back"
+        );
+    }
 
     #[test]
     fn spin_time_comes_from_the_environment_within_bounds() {

@@ -5,6 +5,7 @@
 use std::collections::HashMap;
 use std::future::Future;
 use std::sync::{Arc, Mutex, Weak};
+use std::task::Poll;
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
@@ -78,9 +79,23 @@ pub(crate) async fn answer_by<T>(
     let Some(d) = deadline else {
         return statement.await;
     };
-    match tokio::time::timeout_at(d.into(), &mut statement).await {
-        Ok(out) => out,
-        Err(_) => {
+    // The timer is armed only when the caller may sleep (see `runtime::polled_again_soon`): a
+    // try answered while its caller polls costs no wake-up of the runtime's driver thread.
+    let timer = tokio::time::sleep_until(d.into());
+    tokio::pin!(timer);
+    let answered = std::future::poll_fn(|cx| {
+        if let Poll::Ready(out) = statement.as_mut().poll(cx) {
+            return Poll::Ready(Some(out));
+        }
+        if crate::runtime::polled_again_soon() {
+            return Poll::Pending;
+        }
+        timer.as_mut().poll(cx).map(|()| None)
+    })
+    .await;
+    match answered {
+        Some(out) => out,
+        None => {
             cancel.await;
             statement.await
         }
