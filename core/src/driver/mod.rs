@@ -960,10 +960,8 @@ impl Replies {
         self.input.extend_from_slice(bytes);
         let mut at = 0;
         let result = loop {
-            match resp::frame_len(&self.input[at..]) {
-                Ok(Some(n)) => {
-                    let frame = &self.input[at..at + n];
-                    let reply = resp::reply(frame, &mut self.parser);
+            match resp::next_reply(&self.input[at..], &mut self.parser) {
+                Ok(Some((reply, n))) => {
                     at += n;
                     match self.pending.pop_front() {
                         Some(slot) => slot.fill(reply),
@@ -972,7 +970,7 @@ impl Replies {
                 }
                 Ok(None) => break Ok(()),
                 Err(bad) => {
-                    tracing::warn!("polylock: a loop connection read bad RESP ({})", bad.0);
+                    tracing::warn!("polylock: a loop connection read bad RESP ({bad})");
                     break Err(io::ErrorKind::InvalidData);
                 }
             }

@@ -86,6 +86,19 @@ pub(crate) fn parse(frame: &[u8]) -> Option<redis::Value> {
     (end == frame.len()).then_some(v)
 }
 
+/// The first reply in `input`, if it has all arrived: the reply and where it ends. An
+/// `InvalidData` error when the bytes cannot be RESP2 (the connection is out of step).
+pub(crate) fn next_reply(
+    input: &[u8],
+    errors: &mut redis::Parser,
+) -> std::io::Result<Option<(redis::RedisResult<redis::Value>, usize)>> {
+    match frame_len(input) {
+        Ok(Some(n)) => Ok(Some((reply(&input[..n], errors), n))),
+        Ok(None) => Ok(None),
+        Err(bad) => Err(std::io::Error::new(std::io::ErrorKind::InvalidData, bad.0)),
+    }
+}
+
 /// The reply of a complete frame: [`parse`]'s walk, or `errors` (redis-rs's parser, kept by
 /// the connection) for what the walk leaves to it.
 pub(crate) fn reply(frame: &[u8], errors: &mut redis::Parser) -> redis::RedisResult<redis::Value> {

@@ -7,11 +7,11 @@
 //! idle ones are kept up to a bound.
 //!
 //! On plain TCP the connection is polylock's own socket, spoken through redis-rs's command
-//! packing and polylock's reply framing ([`resp`]), so that a caller with a [`SpinPermit`] can poll the socket for its
-//! reply for a moment before it sleeps in `recv`. A script's reply comes back in a few tens of
-//! microseconds on a local network; a thread that slept for it pays the scheduler's wake-up on
-//! top (measured here: 6 µs of a 24 µs PING). TLS and Unix-socket URLs use redis-rs's
-//! connection as it is.
+//! packing and polylock's reply framing ([`resp`]), so that a caller with a [`SpinPermit`] can
+//! poll the socket for its reply for a moment before it sleeps in `recv`. A script's reply
+//! comes back in a few tens of microseconds on a local network; a thread that slept for it
+//! pays the scheduler's wake-up on top (measured here: 6 µs of a 24 µs PING). TLS and
+//! Unix-socket URLs use redis-rs's connection as it is.
 
 use std::io::{self, Read, Write};
 use std::net::{TcpStream, ToSocketAddrs};
@@ -241,14 +241,9 @@ impl TcpConn {
         };
         let mut buf = [0u8; 4096];
         loop {
-            match resp::frame_len(&self.input) {
-                Ok(Some(n)) => {
-                    let reply = resp::reply(&self.input[..n], &mut self.errors);
-                    self.input.drain(..n);
-                    return reply;
-                }
-                Ok(None) => {}
-                Err(bad) => return Err(io::Error::new(io::ErrorKind::InvalidData, bad.0).into()),
+            if let Some((reply, n)) = resp::next_reply(&self.input, &mut self.errors)? {
+                self.input.drain(..n);
+                return reply;
             }
             match reader.read(&mut buf)? {
                 0 => return Err(io::Error::from(io::ErrorKind::UnexpectedEof).into()),

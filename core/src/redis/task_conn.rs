@@ -182,18 +182,11 @@ impl TaskConn {
         let mut permit = alone.then(SpinPermit::take);
         let mut spin = permit.as_ref().and_then(SpinPermit::deadline);
         loop {
-            match resp::frame_len(&self.input) {
-                Ok(Some(n)) => {
-                    let reply = resp::reply(&self.input[..n], &mut self.errors);
-                    // One command, one reply: anything after it is out of step.
-                    self.open = n == self.input.len();
-                    self.input.clear();
-                    return reply;
-                }
-                Ok(None) => {}
-                Err(bad) => {
-                    return Err(io::Error::new(io::ErrorKind::InvalidData, bad.0).into());
-                }
+            if let Some((reply, n)) = resp::next_reply(&self.input, &mut self.errors)? {
+                // One command, one reply: anything after it is out of step.
+                self.open = n == self.input.len();
+                self.input.clear();
+                return reply;
             }
             match self.stream.try_read_buf(&mut self.input) {
                 Ok(0) => return Err(io::Error::from(io::ErrorKind::UnexpectedEof).into()),
@@ -215,9 +208,7 @@ impl TaskConn {
             }
         }
     }
-}
 
-impl TaskConn {
     /// Read what has arrived, past tokio's readiness (see [`TaskConn::request`]).
     fn read_now(&mut self) -> io::Result<()> {
         let mut buf = [0u8; 4096];
