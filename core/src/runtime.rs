@@ -35,17 +35,9 @@ pub(crate) fn polled_again_soon() -> bool {
     POLLED_AGAIN_SOON.with(|p| p.get())
 }
 
-/// Poll with [`polled_again_soon`] true.
-fn polling_again_soon<T>(poll: impl FnOnce() -> T) -> T {
-    let was = POLLED_AGAIN_SOON.with(|p| p.replace(true));
-    let out = poll();
-    POLLED_AGAIN_SOON.with(|p| p.set(was));
-    out
-}
-
-/// Poll with [`polled_again_soon`] false: the thread may sleep after this poll.
-fn polling_last<T>(poll: impl FnOnce() -> T) -> T {
-    let was = POLLED_AGAIN_SOON.with(|p| p.replace(false));
+/// Poll with [`polled_again_soon`] saying `again_soon` (false: the thread may sleep after it).
+fn polling<T>(again_soon: bool, poll: impl FnOnce() -> T) -> T {
+    let was = POLLED_AGAIN_SOON.with(|p| p.replace(again_soon));
     let out = poll();
     POLLED_AGAIN_SOON.with(|p| p.set(was));
     out
@@ -347,19 +339,19 @@ pub(crate) async fn await_alone<F: Future>(
     std::future::poll_fn(|cx| {
         let permit = spin.take();
         let Some(until) = permit.as_ref().and_then(SpinPermit::deadline) else {
-            return polling_last(|| fut.as_mut().poll(cx));
+            return polling(false, || fut.as_mut().poll(cx));
         };
         let woken = FlagWaker::new(Then::Wake(cx.waker().clone()));
         let waker = std::task::Waker::from(woken.clone());
         let mut flagged = std::task::Context::from_waker(&waker);
-        if let Poll::Ready(v) = polling_again_soon(|| fut.as_mut().poll(&mut flagged)) {
+        if let Poll::Ready(v) = polling(true, || fut.as_mut().poll(&mut flagged)) {
             return Poll::Ready(v);
         }
         while !woken.take_woken() && std::time::Instant::now() < until {
             std::thread::yield_now();
         }
         drop(permit);
-        polling_last(|| fut.as_mut().poll(&mut flagged))
+        polling(false, || fut.as_mut().poll(&mut flagged))
     })
     .await
 }
@@ -427,11 +419,7 @@ fn spin_block_on<F: Future>(h: &Handle, fut: F) -> F::Output {
     // poll by itself inside it (a Redis caller's own connection does), with the same leave.
     let polls_again = !spin().is_zero();
     loop {
-        let polled = match polls_again {
-            true => polling_again_soon(|| fut.as_mut().poll(&mut cx)),
-            false => polling_last(|| fut.as_mut().poll(&mut cx)),
-        };
-        if let std::task::Poll::Ready(v) = polled {
+        if let std::task::Poll::Ready(v) = polling(polls_again, || fut.as_mut().poll(&mut cx)) {
             return v;
         }
         let mut permit = Some(SpinPermit::take());
@@ -443,7 +431,7 @@ fn spin_block_on<F: Future>(h: &Handle, fut: F) -> F::Output {
             } else if !looked_last {
                 // About to sleep: one more look, in which a future arms what it put off.
                 looked_last = true;
-                if let std::task::Poll::Ready(v) = polling_last(|| fut.as_mut().poll(&mut cx)) {
+                if let std::task::Poll::Ready(v) = polling(false, || fut.as_mut().poll(&mut cx)) {
                     return v;
                 }
             } else {

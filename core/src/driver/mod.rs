@@ -1043,6 +1043,38 @@ pub(crate) fn recv_now<S>(_stream: &S, _buf: &mut [u8]) -> io::Result<usize> {
     Err(io::ErrorKind::WouldBlock.into())
 }
 
+/// Read `stream` without sleeping until something arrives or `until` passes, yielding the CPU
+/// between tries: `Some(n)` bytes read (0: the peer closed), `None` when the time ran out.
+#[cfg(unix)]
+pub(crate) fn recv_until(
+    stream: &impl std::os::fd::AsRawFd,
+    buf: &mut [u8],
+    until: Instant,
+) -> io::Result<Option<usize>> {
+    loop {
+        match recv_now(stream, buf) {
+            Ok(n) => return Ok(Some(n)),
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        }
+        if Instant::now() >= until {
+            return Ok(None);
+        }
+        std::thread::yield_now();
+    }
+}
+
+/// Elsewhere nothing polls: the caller sleeps at once.
+#[cfg(not(unix))]
+pub(crate) fn recv_until<S>(
+    _stream: &S,
+    _buf: &mut [u8],
+    _until: Instant,
+) -> io::Result<Option<usize>> {
+    Ok(None)
+}
+
 #[cfg(unix)]
 fn raw_fd(s: &TcpStream) -> Fd {
     use std::os::fd::AsRawFd;

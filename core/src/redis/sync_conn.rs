@@ -300,17 +300,9 @@ struct SpinReader<'a> {
 impl Read for SpinReader<'_> {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         if let Some(until) = self.spin_until {
-            loop {
-                match crate::driver::recv_now(self.stream, buf) {
-                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
-                    Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                    done => return done,
-                }
-                if Instant::now() >= until {
-                    self.spin_until = None;
-                    break;
-                }
-                std::thread::yield_now();
+            match crate::driver::recv_until(self.stream, buf, until)? {
+                Some(n) => return Ok(n),
+                None => self.spin_until = None,
             }
         }
         let mut stream = self.stream;

@@ -20,7 +20,7 @@ use std::io;
 use std::net::TcpStream as StdStream;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use redis::{RedisResult, Value};
 use tokio::net::TcpStream;
@@ -197,8 +197,13 @@ impl TaskConn {
                         // spin saw arrive is read straight from the socket: until tokio's I/O
                         // driver (asleep on another worker) has marked the socket readable,
                         // `try_read` answers WouldBlock without reading.
-                        if spin_until(&self.stream, until) {
-                            self.read_now()?;
+                        let mut buf = [0u8; 4096];
+                        match crate::driver::recv_until(&self.stream, &mut buf, until)? {
+                            Some(0) => {
+                                return Err(io::Error::from(io::ErrorKind::UnexpectedEof).into())
+                            }
+                            Some(n) => self.input.extend_from_slice(&buf[..n]),
+                            None => {}
                         }
                         drop(permit.take());
                     }
@@ -206,27 +211,6 @@ impl TaskConn {
                 },
                 Err(e) => return Err(e.into()),
             }
-        }
-    }
-
-    /// Read what has arrived, past tokio's readiness (see [`TaskConn::request`]).
-    fn read_now(&mut self) -> io::Result<()> {
-        let mut buf = [0u8; 4096];
-        match crate::driver::recv_now(&self.stream, &mut buf) {
-            Ok(0) => Err(io::ErrorKind::UnexpectedEof.into()),
-            Ok(n) => {
-                self.input.extend_from_slice(&buf[..n]);
-                Ok(())
-            }
-            Err(e)
-                if matches!(
-                    e.kind(),
-                    io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted
-                ) =>
-            {
-                Ok(())
-            }
-            Err(e) => Err(e),
         }
     }
 }
@@ -242,28 +226,5 @@ async fn within(
             io::ErrorKind::TimedOut,
             "no reply from Redis within the command timeout",
         )),
-    }
-}
-
-/// Until `until`, wait for `stream` to be readable by polling it (yielding the CPU in between).
-/// True when it became readable.
-fn spin_until(stream: &TcpStream, until: Instant) -> bool {
-    #[cfg(unix)]
-    {
-        let fd = std::os::fd::AsRawFd::as_raw_fd(stream);
-        loop {
-            if crate::driver::readable_now(fd) {
-                return true;
-            }
-            if Instant::now() >= until {
-                return false;
-            }
-            std::thread::yield_now();
-        }
-    }
-    #[cfg(not(unix))]
-    {
-        let _ = (stream, until); // no polling there: the task sleeps at once
-        false
     }
 }
