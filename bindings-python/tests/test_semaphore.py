@@ -46,6 +46,11 @@ def test_n_permits_bound_16_workers(url):
                 with guard:
                     inside[0] += 1
                     most[0] = max(most[0], inside[0])
+                # Until 3 have been seen inside at once, stay up to 2 s for the others: a slow
+                # acquire must not pass for a semaphore that admits fewer than its permits.
+                stay_until = time.monotonic() + 2
+                while most[0] < 3 and time.monotonic() < stay_until:
+                    time.sleep(0.001)
                 time.sleep(0.01)
                 with guard:
                     inside[0] -= 1
