@@ -1,4 +1,5 @@
-//! The SQL session locks beside their floor, measured in the same run in alternating rounds:
+//! The SQL session locks beside their floor, measured in the same run, the modes interleaved in
+//! chunks of 20 pairs (a burst of load on this machine then falls on every mode alike):
 //! a polylock acquire+release pair (the lock statement also draws the fencing token) beside a
 //! bare `GET_LOCK`+`RELEASE_LOCK` (`pg_advisory_lock`+`pg_advisory_unlock`) loop on one
 //! connection through the same driver, with prepared statements. On PostgreSQL the bare loop
@@ -39,8 +40,10 @@ fn us(d: Duration) -> f64 {
     d.as_secs_f64() * 1e6
 }
 
-async fn polylock_round(client: &Client, name: &str, n: usize, out: &mut Vec<Duration>) {
-    let lock = client.lock(name).unwrap();
+/// Pairs are timed in chunks of this many per mode, the modes taking turns.
+const CHUNK: usize = 20;
+
+async fn polylock_round(lock: &polylock::Lock, n: usize, out: &mut Vec<Duration>) {
     let me = owner::fresh();
     for _ in 0..n {
         let t = Instant::now();
@@ -176,23 +179,33 @@ const PG_FLOOR: [&str; 2] = [
     "SELECT pg_advisory_unlock($1)",
 ];
 
-/// `n` pairs of the lock and unlock `statements` on key `key`, prepared, on a bare connection.
-/// `n` pairs of the statements `sql` on `key`, polling for answers when `poll`.
+/// The lock and unlock statements `sql`, prepared on `conn`.
+async fn pg_prepare(
+    conn: &tokio_postgres::Client,
+    driven: &mut Option<PgConnection>,
+    [lock, unlock]: [&str; 2],
+) -> [tokio_postgres::Statement; 2] {
+    [
+        on(driven, conn.prepare(lock)).await.unwrap(),
+        on(driven, conn.prepare(unlock)).await.unwrap(),
+    ]
+}
+
+/// `n` pairs of the prepared lock and unlock statements on key `key`, on a bare connection,
+/// polling for answers when `poll`.
 async fn pg_pairs(
     conn: &tokio_postgres::Client,
     driven: &mut Option<PgConnection>,
-    ([lock, unlock], key, poll): ([&str; 2], i64, bool),
+    ([lock, unlock], key, poll): (&[tokio_postgres::Statement; 2], i64, bool),
     n: usize,
     out: &mut Vec<Duration>,
 ) {
-    let lock = on(driven, conn.prepare(lock)).await.unwrap();
-    let unlock = on(driven, conn.prepare(unlock)).await.unwrap();
     for _ in 0..n {
         let t = Instant::now();
-        polling(poll, on(driven, conn.query_one(&lock, &[&key])))
+        polling(poll, on(driven, conn.query_one(lock, &[&key])))
             .await
             .unwrap();
-        polling(poll, on(driven, conn.query_one(&unlock, &[&key])))
+        polling(poll, on(driven, conn.query_one(unlock, &[&key])))
             .await
             .unwrap();
         out.push(t.elapsed());
@@ -238,22 +251,26 @@ fn main() {
         .build()
         .unwrap();
     rt.block_on(async move {
-        println!("{rounds} alternating rounds of {pairs} uncontended pairs each");
+        println!(
+            "{rounds} rounds of {pairs} uncontended pairs per mode, the modes taking turns every \
+             {CHUNK} pairs"
+        );
         // MySQL / MariaDB.
         let client = Client::connect(&mysql).await.unwrap();
         let mut raw = mysql_async::Conn::from_url(&mysql).await.unwrap();
         let (name, bare) = ("bench-sql-polylock", "bench-sql-bare");
         let (mut ours, mut floor, mut floor_polling, mut stmts) =
             (Vec::new(), Vec::new(), Vec::new(), Vec::new());
-        polylock_round(&client, name, pairs / 10, &mut Vec::new()).await; // warm up
+        let lock = client.lock(name).unwrap();
+        polylock_round(&lock, pairs / 10, &mut Vec::new()).await; // warm up
         mysql_floor(&mut raw, bare, pairs / 10, false, &mut Vec::new()).await;
         mysql_floor(&mut raw, bare, pairs / 10, true, &mut Vec::new()).await;
         mysql_statements(&mut raw, bare, pairs / 10, &mut Vec::new()).await;
-        for _ in 0..rounds {
-            polylock_round(&client, name, pairs, &mut ours).await;
-            mysql_floor(&mut raw, bare, pairs, false, &mut floor).await;
-            mysql_floor(&mut raw, bare, pairs, true, &mut floor_polling).await;
-            mysql_statements(&mut raw, bare, pairs, &mut stmts).await;
+        for _ in 0..rounds * pairs.div_ceil(CHUNK) {
+            polylock_round(&lock, CHUNK, &mut ours).await;
+            mysql_floor(&mut raw, bare, CHUNK, false, &mut floor).await;
+            mysql_floor(&mut raw, bare, CHUNK, true, &mut floor_polling).await;
+            mysql_statements(&mut raw, bare, CHUNK, &mut stmts).await;
         }
         report(
             "MariaDB GET_LOCK",
@@ -278,13 +295,19 @@ fn main() {
             .await
             .unwrap();
         let mut conn = Some(conn);
-        let (floor_task, floor_caller) = ((PG_FLOOR, 4242, false), (PG_FLOOR, 4243, false));
-        let (floor_poll, statements) = ((PG_FLOOR, 4243, true), (PG_STATEMENTS, 4243, true));
+        let lock = client.lock(name).unwrap();
+        let floor_on_task = pg_prepare(&raw, &mut None, PG_FLOOR).await;
+        let floor_polled = pg_prepare(&polled, &mut conn, PG_FLOOR).await;
+        let ours_polled = pg_prepare(&polled, &mut conn, PG_STATEMENTS).await;
+        let (floor_task, floor_caller) =
+            ((&floor_on_task, 4242, false), (&floor_polled, 4243, false));
+        let (floor_poll, statements) = ((&floor_polled, 4243, true), (&ours_polled, 4243, true));
         let mut warm_up: [Vec<Duration>; 5] = Default::default();
         let mut kept: [Vec<Duration>; 5] = Default::default();
-        for (n, times, into) in [(pairs / 10, 1, &mut warm_up), (pairs, rounds, &mut kept)] {
+        let chunks = rounds * pairs.div_ceil(CHUNK);
+        for (n, times, into) in [(pairs / 10, 1, &mut warm_up), (CHUNK, chunks, &mut kept)] {
             for _ in 0..times {
-                polylock_round(&client, name, n, &mut into[0]).await;
+                polylock_round(&lock, n, &mut into[0]).await;
                 pg_pairs(&raw, &mut None, floor_task, n, &mut into[1]).await;
                 pg_pairs(&polled, &mut conn, floor_caller, n, &mut into[2]).await;
                 pg_pairs(&polled, &mut conn, floor_poll, n, &mut into[3]).await;

@@ -25,7 +25,7 @@
 //! nothing, and the server keeps it monotonic across restarts (PostgreSQL logs it 32 values
 //! ahead and flushes that log before the value is used, MariaDB writes the end of its cache).
 //! The statement that locks and draws the token cost 1.03-1.3x a bare `GET_LOCK` on MariaDB
-//! and 1.06-1.2x a bare `pg_advisory_lock` on PostgreSQL in this project's runs of `cargo bench
+//! and 1.06-1.25x a bare `pg_advisory_lock` on PostgreSQL in this project's runs of `cargo bench
 //! --bench sql` (the VM's speed moves it). Otherwise (MySQL, or `fencing=table`) each lock has
 //! a counter row in `polylock_fencing`, incremented in the lock statement: 1, 2, 3 per lock, at
 //! the price of a durable commit per acquire. All clients of one database use the same source.

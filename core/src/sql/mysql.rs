@@ -174,42 +174,43 @@ impl MySql {
     /// Create the fencing table and sequence (and in table mode the lease table) if missing,
     /// once. A new sequence starts above every token the table gave out.
     async fn ready(&self) -> Result<()> {
-        self.ready
-            .get_or_try_init(|| async {
-                let table = self.url.table.clone();
-                let (mode, fencing) = (self.url.mode, self.fencing);
-                self.with_query("create the fencing table", move |c| {
-                    Box::pin(async move {
-                        c.query_drop(CREATE_FENCING).await?;
-                        if mode == Mode::Session && fencing == Fencing::Sequence {
-                            let start: Option<u64> = c
-                                .query_first(
-                                    "SELECT COALESCE(MAX(token), 0) + 1 FROM polylock_fencing",
-                                )
-                                .await?;
-                            c.query_drop(format!(
-                                "CREATE SEQUENCE IF NOT EXISTS {FENCING_SEQUENCE} START WITH {} \
-                                 CACHE 1000",
-                                start.unwrap_or(1)
-                            ))
+        if self.ready.initialized() {
+            return Ok(());
+        }
+        // Boxed: the first call's DDL would otherwise be part of every acquire's future.
+        Box::pin(self.ready.get_or_try_init(|| async {
+            let table = self.url.table.clone();
+            let (mode, fencing) = (self.url.mode, self.fencing);
+            self.with_query("create the fencing table", move |c| {
+                Box::pin(async move {
+                    c.query_drop(CREATE_FENCING).await?;
+                    if mode == Mode::Session && fencing == Fencing::Sequence {
+                        let start: Option<u64> = c
+                            .query_first("SELECT COALESCE(MAX(token), 0) + 1 FROM polylock_fencing")
                             .await?;
-                        }
-                        if mode == Mode::Table {
-                            c.query_drop(format!(
-                                "CREATE TABLE IF NOT EXISTS {table} (name VARCHAR(64) NOT NULL, \
+                        c.query_drop(format!(
+                            "CREATE SEQUENCE IF NOT EXISTS {FENCING_SEQUENCE} START WITH {} \
+                                 CACHE 1000",
+                            start.unwrap_or(1)
+                        ))
+                        .await?;
+                    }
+                    if mode == Mode::Table {
+                        c.query_drop(format!(
+                            "CREATE TABLE IF NOT EXISTS {table} (name VARCHAR(64) NOT NULL, \
                                  lock_until TIMESTAMP(3) NOT NULL, locked_at TIMESTAMP(3) NOT NULL \
                                  DEFAULT CURRENT_TIMESTAMP(3), locked_by VARCHAR(255) NOT NULL, \
                                  PRIMARY KEY (name))"
-                            ))
-                            .await?;
-                        }
-                        Ok(())
-                    })
+                        ))
+                        .await?;
+                    }
+                    Ok(())
                 })
-                .await
             })
             .await
-            .map(|_| ())
+        }))
+        .await
+        .map(|_| ())
     }
 
     async fn kill_query(&self, id: u64) {
@@ -229,7 +230,7 @@ impl MySql {
             return Ok((c, s, true));
         }
         let slot = self.pool.new_slot()?;
-        Ok((self.open().await?, slot, false))
+        Ok((Box::pin(self.open()).await?, slot, false))
     }
 }
 
@@ -245,12 +246,12 @@ async fn lock_statement(
     conn: &mut mysql_async::Conn,
     fencing: Fencing,
     key: &str,
-    fence: &str,
     secs: f64,
 ) -> mysql_async::Result<Option<u64>> {
     match fencing {
         Fencing::Sequence => conn.exec_first(ACQUIRE_SEQ, (key, secs)).await,
         Fencing::Table => {
+            let fence = format!("get_lock:{key}");
             conn.exec_drop(ACQUIRE, (fence, key, secs)).await?;
             Ok(match conn.affected_rows() {
                 0 => None,
@@ -286,7 +287,6 @@ impl MySqlLock {
         conn: MyConn,
         slot: Slot,
         key: &str,
-        fence: &str,
         secs: f64,
         deadline: Option<Instant>,
     ) -> Result<Attempt> {
@@ -305,16 +305,16 @@ impl MySqlLock {
                 })
             }),
         );
-        let statement = crate::runtime::await_alone(
-            &self.db.in_flight,
-            lock_statement(&mut flight.conn().conn, self.db.fencing, key, fence, secs),
-        );
-        let out = answer_by(
-            statement,
-            deadline.map(|d| d + GRACE),
-            self.db.kill_query(id),
-        )
-        .await;
+        let out = {
+            let statement = std::pin::pin!(crate::runtime::await_alone(
+                &self.db.in_flight,
+                lock_statement(&mut flight.conn().conn, self.db.fencing, key, secs),
+            ));
+            answer_by(statement, deadline.map(|d| d + GRACE), || {
+                Box::pin(self.db.kill_query(id))
+            })
+            .await
+        };
         let (conn, slot) = flight.finish();
         Ok(match out {
             Ok(Some(token)) => Attempt::Granted(conn, slot, token),
@@ -371,7 +371,6 @@ impl LockOps for MySqlLock {
     async fn acquire(&self, req: &AcquireRequest<'_>) -> Result<Option<Granted>> {
         self.db.ready().await?;
         let key = mysql_lock_name(req.name);
-        let fence = format!("get_lock:{key}");
         let deadline = req.wait.deadline();
         let (mut conn, mut slot, mut pooled) = self.db.lock_conn().await?;
         loop {
@@ -380,10 +379,7 @@ impl LockOps for MySqlLock {
                 (_, Some(d)) => super::seconds(d.saturating_duration_since(Instant::now())),
                 (_, None) => 0.0,
             };
-            match self
-                .attempt(conn, slot, &key, &fence, secs, deadline)
-                .await?
-            {
+            match self.attempt(conn, slot, &key, secs, deadline).await? {
                 Attempt::Granted(c, s, token) => {
                     let (node, gone) = self.db.pool.hold(c, s);
                     return Ok(Some(Granted {
@@ -412,12 +408,12 @@ impl LockOps for MySqlLock {
                             // An idle connection the server had closed: try a fresh one.
                             pooled = false;
                             slot = self.db.pool.new_slot()?;
-                            conn = self.db.open().await?;
+                            conn = Box::pin(self.db.open()).await?;
                             continue;
                         }
                         return Err(map_err(&self.db.url, e, "acquire a named lock"));
                     }
-                    settle(&self.db, c, s, &key, true).await;
+                    Box::pin(settle(&self.db, c, s, &key, true)).await;
                     if interrupted {
                         // Our own kill after the deadline (or an operator's KILL QUERY).
                         return Ok(None);

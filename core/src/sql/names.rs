@@ -15,6 +15,15 @@ pub(crate) const MYSQL_MAX_NAME: usize = 64;
 
 /// The `GET_LOCK` name of a lock name (DistributedLock's `MySqlDistributedLock` rule).
 pub(crate) fn mysql_lock_name(name: &str) -> String {
+    // The common case at once: short, ASCII, no capitals (the name is its own key).
+    if !name.is_empty()
+        && name.len() <= MYSQL_MAX_NAME
+        && name
+            .bytes()
+            .all(|b| b.is_ascii() && !b.is_ascii_uppercase())
+    {
+        return name.to_string();
+    }
     let base = if name.is_empty() {
         "__empty__".to_string()
     } else {

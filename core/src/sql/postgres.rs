@@ -17,7 +17,7 @@ use std::collections::HashMap;
 use std::future::Future;
 use std::pin::Pin;
 use std::str::FromStr;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
 
@@ -54,21 +54,42 @@ type PgConnection =
 /// A PostgreSQL connection: the client half, the connection half, and the backend's pid.
 ///
 /// The connection half has no task of its own: whoever awaits a statement on this connection
-/// polls it ([`PgConn::drive`]), so the statement is written and its answer read by the awaiting
+/// polls it ([`PgSession::drive`]), so the statement is written and its answer read by the awaiting
 /// task itself, not handed to a connection task on another thread and back (two wake-ups between
 /// threads per statement). Between statements nothing reads the socket; a connection the server
 /// closed meanwhile is found by [`PgConn::is_closed`] before it is used, and a held one by the
 /// pool's keep-alive, as on MySQL.
-pub(crate) struct PgConn {
+///
+/// Boxed: a connection moves from the pool through an acquire into its hold and back, and the
+/// driver's two halves are over a kilobyte and a half.
+pub(crate) struct PgConn(Box<PgSession>);
+
+/// What a [`PgConn`] holds.
+pub(crate) struct PgSession {
     client: PgClient,
     connection: Mutex<Option<PgConnection>>,
     pid: u64,
+    /// How to cancel this connection's statement (made once: it copies the connect settings).
+    cancel: Arc<tokio_postgres::CancelToken>,
     prepared: HashMap<String, Statement>,
     /// Statements awaited on this client's connections (see [`crate::runtime::await_alone`]).
     in_flight: Arc<std::sync::atomic::AtomicUsize>,
 }
 
-impl PgConn {
+impl std::ops::Deref for PgConn {
+    type Target = PgSession;
+    fn deref(&self) -> &PgSession {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for PgConn {
+    fn deref_mut(&mut self) -> &mut PgSession {
+        &mut self.0
+    }
+}
+
+impl PgSession {
     /// Await `statement` (made by this connection's client) while polling the connection half.
     async fn drive<T>(
         &self,
@@ -109,7 +130,8 @@ impl PgConn {
         if let Some(s) = self.prepared.get(sql) {
             return Ok(s.clone());
         }
-        let s = self.drive(self.client.prepare(sql)).await?;
+        // Boxed: a prepare is a first use only, and large.
+        let s = Box::pin(self.drive(self.client.prepare(sql))).await?;
         self.prepared.insert(sql.to_string(), s.clone());
         Ok(s)
     }
@@ -142,9 +164,9 @@ impl SessionConn for PgConn {
 
     async fn close(self) {
         // Without its client, the connection half sends Terminate and ends.
-        let PgConn {
+        let PgSession {
             client, connection, ..
-        } = self;
+        } = *self.0;
         drop(client);
         let connection = connection.into_inner().unwrap_or_else(|e| e.into_inner());
         if let Some(connection) = connection {
@@ -269,13 +291,15 @@ impl Pg {
                 .connect(tls)
                 .await
                 .map_err(|e| map_err(&url, e, "connect"))?;
-            let mut conn = PgConn {
+            let cancel = Arc::new(client.cancel_token());
+            let mut conn = PgConn(Box::new(PgSession {
                 client,
                 connection: Mutex::new(Some(connection)),
                 pid: 0,
+                cancel,
                 prepared: HashMap::new(),
                 in_flight,
-            };
+            }));
             let row = conn
                 .drive(conn.client.query_one("SELECT pg_backend_pid()", &[]))
                 .await
@@ -326,42 +350,45 @@ impl Pg {
     /// Create the fencing table and sequence (and in table mode the lease table) if missing,
     /// once. A new sequence starts above every token the table gave out.
     async fn ready(&self) -> Result<()> {
-        self.ready
-            .get_or_try_init(|| async {
-                let mut ddl = vec![CREATE_FENCING.to_string()];
-                if self.url.mode == Mode::Session && self.fencing == Fencing::Sequence {
-                    // CACHE 1: a session's cache would hand out values out of order.
-                    ddl.push(format!(
-                        "DO $$ BEGIN EXECUTE format('CREATE SEQUENCE IF NOT EXISTS \
+        if self.ready.initialized() {
+            return Ok(());
+        }
+        // Boxed: the first call's DDL would otherwise be part of every acquire's future.
+        Box::pin(self.ready.get_or_try_init(|| async {
+            let mut ddl = vec![CREATE_FENCING.to_string()];
+            if self.url.mode == Mode::Session && self.fencing == Fencing::Sequence {
+                // CACHE 1: a session's cache would hand out values out of order.
+                ddl.push(format!(
+                    "DO $$ BEGIN EXECUTE format('CREATE SEQUENCE IF NOT EXISTS \
                          {FENCING_SEQUENCE} START WITH %s CACHE 1', (SELECT COALESCE(MAX(token), \
                          0) + 1 FROM polylock_fencing)); END $$"
-                    ));
-                }
-                if self.url.mode == Mode::Table {
-                    ddl.push(format!(
-                        "CREATE TABLE IF NOT EXISTS {} (name VARCHAR(64) NOT NULL, lock_until \
+                ));
+            }
+            if self.url.mode == Mode::Table {
+                ddl.push(format!(
+                    "CREATE TABLE IF NOT EXISTS {} (name VARCHAR(64) NOT NULL, lock_until \
                          TIMESTAMP NOT NULL, locked_at TIMESTAMP NOT NULL, locked_by VARCHAR(255) \
                          NOT NULL, PRIMARY KEY (name))",
-                        self.url.table
-                    ));
-                }
-                for sql in ddl {
-                    // Two clients creating the same table at once: one of them gets a unique
-                    // violation on the catalog; the table is there all the same.
-                    for attempt in 0..3 {
-                        match self.query("create the fencing table", &sql, &[]).await {
-                            Ok(_) => break,
-                            Err(e) if attempt < 2 && e.kind() == ErrorKind::Backend => {
-                                tokio::time::sleep(Duration::from_millis(20)).await
-                            }
-                            Err(e) => return Err(e),
+                    self.url.table
+                ));
+            }
+            for sql in ddl {
+                // Two clients creating the same table at once: one of them gets a unique
+                // violation on the catalog; the table is there all the same.
+                for attempt in 0..3 {
+                    match self.query("create the fencing table", &sql, &[]).await {
+                        Ok(_) => break,
+                        Err(e) if attempt < 2 && e.kind() == ErrorKind::Backend => {
+                            tokio::time::sleep(Duration::from_millis(20)).await
                         }
+                        Err(e) => return Err(e),
                     }
                 }
-                Ok::<(), Error>(())
-            })
-            .await
-            .map(|_| ())
+            }
+            Ok::<(), Error>(())
+        }))
+        .await
+        .map(|_| ())
     }
 
     /// A connection for a lock: idle, or new under the cap. True if it came from the pool.
@@ -370,7 +397,7 @@ impl Pg {
             return Ok((c, s, true));
         }
         let slot = self.pool.new_slot()?;
-        Ok((self.open().await?, slot, false))
+        Ok((Box::pin(self.open()).await?, slot, false))
     }
 
     fn channel(&self) -> String {
@@ -379,28 +406,43 @@ impl Pg {
 }
 
 /// The statement that takes a key and draws the token (`try`: no waiting), and its fencing row
-/// (the statement's `$1`) when the token comes from the counter table.
-fn lock_sql(kv: &KeyVals, shared: bool, try_: bool, fencing: Fencing) -> (String, Option<String>) {
+/// (the statement's `$1`) when the token comes from the counter table. Each of the 16 texts is
+/// written once per process.
+fn lock_sql(
+    kv: &KeyVals,
+    shared: bool,
+    try_: bool,
+    fencing: Fencing,
+) -> (&'static str, Option<String>) {
+    static TEXTS: [OnceLock<String>; 16] = [const { OnceLock::new() }; 16];
+    let sequence = fencing == Fencing::Sequence;
+    let pair = matches!(kv.key, PgKey::Pair(..));
+    let i = usize::from(try_) | usize::from(shared) << 1 | usize::from(sequence) << 2;
+    let sql =
+        TEXTS[i | usize::from(pair) << 3].get_or_init(|| lock_text(kv, shared, try_, sequence));
+    (sql, (!sequence).then(|| kv.key.describe()))
+}
+
+fn lock_text(kv: &KeyVals, shared: bool, try_: bool, sequence: bool) -> String {
     let f = match (try_, shared) {
         (false, false) => "pg_advisory_lock",
         (false, true) => "pg_advisory_lock_shared",
         (true, false) => "pg_try_advisory_lock",
         (true, true) => "pg_try_advisory_lock_shared",
     };
-    if fencing == Fencing::Sequence {
+    if sequence {
         let next = format!("SELECT nextval('{FENCING_SEQUENCE}')");
-        let sql = match try_ {
+        return match try_ {
             true => format!("{next} WHERE {f}({})", kv.sql(1)),
             false => format!(
                 "WITH l AS MATERIALIZED (SELECT {f}({})) {next} FROM l",
                 kv.sql(1)
             ),
         };
-        return (sql, None);
     }
     let upsert =
         "ON CONFLICT (name) DO UPDATE SET token = polylock_fencing.token + 1 RETURNING token";
-    let sql = match try_ {
+    match try_ {
         true => format!(
             "INSERT INTO polylock_fencing (name, token) SELECT $1, 1 WHERE {f}({}) {upsert}",
             kv.sql(2)
@@ -410,8 +452,7 @@ fn lock_sql(kv: &KeyVals, shared: bool, try_: bool, fencing: Fencing) -> (String
              SELECT $1, 1 FROM l {upsert}",
             kv.sql(2)
         ),
-    };
-    (sql, Some(kv.key.describe()))
+    }
 }
 
 /// The parameters of a lock statement of [`lock_sql`].
@@ -424,13 +465,17 @@ fn lock_params<'a>(fence: &'a Option<String>, kv: &'a KeyVals) -> Vec<&'a (dyn T
     params
 }
 
-fn unlock_sql(kv: &KeyVals, shared: bool) -> String {
-    let f = if shared {
-        "pg_advisory_unlock_shared"
-    } else {
-        "pg_advisory_unlock"
-    };
-    format!("SELECT {f}({})", kv.sql(1))
+fn unlock_sql(kv: &KeyVals, shared: bool) -> &'static str {
+    static TEXTS: [OnceLock<String>; 4] = [const { OnceLock::new() }; 4];
+    let i = usize::from(shared) | usize::from(matches!(kv.key, PgKey::Pair(..))) << 1;
+    TEXTS[i].get_or_init(|| {
+        let f = if shared {
+            "pg_advisory_unlock_shared"
+        } else {
+            "pg_advisory_unlock"
+        };
+        format!("SELECT {f}({})", kv.sql(1))
+    })
 }
 
 /// The outcome of one lock statement.
@@ -484,25 +529,29 @@ impl PgLock {
         deadline: Option<Instant>,
     ) -> Result<Attempt> {
         let (sql, fence) = lock_sql(&kv, self.shared(), try_, self.db.fencing);
-        let cancel = conn.client.cancel_token();
+        let cancel = conn.cancel.clone();
         // Cut short, the statement goes on without a listener (the driver drops its answer):
         // cancel it, then unlock whatever it took before the connection is used again.
-        let (db, undo_cancel) = (self.db.clone(), cancel.clone());
+        let db = self.db.clone();
         let mut flight = InFlight::new(
             conn,
             slot,
-            Box::new(move |conn, slot| {
+            Box::new(move |conn: PgConn, slot| {
                 Box::pin(async move {
-                    let _ = undo_cancel.cancel_query(db.tls.clone()).await;
+                    let _ = conn.cancel.cancel_query(db.tls.clone()).await;
                     settle(&db, conn, slot).await;
                 })
             }),
         );
-        let statement = lock_statement(flight.conn(), &sql, &fence, &kv);
-        let out = answer_by(statement, deadline.filter(|_| !try_), async {
-            let _ = cancel.cancel_query(self.db.tls.clone()).await;
-        })
-        .await;
+        let out = {
+            let statement = std::pin::pin!(lock_statement(flight.conn(), sql, &fence, &kv));
+            answer_by(statement, deadline.filter(|_| !try_), || {
+                Box::pin(async move {
+                    let _ = cancel.cancel_query(self.db.tls.clone()).await;
+                })
+            })
+            .await
+        };
         let (conn, slot) = flight.finish();
         Ok(match out {
             Ok(Some(row)) => {
@@ -530,7 +579,7 @@ impl PgLock {
             )
         })?;
         let (sql, fence) = lock_sql(&kv, true, true, self.db.fencing);
-        let out = lock_statement(conn, &sql, &fence, &kv)
+        let out = lock_statement(conn, sql, &fence, &kv)
             .await
             .map_err(|e| map_err(&self.db.url, e, "take the read lock of a downgrade"))?;
         drop(g);
@@ -600,7 +649,7 @@ impl HoldOps for PgLock {
                     Some(c) => {
                         let sql = unlock_sql(&kv, self.shared());
                         let out = async {
-                            let stmt = c.prepared(&sql).await?;
+                            let stmt = c.prepared(sql).await?;
                             c.drive(c.client.query_one(&stmt, &kv.params())).await
                         }
                         .await;
@@ -634,7 +683,7 @@ impl LockOps for PgLock {
         self.db.ready().await?;
         let kv = KeyVals::of(pg_key(req.name));
         if let (LockKind::Read, Some(node)) = (self.kind, req.write_node) {
-            return self.downgrade(node, kv).await.map(Some);
+            return Box::pin(self.downgrade(node, kv)).await.map(Some);
         }
         let deadline = req.wait.deadline();
         let try_ = req.wait == Wait::Never;
@@ -663,12 +712,12 @@ impl LockOps for PgLock {
                             // An idle connection the server had closed: try a fresh one.
                             pooled = false;
                             slot = self.db.pool.new_slot()?;
-                            conn = self.db.open().await?;
+                            conn = Box::pin(self.db.open()).await?;
                             continue;
                         }
                         return Err(map_err(&self.db.url, e, "acquire an advisory lock"));
                     }
-                    settle(&self.db, c, s).await;
+                    Box::pin(settle(&self.db, c, s)).await;
                     if e.code() == Some(&SqlState::QUERY_CANCELED) {
                         return Ok(None); // our cancel at the deadline
                     }

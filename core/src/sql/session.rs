@@ -68,14 +68,17 @@ impl<C: SessionConn> Drop for InFlight<C> {
     }
 }
 
-/// Run `statement` to its answer; past `deadline` (if any), `cancel` first makes the server end
-/// it, and the answer it then gives is returned.
-pub(crate) async fn answer_by<T>(
-    statement: impl Future<Output = T>,
+/// Run `statement` to its answer; past `deadline` (if any), the future that `cancel` makes
+/// first makes the server end it, and the answer it then gives is returned.
+///
+/// The cancel future is made (and boxed) only when it is needed: a driver's cancel request is
+/// a whole connect (tens of KB of state), which would otherwise be part of every acquire's
+/// future and be copied with it on each call.
+pub(crate) async fn answer_by<'c, T>(
+    mut statement: std::pin::Pin<&mut impl Future<Output = T>>,
     deadline: Option<Instant>,
-    cancel: impl Future<Output = ()>,
+    cancel: impl FnOnce() -> BoxFuture<'c, ()>,
 ) -> T {
-    tokio::pin!(statement);
     let Some(d) = deadline else {
         return statement.await;
     };
@@ -96,7 +99,7 @@ pub(crate) async fn answer_by<T>(
     match answered {
         Some(out) => out,
         None => {
-            cancel.await;
+            cancel().await;
             statement.await
         }
     }
