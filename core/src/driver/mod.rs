@@ -1002,7 +1002,7 @@ impl Conn {
 /// `poll` with no timeout: it reads the socket's state without taking the socket's lock, which
 /// a peeking `recv` takes, and which the kernel delivering the reply then has to wait for.
 #[cfg(unix)]
-pub(crate) fn readable_now(fd: Fd) -> bool {
+fn readable_now(fd: Fd) -> bool {
     let mut pfd = libc::pollfd {
         fd,
         events: libc::POLLIN,
@@ -1013,13 +1013,13 @@ pub(crate) fn readable_now(fd: Fd) -> bool {
 }
 
 #[cfg(not(unix))]
-pub(crate) fn readable_now(_fd: Fd) -> bool {
+fn readable_now(_fd: Fd) -> bool {
     false
 }
 
 /// `recv` that does not wait: `WouldBlock` when nothing has arrived.
 #[cfg(unix)]
-pub(crate) fn recv_now(stream: &impl std::os::fd::AsRawFd, buf: &mut [u8]) -> io::Result<usize> {
+fn recv_now(stream: &impl std::os::fd::AsRawFd, buf: &mut [u8]) -> io::Result<usize> {
     // SAFETY: the pointer and length describe `buf`, which outlives the call; the descriptor
     // belongs to `stream`, borrowed for the call.
     let n = unsafe {
@@ -1035,12 +1035,6 @@ pub(crate) fn recv_now(stream: &impl std::os::fd::AsRawFd, buf: &mut [u8]) -> io
     } else {
         Ok(n as usize)
     }
-}
-
-/// Elsewhere the socket is only read the sleeping way.
-#[cfg(not(unix))]
-pub(crate) fn recv_now<S>(_stream: &S, _buf: &mut [u8]) -> io::Result<usize> {
-    Err(io::ErrorKind::WouldBlock.into())
 }
 
 /// Read `stream` without sleeping until something arrives or `until` passes, yielding the CPU
