@@ -48,6 +48,10 @@ pub(crate) const DEFAULT_MAX_CONNECTIONS: usize = 64;
 
 /// Open a connection with `connect` on polylock's runtime, so that its socket outlives an async
 /// caller's own runtime (see [`crate::runtime::in_polylock`]), within `limit`.
+///
+/// The connect is boxed: on polylock's runtime it is awaited in place, and a driver's connect is
+/// kilobytes of state that would otherwise be part of every future that may open a connection
+/// (each acquire), copied with it on every call.
 pub(crate) async fn open_on_runtime<C, F>(
     server: &'static str,
     limit: Duration,
@@ -57,7 +61,7 @@ where
     F: std::future::Future<Output = Result<C>> + Send + 'static,
     C: Send + 'static,
 {
-    crate::runtime::in_polylock(async move {
+    crate::runtime::in_polylock(Box::pin(async move {
         match tokio::time::timeout(limit, connect).await {
             Ok(r) => r,
             Err(_) => Err(Error::new(
@@ -68,8 +72,23 @@ where
                 ),
             )),
         }
-    })
+    }))
     .await
+}
+
+/// Run `init` (a client's first-use DDL) once per `done`; later calls cost one check. The first
+/// call's future is boxed, so that the DDL is not part of every acquire's future.
+pub(crate) async fn once<F>(
+    done: &tokio::sync::OnceCell<()>,
+    init: impl FnOnce() -> F,
+) -> Result<()>
+where
+    F: std::future::Future<Output = Result<()>>,
+{
+    if done.initialized() {
+        return Ok(());
+    }
+    Box::pin(done.get_or_try_init(init)).await.map(|_| ())
 }
 
 /// Which server.

@@ -174,11 +174,7 @@ impl MySql {
     /// Create the fencing table and sequence (and in table mode the lease table) if missing,
     /// once. A new sequence starts above every token the table gave out.
     async fn ready(&self) -> Result<()> {
-        if self.ready.initialized() {
-            return Ok(());
-        }
-        // Boxed: the first call's DDL would otherwise be part of every acquire's future.
-        Box::pin(self.ready.get_or_try_init(|| async {
+        super::once(&self.ready, || async {
             let table = self.url.table.clone();
             let (mode, fencing) = (self.url.mode, self.fencing);
             self.with_query("create the fencing table", move |c| {
@@ -208,9 +204,8 @@ impl MySql {
                 })
             })
             .await
-        }))
+        })
         .await
-        .map(|_| ())
     }
 
     async fn kill_query(&self, id: u64) {
@@ -230,7 +225,7 @@ impl MySql {
             return Ok((c, s, true));
         }
         let slot = self.pool.new_slot()?;
-        Ok((Box::pin(self.open()).await?, slot, false))
+        Ok((self.open().await?, slot, false))
     }
 }
 
@@ -408,7 +403,7 @@ impl LockOps for MySqlLock {
                             // An idle connection the server had closed: try a fresh one.
                             pooled = false;
                             slot = self.db.pool.new_slot()?;
-                            conn = Box::pin(self.db.open()).await?;
+                            conn = self.db.open().await?;
                             continue;
                         }
                         return Err(map_err(&self.db.url, e, "acquire a named lock"));

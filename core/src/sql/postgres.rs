@@ -350,11 +350,7 @@ impl Pg {
     /// Create the fencing table and sequence (and in table mode the lease table) if missing,
     /// once. A new sequence starts above every token the table gave out.
     async fn ready(&self) -> Result<()> {
-        if self.ready.initialized() {
-            return Ok(());
-        }
-        // Boxed: the first call's DDL would otherwise be part of every acquire's future.
-        Box::pin(self.ready.get_or_try_init(|| async {
+        super::once(&self.ready, || async {
             let mut ddl = vec![CREATE_FENCING.to_string()];
             if self.url.mode == Mode::Session && self.fencing == Fencing::Sequence {
                 // CACHE 1: a session's cache would hand out values out of order.
@@ -386,9 +382,8 @@ impl Pg {
                 }
             }
             Ok::<(), Error>(())
-        }))
+        })
         .await
-        .map(|_| ())
     }
 
     /// A connection for a lock: idle, or new under the cap. True if it came from the pool.
@@ -397,7 +392,7 @@ impl Pg {
             return Ok((c, s, true));
         }
         let slot = self.pool.new_slot()?;
-        Ok((Box::pin(self.open()).await?, slot, false))
+        Ok((self.open().await?, slot, false))
     }
 
     fn channel(&self) -> String {
@@ -417,9 +412,11 @@ fn lock_sql(
     static TEXTS: [OnceLock<String>; 16] = [const { OnceLock::new() }; 16];
     let sequence = fencing == Fencing::Sequence;
     let pair = matches!(kv.key, PgKey::Pair(..));
-    let i = usize::from(try_) | usize::from(shared) << 1 | usize::from(sequence) << 2;
-    let sql =
-        TEXTS[i | usize::from(pair) << 3].get_or_init(|| lock_text(kv, shared, try_, sequence));
+    let i = usize::from(try_)
+        | usize::from(shared) << 1
+        | usize::from(sequence) << 2
+        | usize::from(pair) << 3;
+    let sql = TEXTS[i].get_or_init(|| lock_text(kv, shared, try_, sequence));
     (sql, (!sequence).then(|| kv.key.describe()))
 }
 
@@ -712,7 +709,7 @@ impl LockOps for PgLock {
                             // An idle connection the server had closed: try a fresh one.
                             pooled = false;
                             slot = self.db.pool.new_slot()?;
-                            conn = Box::pin(self.db.open()).await?;
+                            conn = self.db.open().await?;
                             continue;
                         }
                         return Err(map_err(&self.db.url, e, "acquire an advisory lock"));
