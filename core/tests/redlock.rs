@@ -287,7 +287,9 @@ async fn a_master_restarted_empty_while_held() {
         granted.elapsed()
     );
     assert_eq!(reason, LostReason::Deleted);
-    assert!(granted.elapsed() <= watchdog / 3 + Duration::from_millis(300));
+    // At its next renewal (every watchdog / 3), not at the end of its lease (watchdog), with
+    // room for a loaded machine's round.
+    assert!(granted.elapsed() <= watchdog / 3 + Duration::from_millis(700));
     // The contender's fencing token comes from counters that restarted at zero: whether it is
     // larger than the first holder's depends on how many votes those counters handed out since.
     // A resource that must refuse stale holders keeps its own (see the README).
