@@ -32,6 +32,7 @@ export interface LostEvent {
 }
 
 export interface Hold extends AsyncDisposable {
+  /** Larger for every new holder (0 on an SQL client whose URL says `fencing=none`). */
   readonly fencingToken: number | null;
   release(): Promise<void>;
 }
@@ -49,6 +50,7 @@ export class Lock extends EventEmitter {
   readonly kind: 'reentrant' | 'mutex' | 'read' | 'write' | 'fair' | 'multi';
   /** How many times this handle holds the lock (the handle is the owner). */
   readonly holdCount: number;
+  /** Larger for every new holder (0 on an SQL client whose URL says `fencing=none`). */
   readonly fencingToken: number | null;
   readonly isLost: boolean;
   acquire(options?: AcquireOptions): Promise<boolean>;

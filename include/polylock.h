@@ -380,7 +380,8 @@ polylock_result polylock_lock_is_locked(polylock_lock *lock, bool *out);
 
 /*
  The fencing token of `owner`'s current hold, in `*out`; `POLYLOCK_NOT_OWNER` if it holds
- nothing (or its hold was lost). No round trip.
+ nothing (or its hold was lost). No round trip. 0 on an SQL client whose URL says
+ `fencing=none`.
  */
 polylock_result polylock_lock_fencing_token(polylock_lock *lock, uint64_t owner, uint64_t *out);
 

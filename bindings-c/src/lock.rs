@@ -387,7 +387,8 @@ pub unsafe extern "C" fn polylock_lock_is_locked(
 }
 
 /// The fencing token of `owner`'s current hold, in `*out`; `POLYLOCK_NOT_OWNER` if it holds
-/// nothing (or its hold was lost). No round trip.
+/// nothing (or its hold was lost). No round trip. 0 on an SQL client whose URL says
+/// `fencing=none`.
 #[no_mangle]
 pub unsafe extern "C" fn polylock_lock_fencing_token(
     lock: *mut polylock_lock,

@@ -1,6 +1,8 @@
 //! The SQL session locks beside their floor, measured in the same run, the modes interleaved in
 //! chunks of 20 pairs (a burst of load on this machine then falls on every mode alike):
-//! a polylock acquire+release pair (the lock statement also draws the fencing token) beside a
+//! a polylock acquire+release pair (the lock statement also draws the fencing token), the same
+//! pair on a client opened with `fencing=none` (no token: the same two statements as the floor)
+//! beside a
 //! bare `GET_LOCK`+`RELEASE_LOCK` (`pg_advisory_lock`+`pg_advisory_unlock`) loop on one
 //! connection through the same driver, with prepared statements. On PostgreSQL the bare loop
 //! runs twice: with the driver's connection half as a task of the caller's runtime (as its
@@ -214,28 +216,33 @@ async fn pg_pairs(
 
 fn report(
     what: &str,
-    mut ours: Vec<Duration>,
+    ours: Vec<(&str, Vec<Duration>)>,
     floors: Vec<(&str, Vec<Duration>)>,
     mut statements: Vec<Duration>,
 ) {
-    let (a, c) = (p50(&mut ours), p50(&mut statements));
-    let mut line = format!(
-        "{what}: polylock pair p50 {:.1} us ({:.0} pairs/s)",
-        us(a),
-        1e6 / us(a)
-    );
     let mut best = f64::MAX;
+    let mut line = format!("{what}:");
     for (name, mut v) in floors {
         let b = us(p50(&mut v));
         best = best.min(b);
         line += &format!(" | {name} p50 {b:.1} us ({:.0} pairs/s)", 1e6 / b);
     }
-    println!("{line} | ratio {:.2}x (target <= 1.10x)", us(a) / best);
+    println!("{line}");
+    let mut with_tokens = None;
+    for (name, mut v) in ours {
+        let a = us(p50(&mut v));
+        with_tokens.get_or_insert(a); // the first: the default, tokens drawn
+        println!(
+            "  polylock pair, {name}: p50 {a:.1} us ({:.0} pairs/s), ratio {:.2}x the fastest floor (target <= 1.10x)",
+            1e6 / a,
+            a / best
+        );
+    }
+    let c = us(p50(&mut statements));
     println!(
-        "  polylock's two statements on the fastest bare connection: p50 {:.1} us ({:.2}x the floor; polylock's client adds {:.1} us)",
-        us(c),
-        us(c) / best,
-        us(a) - us(c)
+        "  polylock's two statements with the token on the fastest bare connection: p50 {c:.1} us ({:.2}x the floor; polylock's client adds {:.1} us to them)",
+        c / best,
+        with_tokens.unwrap_or(c) - c
     );
 }
 
@@ -257,24 +264,31 @@ fn main() {
         );
         // MySQL / MariaDB.
         let client = Client::connect(&mysql).await.unwrap();
+        let client_none = Client::connect(&no_fencing(&mysql)).await.unwrap();
         let mut raw = mysql_async::Conn::from_url(&mysql).await.unwrap();
         let (name, bare) = ("bench-sql-polylock", "bench-sql-bare");
-        let (mut ours, mut floor, mut floor_polling, mut stmts) =
-            (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+        let (mut ours, mut ours_none, mut floor, mut floor_polling, mut stmts) =
+            (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
         let lock = client.lock(name).unwrap();
+        let lock_none = client_none.lock(name).unwrap();
         polylock_round(&lock, pairs / 10, &mut Vec::new()).await; // warm up
+        polylock_round(&lock_none, pairs / 10, &mut Vec::new()).await;
         mysql_floor(&mut raw, bare, pairs / 10, false, &mut Vec::new()).await;
         mysql_floor(&mut raw, bare, pairs / 10, true, &mut Vec::new()).await;
         mysql_statements(&mut raw, bare, pairs / 10, &mut Vec::new()).await;
         for _ in 0..rounds * pairs.div_ceil(CHUNK) {
             polylock_round(&lock, CHUNK, &mut ours).await;
+            polylock_round(&lock_none, CHUNK, &mut ours_none).await;
             mysql_floor(&mut raw, bare, CHUNK, false, &mut floor).await;
             mysql_floor(&mut raw, bare, CHUNK, true, &mut floor_polling).await;
             mysql_statements(&mut raw, bare, CHUNK, &mut stmts).await;
         }
         report(
             "MariaDB GET_LOCK",
-            ours,
+            vec![
+                ("tokens from the sequence (the default)", ours),
+                ("fencing=none", ours_none),
+            ],
             vec![
                 ("bare GET_LOCK+RELEASE_LOCK", floor),
                 (
@@ -285,8 +299,11 @@ fn main() {
             stmts,
         );
         client.close().await.unwrap();
+        client_none.close().await.unwrap();
         // PostgreSQL.
         let client = Client::connect(&pg).await.unwrap();
+        let client_none = Client::connect(&no_fencing(&pg)).await.unwrap();
+        let lock_none = client_none.lock(name).unwrap();
         let (raw, conn) = tokio_postgres::connect(&pg, tokio_postgres::NoTls)
             .await
             .unwrap();
@@ -302,22 +319,26 @@ fn main() {
         let (floor_task, floor_caller) =
             ((&floor_on_task, 4242, false), (&floor_polled, 4243, false));
         let (floor_poll, statements) = ((&floor_polled, 4243, true), (&ours_polled, 4243, true));
-        let mut warm_up: [Vec<Duration>; 5] = Default::default();
-        let mut kept: [Vec<Duration>; 5] = Default::default();
+        let mut warm_up: [Vec<Duration>; 6] = Default::default();
+        let mut kept: [Vec<Duration>; 6] = Default::default();
         let chunks = rounds * pairs.div_ceil(CHUNK);
         for (n, times, into) in [(pairs / 10, 1, &mut warm_up), (CHUNK, chunks, &mut kept)] {
             for _ in 0..times {
                 polylock_round(&lock, n, &mut into[0]).await;
+                polylock_round(&lock_none, n, &mut into[5]).await;
                 pg_pairs(&raw, &mut None, floor_task, n, &mut into[1]).await;
                 pg_pairs(&polled, &mut conn, floor_caller, n, &mut into[2]).await;
                 pg_pairs(&polled, &mut conn, floor_poll, n, &mut into[3]).await;
                 pg_pairs(&polled, &mut conn, statements, n, &mut into[4]).await;
             }
         }
-        let [ours, floor, floor_polled, floor_polling, stmts] = kept;
+        let [ours, floor, floor_polled, floor_polling, stmts, ours_none] = kept;
         report(
             "PostgreSQL advisory",
-            ours,
+            vec![
+                ("tokens from the sequence (the default)", ours),
+                ("fencing=none", ours_none),
+            ],
             vec![
                 ("bare pg_advisory_lock+unlock (connection task)", floor),
                 ("the same, connection polled by the caller", floor_polled),
@@ -329,5 +350,12 @@ fn main() {
             stmts,
         );
         client.close().await.unwrap();
+        client_none.close().await.unwrap();
     });
+}
+
+/// `url` opened with `fencing=none`.
+fn no_fencing(url: &str) -> String {
+    let sep = if url.contains('?') { '&' } else { '?' };
+    format!("{url}{sep}fencing=none")
 }

@@ -31,6 +31,11 @@ async fn exclusion_with_a_counter() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fencing_none_locks_without_tokens() {
+    cases::no_fencing(&pg_url(), &server()).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn reentrancy() {
     cases::reentrancy(&pg_url()).await;
 }

@@ -121,7 +121,8 @@ class Lock:
     @property
     def fencing_token(self) -> Optional[int]:
         """The fencing token of the current thread's (or task's) hold, if any: larger for every
-        new holder, so a resource can refuse a holder whose lease ended."""
+        new holder, so a resource can refuse a holder whose lease ended (0 on an SQL client
+        whose URL says ``fencing=none``)."""
         return self._native.fencing_token(_owner.current())
 
     @property

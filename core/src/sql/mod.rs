@@ -29,6 +29,9 @@
 //! --bench sql` (the VM's speed moves it). Otherwise (MySQL, or `fencing=table`) each lock has
 //! a counter row in `polylock_fencing`, incremented in the lock statement: 1, 2, 3 per lock, at
 //! the price of a durable commit per acquire. All clients of one database use the same source.
+//! With `fencing=none` no token is drawn at all: every hold's token is 0, a session lock costs
+//! its bare `GET_LOCK` / `pg_advisory_lock` statement, a lease-table lock its row alone, and
+//! no fencing table or sequence is created. For services that never hand a token to a resource.
 
 mod mysql;
 mod names;
@@ -105,6 +108,8 @@ pub(crate) enum Fencing {
     Sequence,
     /// A counter row per lock in `polylock_fencing`.
     Table,
+    /// No tokens (each is 0): the lock statement alone.
+    None,
 }
 
 /// The fencing sequence's name, for `concat!` in statements written as constants.
@@ -165,7 +170,7 @@ impl std::fmt::Debug for SqlUrl {
 /// What the connect error says about the URL's form, never its password.
 const URL_FORMS: &str = "expected mysql://user:password@host:port/database (MySQL, MariaDB) or \
      postgres://user:password@host:port/database, with ?mode=table for ShedLock's lease table \
-     , ?max_connections=N and ?fencing=sequence|table";
+     , ?max_connections=N and ?fencing=sequence|table|none";
 
 impl SqlUrl {
     pub(crate) fn parse(url: &str) -> Result<SqlUrl> {
@@ -240,9 +245,10 @@ impl SqlUrl {
                     fencing = Some(match v {
                         "sequence" => Fencing::Sequence,
                         "table" => Fencing::Table,
+                        "none" => Fencing::None,
                         _ => {
                             return Err(bad(&format!(
-                                "fencing must be sequence or table, not '{v}'"
+                                "fencing must be sequence, table or none, not '{v}'"
                             )))
                         }
                     })
@@ -416,6 +422,9 @@ mod tests {
         assert_eq!(u.mode, Mode::Session);
         assert_eq!(u.max_connections, None);
         assert_eq!(u.fencing, None);
+        assert_eq!(u.driver_url, "mysql://u:secret@127.0.0.1:3307/db");
+        let u = SqlUrl::parse("mysql://u:secret@127.0.0.1:3307/db?fencing=none").unwrap();
+        assert_eq!(u.fencing, Some(Fencing::None));
         assert_eq!(u.driver_url, "mysql://u:secret@127.0.0.1:3307/db");
         let u = SqlUrl::parse(
             "postgresql://u:pw@h:5433/db?mode=table&max_connections=5&sslmode=require&table=jobs&fencing=table",

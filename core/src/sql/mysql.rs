@@ -7,7 +7,8 @@
 //! sessions, so its values grow in the order they are drawn); on MySQL, which has no sequences,
 //! or with `fencing=table`, `INSERT INTO polylock_fencing ... SELECT ... WHERE GET_LOCK(name,
 //! timeout) = 1 ON DUPLICATE KEY UPDATE token = LAST_INSERT_ID(token + 1)`, whose token comes
-//! back in the OK packet (and whose commit is durable: an fsync per acquire). MariaDB takes no negative ("forever")
+//! back in the OK packet (and whose commit is durable: an fsync per acquire); with `fencing=none`,
+//! the bare `SELECT GET_LOCK(name, timeout)`. MariaDB takes no negative ("forever")
 //! timeout (it returns NULL, checked on 10.11), so a wait without end waits a year at a time.
 
 use std::sync::Arc;
@@ -49,6 +50,7 @@ const ACQUIRE_SEQ: &str = concat!(
 );
 const ACQUIRE: &str = "INSERT INTO polylock_fencing (name, token) SELECT ?, LAST_INSERT_ID(1) \
      FROM DUAL WHERE GET_LOCK(?, ?) = 1 ON DUPLICATE KEY UPDATE token = LAST_INSERT_ID(token + 1)";
+const ACQUIRE_NONE: &str = "SELECT GET_LOCK(?, ?)";
 const CREATE_FENCING: &str = "CREATE TABLE IF NOT EXISTS polylock_fencing (name VARCHAR(255) \
      CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NOT NULL PRIMARY KEY, token BIGINT NOT NULL)";
 
@@ -179,7 +181,9 @@ impl MySql {
             let (mode, fencing) = (self.url.mode, self.fencing);
             self.with_query("create the fencing table", move |c| {
                 Box::pin(async move {
-                    c.query_drop(CREATE_FENCING).await?;
+                    if fencing != Fencing::None {
+                        c.query_drop(CREATE_FENCING).await?;
+                    }
                     if mode == Mode::Session && fencing == Fencing::Sequence {
                         let start: Option<u64> = c
                             .query_first("SELECT COALESCE(MAX(token), 0) + 1 FROM polylock_fencing")
@@ -245,6 +249,13 @@ async fn lock_statement(
 ) -> mysql_async::Result<Option<u64>> {
     match fencing {
         Fencing::Sequence => conn.exec_first(ACQUIRE_SEQ, (key, secs)).await,
+        // 1 granted, 0 timed out, NULL an error (a killed wait).
+        Fencing::None => Ok(conn
+            .exec_first::<Option<i64>, _, _>(ACQUIRE_NONE, (key, secs))
+            .await?
+            .flatten()
+            .filter(|&got| got == 1)
+            .map(|_| 0)),
         Fencing::Table => {
             let fence = format!("get_lock:{key}");
             conn.exec_drop(ACQUIRE, (fence, key, secs)).await?;
@@ -515,6 +526,7 @@ impl TableDb for MySql {
             format!("{}:{name}", self.url.table),
         );
         let us = micros(lease);
+        let fencing = self.fencing;
         self.with_query("take the lease row", move |c| {
             Box::pin(async move {
                 // Assignments run left to right: lock_until last, so the others still see the
@@ -533,6 +545,9 @@ impl TableDb for MySql {
                 .await?;
                 if c.affected_rows() == 0 {
                     return Ok(None);
+                }
+                if fencing == Fencing::None {
+                    return Ok(Some(0));
                 }
                 c.exec_drop(
                     "INSERT INTO polylock_fencing (name, token) VALUES (?, LAST_INSERT_ID(1)) \
@@ -688,6 +703,7 @@ pub(crate) async fn connect(
     let mut first = db.open().await?;
     // Only a sequence needs to know the server (the lease table draws no session tokens).
     db.fencing = match (db.url.fencing, mode) {
+        (Some(Fencing::None), _) => Fencing::None,
         (Some(Fencing::Table), _) | (None, Mode::Table) => Fencing::Table,
         (wanted, _) => {
             let version: Option<String> = first

@@ -351,7 +351,10 @@ impl Pg {
     /// once. A new sequence starts above every token the table gave out.
     async fn ready(&self) -> Result<()> {
         super::once(&self.ready, || async {
-            let mut ddl = vec![CREATE_FENCING.to_string()];
+            let mut ddl = Vec::new();
+            if self.fencing != Fencing::None {
+                ddl.push(CREATE_FENCING.to_string());
+            }
             if self.url.mode == Mode::Session && self.fencing == Fencing::Sequence {
                 // CACHE 1: a session's cache would hand out values out of order.
                 ddl.push(format!(
@@ -401,7 +404,7 @@ impl Pg {
 }
 
 /// The statement that takes a key and draws the token (`try`: no waiting), and its fencing row
-/// (the statement's `$1`) when the token comes from the counter table. Each of the 16 texts is
+/// (the statement's `$1`) when the token comes from the counter table. Each of the 24 texts is
 /// written once per process.
 fn lock_sql(
     kv: &KeyVals,
@@ -409,45 +412,53 @@ fn lock_sql(
     try_: bool,
     fencing: Fencing,
 ) -> (&'static str, Option<String>) {
-    static TEXTS: [OnceLock<String>; 16] = [const { OnceLock::new() }; 16];
-    let sequence = fencing == Fencing::Sequence;
+    static TEXTS: [OnceLock<String>; 24] = [const { OnceLock::new() }; 24];
     let pair = matches!(kv.key, PgKey::Pair(..));
     let i = usize::from(try_)
         | usize::from(shared) << 1
-        | usize::from(sequence) << 2
-        | usize::from(pair) << 3;
-    let sql = TEXTS[i].get_or_init(|| lock_text(kv, shared, try_, sequence));
-    (sql, (!sequence).then(|| kv.key.describe()))
+        | usize::from(pair) << 2
+        | (fencing as usize) << 3;
+    let sql = TEXTS[i].get_or_init(|| lock_text(kv, shared, try_, fencing));
+    (sql, (fencing == Fencing::Table).then(|| kv.key.describe()))
 }
 
-fn lock_text(kv: &KeyVals, shared: bool, try_: bool, sequence: bool) -> String {
+fn lock_text(kv: &KeyVals, shared: bool, try_: bool, fencing: Fencing) -> String {
     let f = match (try_, shared) {
         (false, false) => "pg_advisory_lock",
         (false, true) => "pg_advisory_lock_shared",
         (true, false) => "pg_try_advisory_lock",
         (true, true) => "pg_try_advisory_lock_shared",
     };
-    if sequence {
-        let next = format!("SELECT nextval('{FENCING_SEQUENCE}')");
-        return match try_ {
-            true => format!("{next} WHERE {f}({})", kv.sql(1)),
-            false => format!(
-                "WITH l AS MATERIALIZED (SELECT {f}({})) {next} FROM l",
-                kv.sql(1)
-            ),
-        };
-    }
-    let upsert =
-        "ON CONFLICT (name) DO UPDATE SET token = polylock_fencing.token + 1 RETURNING token";
+    let next = match fencing {
+        Fencing::Sequence => format!("SELECT nextval('{FENCING_SEQUENCE}')"),
+        // The token column first, as in the others; the row comes once the lock is granted.
+        Fencing::None => {
+            return match try_ {
+                true => format!("SELECT 0::bigint WHERE {f}({})", kv.sql(1)),
+                false => format!("SELECT 0::bigint, {f}({})", kv.sql(1)),
+            }
+        }
+        Fencing::Table => {
+            let upsert = "ON CONFLICT (name) DO UPDATE SET token = polylock_fencing.token + 1 \
+                 RETURNING token";
+            return match try_ {
+                true => format!(
+                    "INSERT INTO polylock_fencing (name, token) SELECT $1, 1 WHERE {f}({}) {upsert}",
+                    kv.sql(2)
+                ),
+                false => format!(
+                    "WITH l AS MATERIALIZED (SELECT {f}({})) INSERT INTO polylock_fencing (name, \
+                     token) SELECT $1, 1 FROM l {upsert}",
+                    kv.sql(2)
+                ),
+            };
+        }
+    };
     match try_ {
-        true => format!(
-            "INSERT INTO polylock_fencing (name, token) SELECT $1, 1 WHERE {f}({}) {upsert}",
-            kv.sql(2)
-        ),
+        true => format!("{next} WHERE {f}({})", kv.sql(1)),
         false => format!(
-            "WITH l AS MATERIALIZED (SELECT {f}({})) INSERT INTO polylock_fencing (name, token) \
-             SELECT $1, 1 FROM l {upsert}",
-            kv.sql(2)
+            "WITH l AS MATERIALIZED (SELECT {f}({})) {next} FROM l",
+            kv.sql(1)
         ),
     }
 }
@@ -893,21 +904,28 @@ impl TableDb for Pg {
         let t = &self.url.table;
         let fence = format!("{t}:{name}");
         let lease = ms(lease);
-        let sql = format!(
-            "WITH a AS (INSERT INTO {t} (name, lock_until, locked_at, locked_by) VALUES ($1, \
+        let take = format!(
+            "INSERT INTO {t} (name, lock_until, locked_at, locked_by) VALUES ($1, \
              {UTC_NOW} + $2::float8 * interval '1 millisecond', {UTC_NOW}, $3) ON CONFLICT (name) \
              DO UPDATE SET lock_until = EXCLUDED.lock_until, locked_at = EXCLUDED.locked_at, \
-             locked_by = EXCLUDED.locked_by WHERE {t}.lock_until <= {UTC_NOW} RETURNING 1) \
-             INSERT INTO polylock_fencing (name, token) SELECT $4, 1 FROM a ON CONFLICT (name) \
-             DO UPDATE SET token = polylock_fencing.token + 1 RETURNING token"
+             locked_by = EXCLUDED.locked_by WHERE {t}.lock_until <= {UTC_NOW}"
         );
-        let rows = self
-            .query(
-                "take the lease row",
-                &sql,
-                &[&name, &lease, &locked_by, &fence],
-            )
-            .await?;
+        let rows = match self.fencing {
+            Fencing::None => {
+                let sql = format!("{take} RETURNING 0::bigint");
+                let params: [&(dyn ToSql + Sync); 3] = [&name, &lease, &locked_by];
+                self.query("take the lease row", &sql, &params).await?
+            }
+            _ => {
+                let sql = format!(
+                    "WITH a AS ({take} RETURNING 1) INSERT INTO polylock_fencing (name, token) \
+                     SELECT $4, 1 FROM a ON CONFLICT (name) DO UPDATE SET token = \
+                     polylock_fencing.token + 1 RETURNING token"
+                );
+                let params: [&(dyn ToSql + Sync); 4] = [&name, &lease, &locked_by, &fence];
+                self.query("take the lease row", &sql, &params).await?
+            }
+        };
         Ok(rows.first().map(|r| r.get::<_, i64>(0).max(0) as u64))
     }
 

@@ -649,3 +649,84 @@ pub async fn tls(url: &str, t: Tls<'_>) -> (Client, polylock::Lock) {
     assert!(held.fencing_token > 0);
     (c, lock)
 }
+
+/// `fencing=none`: every token is 0, and the lock is the same lock as with tokens (a client
+/// with tokens is kept out and let in); a timed-out wait and a dropped wait end typed and leave
+/// no waiter on the server; the lease table (`mode=table`) excludes without tokens too.
+pub async fn no_fencing(url: &str, server: &Server) {
+    let name = super::unique("nofence");
+    let none = client(&super::with(url, "fencing=none")).await;
+    let fenced = client(url).await;
+    let (ln, lf) = (none.lock(&name).unwrap(), fenced.lock(&name).unwrap());
+    let held = ln.acquire(1, AcquireOptions::forever()).await.unwrap();
+    assert_eq!(held.fencing_token, 0);
+    assert_eq!(ln.fencing_token(1), Some(0));
+    let err = lf.acquire(2, AcquireOptions::try_once()).await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Timeout, "{err}");
+    assert_eq!(ln.release(1).await.unwrap(), Released::Freed);
+    let theirs = lf.acquire(2, AcquireOptions::forever()).await.unwrap();
+    assert!(theirs.fencing_token > 0);
+    // A wait that times out on the server, and one dropped by its caller.
+    let err = ln
+        .acquire(3, AcquireOptions::wait_for(Duration::from_millis(300)))
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Timeout, "{err}");
+    let waiting = {
+        let ln = ln.clone();
+        tokio::spawn(async move { ln.acquire(4, AcquireOptions::forever()).await })
+    };
+    let seen = eventually(Duration::from_secs(2), || async {
+        (server.waiters)().await >= 1
+    })
+    .await;
+    assert!(seen.is_some(), "the wait is not visible on the server");
+    waiting.abort();
+    assert!(waiting.await.unwrap_err().is_cancelled());
+    let gone = eventually(Duration::from_secs(3), || async {
+        (server.waiters)().await == 0
+    })
+    .await;
+    assert!(gone.is_some(), "a dropped wait still waits on the server");
+    // A waiter is let in by the release.
+    let waiting = {
+        let ln = ln.clone();
+        tokio::spawn(async move { ln.acquire(5, AcquireOptions::forever()).await })
+    };
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    assert_eq!(lf.release(2).await.unwrap(), Released::Freed);
+    let got = tokio::time::timeout(Duration::from_secs(3), waiting)
+        .await
+        .expect("let in by the release")
+        .unwrap()
+        .unwrap();
+    assert_eq!(got.fencing_token, 0);
+    assert_eq!(ln.release(5).await.unwrap(), Released::Freed);
+    none.close().await.unwrap();
+    fenced.close().await.unwrap();
+    // The lease table.
+    let table = super::with(url, "mode=table&fencing=none");
+    let (a, b) = (client(&table).await, client(&table).await);
+    let name = super::unique("nofence-table");
+    let (la, lb) = (a.lock(&name).unwrap(), b.lock(&name).unwrap());
+    assert_eq!(
+        la.acquire(1, AcquireOptions::try_once())
+            .await
+            .unwrap()
+            .fencing_token,
+        0
+    );
+    let err = lb.acquire(1, AcquireOptions::try_once()).await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Timeout, "{err}");
+    assert_eq!(la.release(1).await.unwrap(), Released::Freed);
+    assert_eq!(
+        lb.acquire(1, AcquireOptions::try_once())
+            .await
+            .unwrap()
+            .fencing_token,
+        0
+    );
+    assert_eq!(lb.release(1).await.unwrap(), Released::Freed);
+    a.close().await.unwrap();
+    b.close().await.unwrap();
+}

@@ -361,6 +361,7 @@ public final class DistributedLock implements Lock, AutoCloseable {
     /**
      * The fencing token of the current thread's hold: greater than the token of every earlier
      * holder of this lock. Pass it to the protected resource so it can refuse a late writer.
+     * On an SQL client whose URL says {@code fencing=none} it is 0.
      *
      * @throws IllegalMonitorStateException if the current thread does not hold the lock
      */
