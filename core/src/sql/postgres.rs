@@ -429,19 +429,26 @@ fn lock_text(kv: &KeyVals, shared: bool, try_: bool, fencing: Fencing) -> String
         (true, false) => "pg_try_advisory_lock",
         (true, true) => "pg_try_advisory_lock_shared",
     };
-    let next = match fencing {
-        Fencing::Sequence => format!("SELECT nextval('{FENCING_SEQUENCE}')"),
-        // The token column first, as in the others; the row comes once the lock is granted.
-        Fencing::None => {
-            return match try_ {
-                true => format!("SELECT 0::bigint WHERE {f}({})", kv.sql(1)),
-                false => format!("SELECT 0::bigint, {f}({})", kv.sql(1)),
+    match fencing {
+        Fencing::Sequence => {
+            let next = format!("SELECT nextval('{FENCING_SEQUENCE}')");
+            match try_ {
+                true => format!("{next} WHERE {f}({})", kv.sql(1)),
+                false => format!(
+                    "WITH l AS MATERIALIZED (SELECT {f}({})) {next} FROM l",
+                    kv.sql(1)
+                ),
             }
         }
+        // The token column first, as in the others; the row comes once the lock is granted.
+        Fencing::None => match try_ {
+            true => format!("SELECT 0::bigint WHERE {f}({})", kv.sql(1)),
+            false => format!("SELECT 0::bigint, {f}({})", kv.sql(1)),
+        },
         Fencing::Table => {
             let upsert = "ON CONFLICT (name) DO UPDATE SET token = polylock_fencing.token + 1 \
                  RETURNING token";
-            return match try_ {
+            match try_ {
                 true => format!(
                     "INSERT INTO polylock_fencing (name, token) SELECT $1, 1 WHERE {f}({}) {upsert}",
                     kv.sql(2)
@@ -451,15 +458,8 @@ fn lock_text(kv: &KeyVals, shared: bool, try_: bool, fencing: Fencing) -> String
                      token) SELECT $1, 1 FROM l {upsert}",
                     kv.sql(2)
                 ),
-            };
+            }
         }
-    };
-    match try_ {
-        true => format!("{next} WHERE {f}({})", kv.sql(1)),
-        false => format!(
-            "WITH l AS MATERIALIZED (SELECT {f}({})) {next} FROM l",
-            kv.sql(1)
-        ),
     }
 }
 
@@ -902,7 +902,6 @@ impl TableDb for Pg {
     async fn take(&self, name: &str, locked_by: &str, lease: Duration) -> Result<Option<u64>> {
         self.ready().await?;
         let t = &self.url.table;
-        let fence = format!("{t}:{name}");
         let lease = ms(lease);
         let take = format!(
             "INSERT INTO {t} (name, lock_until, locked_at, locked_by) VALUES ($1, \
@@ -922,6 +921,7 @@ impl TableDb for Pg {
                      SELECT $4, 1 FROM a ON CONFLICT (name) DO UPDATE SET token = \
                      polylock_fencing.token + 1 RETURNING token"
                 );
+                let fence = format!("{t}:{name}");
                 let params: [&(dyn ToSql + Sync); 4] = [&name, &lease, &locked_by, &fence];
                 self.query("take the lease row", &sql, &params).await?
             }

@@ -149,6 +149,34 @@ pub struct Server {
     pub kill: fn(u64) -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>,
 }
 
+/// `owner` waits on `lock`, held elsewhere, until the server shows a waiter; then the acquire's
+/// future is dropped, and the server must show no waiter within 3 s.
+async fn drop_a_waiting_acquire(lock: &polylock::Lock, owner: u64, server: &Server, what: &str) {
+    let waiting = {
+        let lock = lock.clone();
+        tokio::spawn(async move { lock.acquire(owner, AcquireOptions::forever()).await })
+    };
+    let seen = eventually(Duration::from_secs(2), || async {
+        (server.waiters)().await >= 1
+    })
+    .await;
+    assert!(
+        seen.is_some(),
+        "{what}: the wait is not visible on the server"
+    );
+    assert!(!waiting.is_finished(), "{what}: acquired a held lock");
+    waiting.abort(); // drops the acquire's future
+    assert!(waiting.await.unwrap_err().is_cancelled());
+    let gone = eventually(Duration::from_secs(3), || async {
+        (server.waiters)().await == 0
+    })
+    .await;
+    assert!(
+        gone.is_some(),
+        "{what}: a cancelled wait still waits on the server"
+    );
+}
+
 /// A wait dropped by its caller (a timeout around the future) and a wait that timed out leave no
 /// session waiting on the server, and the dropped waiter never gets the lock later.
 pub async fn cancelled_wait_leaves_no_waiter(url: &str, server: &Server) {
@@ -157,32 +185,7 @@ pub async fn cancelled_wait_leaves_no_waiter(url: &str, server: &Server) {
     let (la, lb) = (a.lock(&name).unwrap(), b.lock(&name).unwrap());
     la.acquire(1, AcquireOptions::forever()).await.unwrap();
     for round in 0..3 {
-        let waiting = {
-            let lb = lb.clone();
-            tokio::spawn(async move { lb.acquire(2, AcquireOptions::forever()).await })
-        };
-        let seen = eventually(Duration::from_secs(2), || async {
-            (server.waiters)().await >= 1
-        })
-        .await;
-        assert!(
-            seen.is_some(),
-            "round {round}: the wait is not visible on the server"
-        );
-        assert!(
-            !waiting.is_finished(),
-            "round {round}: acquired a held lock"
-        );
-        waiting.abort(); // drops the acquire's future
-        assert!(waiting.await.unwrap_err().is_cancelled());
-        let gone = eventually(Duration::from_secs(3), || async {
-            (server.waiters)().await == 0
-        })
-        .await;
-        assert!(
-            gone.is_some(),
-            "round {round}: a cancelled wait still waits on the server"
-        );
+        drop_a_waiting_acquire(&lb, 2, server, &format!("round {round}")).await;
         assert_eq!(
             lb.acquire(2, AcquireOptions::wait_for(Duration::from_millis(150)))
                 .await
@@ -672,22 +675,7 @@ pub async fn no_fencing(url: &str, server: &Server) {
         .await
         .unwrap_err();
     assert_eq!(err.kind(), ErrorKind::Timeout, "{err}");
-    let waiting = {
-        let ln = ln.clone();
-        tokio::spawn(async move { ln.acquire(4, AcquireOptions::forever()).await })
-    };
-    let seen = eventually(Duration::from_secs(2), || async {
-        (server.waiters)().await >= 1
-    })
-    .await;
-    assert!(seen.is_some(), "the wait is not visible on the server");
-    waiting.abort();
-    assert!(waiting.await.unwrap_err().is_cancelled());
-    let gone = eventually(Duration::from_secs(3), || async {
-        (server.waiters)().await == 0
-    })
-    .await;
-    assert!(gone.is_some(), "a dropped wait still waits on the server");
+    drop_a_waiting_acquire(&ln, 4, server, "fencing=none").await;
     // A waiter is let in by the release.
     let waiting = {
         let ln = ln.clone();
