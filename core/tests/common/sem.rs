@@ -38,6 +38,14 @@ pub async fn n_permits_bound_16_workers(a: &Client, b: &Client, name: &str) {
                     .unwrap();
                 let n = inside.fetch_add(1, Ordering::SeqCst) + 1;
                 most.fetch_max(n, Ordering::SeqCst);
+                // Until all the permits have been seen held at once, stay up to 2 s for the others:
+                // a slow acquire (several round trips on ZooKeeper, on a loaded machine) must not
+                // pass for a semaphore that admits fewer than its permits.
+                let stay_until = Instant::now() + Duration::from_secs(2);
+                while most.load(Ordering::SeqCst) < permits as usize && Instant::now() < stay_until
+                {
+                    tokio::time::sleep(Duration::from_millis(1)).await;
+                }
                 tokio::time::sleep(Duration::from_millis(15)).await;
                 inside.fetch_sub(1, Ordering::SeqCst);
                 p.release(&sem).await.unwrap();

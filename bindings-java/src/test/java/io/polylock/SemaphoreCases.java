@@ -102,6 +102,13 @@ abstract class SemaphoreCases {
                         }
                         try {
                             most.accumulateAndGet(inside.incrementAndGet(), Math::max);
+                            // Until all 3 permits have been seen held at once, stay up to 2 s for
+                            // the others: a slow acquire must not pass for a semaphore that admits
+                            // fewer than its permits.
+                            long stayUntil = System.nanoTime() + 2_000_000_000L;
+                            while (most.get() < 3 && System.nanoTime() < stayUntil) {
+                                Thread.sleep(1);
+                            }
                             Thread.sleep(10);
                             inside.decrementAndGet();
                         } finally {
