@@ -124,6 +124,11 @@ def test_async_with_and_cancellation(url):
                 async with sem:
                     inside += 1
                     most = max(most, inside)
+                    # Until both permits have been seen held at once, stay up to 2 s for the other.
+                    for _ in range(200):
+                        if most >= 2:
+                            break
+                        await asyncio.sleep(0.01)
                     await asyncio.sleep(0.03)
                     inside -= 1
 
