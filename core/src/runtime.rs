@@ -9,6 +9,7 @@ use std::cell::Cell;
 use std::future::Future;
 use std::sync::mpsc;
 use std::sync::Mutex;
+use std::task::Poll;
 use std::time::Duration;
 
 use tokio::runtime::{Builder, Handle, Runtime};
@@ -320,40 +321,70 @@ impl Drop for SpinPermit {
 /// runtime, and a worker that went to sleep meanwhile pays its own wake-up on top. Bounded as
 /// blocked callers are (`POLYLOCK_SPIN_US`, and at most half the cores at once); with several
 /// in flight the thread has other work, and none polls.
-pub(crate) async fn await_alone<F: Future>(
+///
+/// A future of its own rather than an `async fn`: an `async fn` keeps its argument and the pinned
+/// copy it awaits side by side in its state, and a driver's statement is a kilobyte, copied into
+/// every acquire's (boxed) future.
+pub(crate) fn await_alone<F: Future>(
     in_flight: &std::sync::atomic::AtomicUsize,
     fut: F,
-) -> F::Output {
-    use std::sync::atomic::Ordering;
-    use std::task::Poll;
-    struct Counted<'a>(&'a std::sync::atomic::AtomicUsize);
-    impl Drop for Counted<'_> {
-        fn drop(&mut self) {
-            self.0.fetch_sub(1, Ordering::AcqRel);
-        }
+) -> AwaitAlone<'_, F> {
+    AwaitAlone {
+        fut,
+        in_flight,
+        counted: None,
+        spin: None,
     }
-    let alone = in_flight.fetch_add(1, Ordering::AcqRel) == 0;
-    let _counted = Counted(in_flight);
-    let mut spin = (alone && !on_blocking_caller()).then(SpinPermit::take);
-    let mut fut = std::pin::pin!(fut);
-    std::future::poll_fn(|cx| {
-        let permit = spin.take();
+}
+
+/// Takes one back from a statement count when the statement ends (or is dropped).
+struct Counted<'a>(&'a std::sync::atomic::AtomicUsize);
+
+impl Drop for Counted<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, std::sync::atomic::Ordering::AcqRel);
+    }
+}
+
+pin_project_lite::pin_project! {
+    /// The future of [`await_alone`].
+    pub(crate) struct AwaitAlone<'a, F> {
+        #[pin]
+        fut: F,
+        in_flight: &'a std::sync::atomic::AtomicUsize,
+        // Set on the first poll, when the statement starts.
+        counted: Option<Counted<'a>>,
+        spin: Option<SpinPermit>,
+    }
+}
+
+impl<F: Future> Future for AwaitAlone<'_, F> {
+    type Output = F::Output;
+
+    fn poll(self: std::pin::Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> Poll<F::Output> {
+        use std::sync::atomic::Ordering;
+        let mut this = self.project();
+        if this.counted.is_none() {
+            let alone = this.in_flight.fetch_add(1, Ordering::AcqRel) == 0;
+            *this.counted = Some(Counted(this.in_flight));
+            *this.spin = (alone && !on_blocking_caller()).then(SpinPermit::take);
+        }
+        let permit = this.spin.take();
         let Some(until) = permit.as_ref().and_then(SpinPermit::deadline) else {
-            return polling(false, || fut.as_mut().poll(cx));
+            return polling(false, || this.fut.as_mut().poll(cx));
         };
         let woken = FlagWaker::new(Then::Wake(cx.waker().clone()));
         let waker = std::task::Waker::from(woken.clone());
         let mut flagged = std::task::Context::from_waker(&waker);
-        if let Poll::Ready(v) = polling(true, || fut.as_mut().poll(&mut flagged)) {
+        if let Poll::Ready(v) = polling(true, || this.fut.as_mut().poll(&mut flagged)) {
             return Poll::Ready(v);
         }
         while !woken.take_woken() && std::time::Instant::now() < until {
             std::thread::yield_now();
         }
         drop(permit);
-        polling(false, || fut.as_mut().poll(&mut flagged))
-    })
-    .await
+        polling(false, || this.fut.as_mut().poll(&mut flagged))
+    }
 }
 
 /// A waker that notes it was woken, then passes the wake-up on: a caller that polls for a

@@ -11,7 +11,9 @@
 mod client_core;
 pub(crate) mod watchdog;
 
-use std::collections::HashMap;
+// foldhash: seeded per process (so lock names cannot be chosen to collide) and several times
+// faster than SipHash on the short keys of every acquire and release.
+use foldhash::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
@@ -110,7 +112,11 @@ impl Hold {
     }
 
     pub(crate) fn mark_released(&self) {
-        self.state.send_replace(Tracked::ended(HoldState::Released));
+        // Nobody holds a signal of it: nobody to tell (the released hold is forgotten, so none
+        // can subscribe later), and telling nobody still takes the channel's locks.
+        if self.state.receiver_count() > 0 {
+            self.state.send_replace(Tracked::ended(HoldState::Released));
+        }
     }
 
     /// A new lease: `deadline` is when it ends, by `lease` (a fixed lease's end is also what

@@ -52,19 +52,21 @@ pub(crate) const DEFAULT_MAX_CONNECTIONS: usize = 64;
 /// Open a connection with `connect` on polylock's runtime, so that its socket outlives an async
 /// caller's own runtime (see [`crate::runtime::in_polylock`]), within `limit`.
 ///
-/// The connect is boxed: on polylock's runtime it is awaited in place, and a driver's connect is
-/// kilobytes of state that would otherwise be part of every future that may open a connection
-/// (each acquire), copied with it on every call.
-pub(crate) async fn open_on_runtime<C, F>(
+/// The connect is boxed at once, before anything is awaited: a driver's connect is kilobytes of
+/// state that would otherwise be part of every future that may open a connection (each acquire),
+/// copied with it on every call.
+pub(crate) fn open_on_runtime<C, F>(
     server: &'static str,
     limit: Duration,
     connect: F,
-) -> Result<C>
+) -> impl std::future::Future<Output = Result<C>>
 where
     F: std::future::Future<Output = Result<C>> + Send + 'static,
     C: Send + 'static,
 {
-    crate::runtime::in_polylock(Box::pin(async move {
+    // Boxed here, before any await: an `async fn` would keep `connect` in its own state until
+    // first polled, and so in the state of every future that awaits it.
+    let boxed = Box::pin(async move {
         match tokio::time::timeout(limit, connect).await {
             Ok(r) => r,
             Err(_) => Err(Error::new(
@@ -75,8 +77,8 @@ where
                 ),
             )),
         }
-    }))
-    .await
+    });
+    crate::runtime::in_polylock(boxed)
 }
 
 /// Run `init` (a client's first-use DDL) once per `done`; later calls cost one check. The first

@@ -105,14 +105,14 @@ impl PgKey {
 /// The advisory lock key of a lock name (DistributedLock's `PostgresAdvisoryLockKey(name,
 /// allowHashing: true)`).
 pub(crate) fn pg_key(name: &str) -> PgKey {
-    let units: Vec<u16> = name.encode_utf16().collect();
-    if units.len() <= 9 && units.iter().all(|u| *u <= 0x7f) {
+    // Up to nine UTF-16 units, each ASCII: up to nine ASCII bytes.
+    if name.len() <= 9 && name.is_ascii() {
         let mut v: u64 = 0;
-        for u in &units {
-            v = (v << 7) | *u as u64;
+        for b in name.bytes() {
+            v = (v << 7) | b as u64;
         }
         v <<= 1;
-        for _ in units.len()..9 {
+        for _ in name.len()..9 {
             v = (v << 7) | 0x7f;
         }
         return PgKey::Pair((v >> 32) as u32 as i32, v as u32 as i32);
@@ -122,7 +122,7 @@ pub(crate) fn pg_key(name: &str) -> PgKey {
             return PgKey::Big(v as i64);
         }
     }
-    if let Some((a, b)) = name.split_once(',') {
+    if let Some((a, b)) = name.split_once(',').filter(|_| name.len() == 17) {
         let hex8 = |s: &str| s.len() == 8 && s.bytes().all(|c| c.is_ascii_hexdigit());
         if hex8(a) && hex8(b) {
             if let (Ok(a), Ok(b)) = (u32::from_str_radix(a, 16), u32::from_str_radix(b, 16)) {

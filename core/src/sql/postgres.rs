@@ -71,7 +71,7 @@ pub(crate) struct PgSession {
     pid: u64,
     /// How to cancel this connection's statement (made once: it copies the connect settings).
     cancel: Arc<tokio_postgres::CancelToken>,
-    prepared: HashMap<String, Statement>,
+    prepared: foldhash::HashMap<String, Statement>,
     /// Statements awaited on this client's connections (see [`crate::runtime::await_alone`]).
     in_flight: Arc<std::sync::atomic::AtomicUsize>,
 }
@@ -91,21 +91,14 @@ impl std::ops::DerefMut for PgConn {
 
 impl PgSession {
     /// Await `statement` (made by this connection's client) while polling the connection half.
-    async fn drive<T>(
-        &self,
-        statement: impl Future<Output = std::result::Result<T, tokio_postgres::Error>>,
-    ) -> std::result::Result<T, tokio_postgres::Error> {
-        let mut statement = std::pin::pin!(statement);
-        let exchange = std::future::poll_fn(|cx| {
-            if let Poll::Ready(out) = statement.as_mut().poll(cx) {
-                return Poll::Ready(out);
-            }
-            // The statement is queued to the connection half: write it, read what came. If the
-            // connection ended, its answer senders went with it and the statement ends now too.
-            self.poll_connection(cx);
-            statement.as_mut().poll(cx)
-        });
-        crate::runtime::await_alone(&self.in_flight, exchange).await
+    fn drive<S: Future>(&self, statement: S) -> crate::runtime::AwaitAlone<'_, Exchange<'_, S>> {
+        crate::runtime::await_alone(
+            &self.in_flight,
+            Exchange {
+                session: self,
+                statement,
+            },
+        )
     }
 
     /// Poll the connection half once; true if it has ended (and is dropped).
@@ -172,6 +165,30 @@ impl SessionConn for PgConn {
         if let Some(connection) = connection {
             let _ = tokio::time::timeout(Duration::from_secs(2), connection).await;
         }
+    }
+}
+
+pin_project_lite::pin_project! {
+    /// A statement awaited with its connection half polled meanwhile ([`PgSession::drive`]).
+    pub(crate) struct Exchange<'a, S> {
+        session: &'a PgSession,
+        #[pin]
+        statement: S,
+    }
+}
+
+impl<S: Future> Future for Exchange<'_, S> {
+    type Output = S::Output;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<S::Output> {
+        let mut this = self.project();
+        if let Poll::Ready(out) = this.statement.as_mut().poll(cx) {
+            return Poll::Ready(out);
+        }
+        // The statement is queued to the connection half: write it, read what came. If the
+        // connection ended, its answer senders went with it and the statement ends now too.
+        this.session.poll_connection(cx);
+        this.statement.poll(cx)
     }
 }
 
@@ -297,7 +314,7 @@ impl Pg {
                 connection: Mutex::new(Some(connection)),
                 pid: 0,
                 cancel,
-                prepared: HashMap::new(),
+                prepared: Default::default(),
                 in_flight,
             }));
             let row = conn

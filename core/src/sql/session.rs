@@ -2,7 +2,7 @@
 //! held locks (by the server's id of the connection, which is also the hold's node), and the
 //! keep-alive that notices a held connection that was killed or dropped.
 
-use std::collections::HashMap;
+use foldhash::HashMap;
 use std::future::Future;
 use std::sync::{Arc, Mutex, Weak};
 use std::task::Poll;
