@@ -333,7 +333,6 @@ pub(crate) fn await_alone<F: Future>(
         fut,
         in_flight,
         counted: None,
-        spin: None,
     }
 }
 
@@ -354,7 +353,6 @@ pin_project_lite::pin_project! {
         in_flight: &'a std::sync::atomic::AtomicUsize,
         // Set on the first poll, when the statement starts.
         counted: Option<Counted<'a>>,
-        spin: Option<SpinPermit>,
     }
 }
 
@@ -364,12 +362,13 @@ impl<F: Future> Future for AwaitAlone<'_, F> {
     fn poll(self: std::pin::Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> Poll<F::Output> {
         use std::sync::atomic::Ordering;
         let mut this = self.project();
+        // Only the first poll may poll for the answer, and only if the statement is alone.
+        let mut permit = None;
         if this.counted.is_none() {
             let alone = this.in_flight.fetch_add(1, Ordering::AcqRel) == 0;
             *this.counted = Some(Counted(this.in_flight));
-            *this.spin = (alone && !on_blocking_caller()).then(SpinPermit::take);
+            permit = (alone && !on_blocking_caller()).then(SpinPermit::take);
         }
-        let permit = this.spin.take();
         let Some(until) = permit.as_ref().and_then(SpinPermit::deadline) else {
             return polling(false, || this.fut.as_mut().poll(cx));
         };

@@ -11,8 +11,8 @@
 mod client_core;
 pub(crate) mod watchdog;
 
-// foldhash: seeded per process (so lock names cannot be chosen to collide) and several times
-// faster than SipHash on the short keys of every acquire and release.
+// foldhash: seeded at random per process (colliding lock names cannot be prepared in advance)
+// and several times faster than SipHash on the short keys of every acquire and release.
 use foldhash::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};

@@ -64,8 +64,7 @@ where
     F: std::future::Future<Output = Result<C>> + Send + 'static,
     C: Send + 'static,
 {
-    // Boxed here, before any await: an `async fn` would keep `connect` in its own state until
-    // first polled, and so in the state of every future that awaits it.
+    // Not an `async fn`: one would keep `connect` in its state until first polled.
     let boxed = Box::pin(async move {
         match tokio::time::timeout(limit, connect).await {
             Ok(r) => r,

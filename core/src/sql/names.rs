@@ -122,7 +122,8 @@ pub(crate) fn pg_key(name: &str) -> PgKey {
             return PgKey::Big(v as i64);
         }
     }
-    if let Some((a, b)) = name.split_once(',').filter(|_| name.len() == 17) {
+    // "xxxxxxxx,xxxxxxxx": only a name of 17 bytes is searched for the comma.
+    if let Some((a, b)) = (name.len() == 17).then(|| name.split_once(',')).flatten() {
         let hex8 = |s: &str| s.len() == 8 && s.bytes().all(|c| c.is_ascii_hexdigit());
         if hex8(a) && hex8(b) {
             if let (Ok(a), Ok(b)) = (u32::from_str_radix(a, 16), u32::from_str_radix(b, 16)) {
