@@ -299,6 +299,15 @@ pub(crate) struct Pg {
 }
 
 impl Pg {
+    /// The fencing token in a granted lock statement's row (its first column; 0 without tokens,
+    /// where a wait's row is the lock function's void answer).
+    fn token(&self, row: &tokio_postgres::Row) -> u64 {
+        match self.fencing {
+            Fencing::None => 0,
+            _ => row.get::<_, i64>(0).max(0) as u64,
+        }
+    }
+
     /// A new connection, opened on polylock's runtime (its socket outlives the caller's).
     async fn open(&self) -> Result<PgConn> {
         let (config, tls, url) = (self.config.clone(), self.tls.clone(), self.url.clone());
@@ -457,10 +466,11 @@ fn lock_text(kv: &KeyVals, shared: bool, try_: bool, fencing: Fencing) -> String
                 ),
             }
         }
-        // The token column first, as in the others; the row comes once the lock is granted.
+        // No token: a try's row comes only when the lock is granted; a wait's is the lock
+        // function's own (void) answer, the same statement a bare caller sends.
         Fencing::None => match try_ {
             true => format!("SELECT 0::bigint WHERE {f}({})", kv.sql(1)),
-            false => format!("SELECT 0::bigint, {f}({})", kv.sql(1)),
+            false => format!("SELECT {f}({})", kv.sql(1)),
         },
         Fencing::Table => {
             let upsert = "ON CONFLICT (name) DO UPDATE SET token = polylock_fencing.token + 1 \
@@ -538,9 +548,35 @@ async fn settle(db: &Pg, conn: PgConn, slot: Slot) {
 pub(crate) struct PgLock {
     db: Arc<Pg>,
     kind: LockKind,
+    /// The last name's key: a name that is not a key's own text is hashed (SHA-1) to its key,
+    /// and an acquire and its release ask for the same name.
+    last_key: Mutex<Option<(Box<str>, PgKey)>>,
 }
 
 impl PgLock {
+    fn new(db: Arc<Pg>, kind: LockKind) -> PgLock {
+        PgLock {
+            db,
+            kind,
+            last_key: Mutex::new(None),
+        }
+    }
+
+    /// The key of `name` (see [`pg_key`]), from the last name's if it is the same. Never waits:
+    /// a caller that finds the last key in use computes its own.
+    fn key(&self, name: &str) -> KeyVals {
+        if let Ok(last) = self.last_key.try_lock() {
+            if let Some((_, key)) = last.as_ref().filter(|(n, _)| **n == *name) {
+                return KeyVals::of(*key);
+            }
+        }
+        let key = pg_key(name);
+        if let Ok(mut last) = self.last_key.try_lock() {
+            *last = Some((name.into(), key));
+        }
+        KeyVals::of(key)
+    }
+
     fn shared(&self) -> bool {
         self.kind == LockKind::Read
     }
@@ -579,10 +615,7 @@ impl PgLock {
         };
         let (conn, slot) = flight.finish();
         Ok(match out {
-            Ok(Some(row)) => {
-                let token: i64 = row.get(0);
-                Attempt::Granted(conn, slot, token.max(0) as u64)
-            }
+            Ok(Some(row)) => Attempt::Granted(conn, slot, self.db.token(&row)),
             Ok(None) => Attempt::Busy(conn, slot),
             Err(e) => Attempt::Failed(e, conn, slot),
         })
@@ -612,9 +645,8 @@ impl PgLock {
             return Err(Error::internal("a downgrade was refused by the server"));
         };
         self.db.pool.add_ref(&held);
-        let token: i64 = row.get(0);
         Ok(Granted {
-            token: token.max(0) as u64,
+            token: self.db.token(&row),
             count: 1,
             node: Some(node.to_string()),
             gone: Some(held.gone()),
@@ -666,7 +698,7 @@ impl HoldOps for PgLock {
         let Some(node) = node else {
             return Ok(false);
         };
-        let kv = KeyVals::of(pg_key(name));
+        let kv = self.key(name);
         let released = match self.db.pool.held(node) {
             Some(held) => {
                 let mut g = held.conn.lock().await;
@@ -706,7 +738,7 @@ impl LockOps for PgLock {
 
     async fn acquire(&self, req: &AcquireRequest<'_>) -> Result<Option<Granted>> {
         self.db.ready().await?;
-        let kv = KeyVals::of(pg_key(req.name));
+        let kv = self.key(req.name);
         if let (LockKind::Read, Some(node)) = (self.kind, req.write_node) {
             return Box::pin(self.downgrade(node, kv)).await.map(Some);
         }
@@ -1083,12 +1115,7 @@ pub(crate) async fn connect(
     let first = db.open().await?;
     *db.query.lock().await = Some((first, slots.take()?));
     pool.start_keepalive(options.watchdog_timeout / 3);
-    let lock = |kind| {
-        Some(Arc::new(PgLock {
-            db: db.clone(),
-            kind,
-        }))
-    };
+    let lock = |kind| Some(Arc::new(PgLock::new(db.clone(), kind)));
     Ok(Box::new(match mode {
         Mode::Session => PgBackend {
             exclusive: lock(LockKind::Reentrant),
