@@ -330,12 +330,11 @@ impl MySqlLock {
     }
 }
 
-#[async_trait]
-impl HoldOps for MySqlLock {
-    async fn drop_hold(&self, name: &str, _owner: OwnerId, node: Option<&str>) -> Result<bool> {
-        let Some(node) = node else {
-            return Ok(false);
-        };
+impl MySqlLock {
+    /// Unlock the hold of `name` on the held connection `node` and give the connection back
+    /// (to the idle pool, or closed if the unlock failed); whether the server had it locked.
+    /// Both a release and a dropped hold end here, without a second boxed future.
+    async fn unlock(&self, name: &str, node: &str) -> bool {
         let released = match self.db.pool.held(node) {
             Some(held) => {
                 let key = mysql_lock_name(name);
@@ -356,7 +355,17 @@ impl HoldOps for MySqlLock {
             None => false,
         };
         self.db.pool.unref(node, released).await;
-        Ok(released)
+        released
+    }
+}
+
+#[async_trait]
+impl HoldOps for MySqlLock {
+    async fn drop_hold(&self, name: &str, _owner: OwnerId, node: Option<&str>) -> Result<bool> {
+        Ok(match node {
+            Some(node) => self.unlock(name, node).await,
+            None => false,
+        })
     }
 }
 
@@ -434,12 +443,10 @@ impl LockOps for MySqlLock {
         let Some(node) = req.node else {
             return Ok(UnlockReply::NotHeld);
         };
-        Ok(
-            match self.drop_hold(req.name, req.owner, Some(node)).await? {
-                true => UnlockReply::Freed,
-                false => UnlockReply::NotHeld,
-            },
-        )
+        Ok(match self.unlock(req.name, node).await {
+            true => UnlockReply::Freed,
+            false => UnlockReply::NotHeld,
+        })
     }
 
     async fn is_locked(&self, name: &str) -> Result<bool> {

@@ -692,12 +692,11 @@ impl PgLock {
     }
 }
 
-#[async_trait]
-impl HoldOps for PgLock {
-    async fn drop_hold(&self, name: &str, _owner: OwnerId, node: Option<&str>) -> Result<bool> {
-        let Some(node) = node else {
-            return Ok(false);
-        };
+impl PgLock {
+    /// Unlock the hold of `name` on the held connection `node` and give the connection back
+    /// (to the idle pool, or closed if the unlock failed); whether the server had it locked.
+    /// Both a release and a dropped hold end here, without a second boxed future.
+    async fn unlock(&self, name: &str, node: &str) -> bool {
         let kv = self.key(name);
         let released = match self.db.pool.held(node) {
             Some(held) => {
@@ -718,7 +717,17 @@ impl HoldOps for PgLock {
             None => false,
         };
         self.db.pool.unref(node, released).await;
-        Ok(released)
+        released
+    }
+}
+
+#[async_trait]
+impl HoldOps for PgLock {
+    async fn drop_hold(&self, name: &str, _owner: OwnerId, node: Option<&str>) -> Result<bool> {
+        Ok(match node {
+            Some(node) => self.unlock(name, node).await,
+            None => false,
+        })
     }
 }
 
@@ -788,12 +797,10 @@ impl LockOps for PgLock {
         let Some(node) = req.node else {
             return Ok(UnlockReply::NotHeld);
         };
-        Ok(
-            match self.drop_hold(req.name, req.owner, Some(node)).await? {
-                true => UnlockReply::Freed,
-                false => UnlockReply::NotHeld,
-            },
-        )
+        Ok(match self.unlock(req.name, node).await {
+            true => UnlockReply::Freed,
+            false => UnlockReply::NotHeld,
+        })
     }
 
     async fn is_locked(&self, name: &str) -> Result<bool> {
