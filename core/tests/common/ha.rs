@@ -172,16 +172,24 @@ pub struct Cluster {
 
 impl Cluster {
     pub fn start() -> Cluster {
+        // The bus port is a free port of its own: by default it is the node's port + 10000,
+        // which another server may hold (a node then exits at start).
         let nodes: Vec<OwnRedis> = (0..6)
             .map(|_| {
-                OwnRedis::start(&[
-                    "--cluster-enabled",
-                    "yes",
-                    "--cluster-node-timeout",
-                    "2000",
-                    "--cluster-config-file",
-                    &format!("nodes-{}.conf", uuid::Uuid::new_v4().simple()),
-                ])
+                OwnRedis::start_with(|| {
+                    [
+                        "--cluster-enabled",
+                        "yes",
+                        "--cluster-node-timeout",
+                        "2000",
+                        "--cluster-port",
+                        &free_port().to_string(),
+                        "--cluster-config-file",
+                        &format!("nodes-{}.conf", uuid::Uuid::new_v4().simple()),
+                    ]
+                    .map(String::from)
+                    .to_vec()
+                })
             })
             .collect();
         let addrs: Vec<String> = nodes

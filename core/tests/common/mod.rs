@@ -64,10 +64,35 @@ pub struct OwnRedis {
 impl OwnRedis {
     /// A plain server on a free port, with `extra` arguments.
     pub fn start(extra: &[&str]) -> OwnRedis {
-        let port = free_port();
-        let mut args = vec!["--port".to_string(), port.to_string()];
-        args.extend(extra.iter().map(|a| a.to_string()));
-        OwnRedis::launch(port, args)
+        OwnRedis::start_with(|| extra.iter().map(|a| a.to_string()).collect())
+    }
+
+    /// A server on a free port, with the arguments `extra` makes, made again for each attempt:
+    /// a free port can be taken by another process before the server binds it (and a cluster
+    /// node's bus port with it), and the server then exits at once. Up to five attempts.
+    pub fn start_with(extra: impl Fn() -> Vec<String>) -> OwnRedis {
+        let mut why = String::new();
+        for _ in 0..5 {
+            let port = free_port();
+            let mut args = vec!["--port".to_string(), port.to_string()];
+            args.extend(extra());
+            let dir = OwnRedis::dir(port);
+            match OwnRedis::try_spawn(port, &dir, &args) {
+                Ok(child) => {
+                    return OwnRedis {
+                        child,
+                        port,
+                        dir,
+                        args,
+                    }
+                }
+                Err(e) => {
+                    let _ = std::fs::remove_dir_all(&dir);
+                    why = e;
+                }
+            }
+        }
+        panic!("own redis-server did not start in five attempts: {why}");
     }
 
     /// A TLS-only server on a free port with this certificate (also its own CA) and key.
@@ -91,9 +116,14 @@ impl OwnRedis {
         OwnRedis::launch(port, args.iter().map(|a| a.to_string()).collect())
     }
 
-    fn launch(port: u16, args: Vec<String>) -> OwnRedis {
+    fn dir(port: u16) -> PathBuf {
         let dir = std::env::temp_dir().join(format!("polylock-redis-{port}"));
         std::fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+
+    fn launch(port: u16, args: Vec<String>) -> OwnRedis {
+        let dir = OwnRedis::dir(port);
         let child = OwnRedis::spawn(port, &dir, &args);
         OwnRedis {
             child,
@@ -104,7 +134,14 @@ impl OwnRedis {
     }
 
     fn spawn(port: u16, dir: &std::path::Path, args: &[String]) -> Child {
-        let child = Command::new("redis-server")
+        OwnRedis::try_spawn(port, dir, args)
+            .unwrap_or_else(|e| panic!("own redis-server did not start: {e}"))
+    }
+
+    /// Start redis-server and wait until it accepts connections; an error if it exits first
+    /// or does not accept them within 5 s (then it is killed).
+    fn try_spawn(port: u16, dir: &std::path::Path, args: &[String]) -> Result<Child, String> {
+        let mut child = Command::new("redis-server")
             .args(["--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
             .arg("--dir")
             .arg(dir)
@@ -114,10 +151,19 @@ impl OwnRedis {
             .expect("redis-server must be installed (scripts/servers.sh install)");
         let deadline = Instant::now() + Duration::from_secs(5);
         while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-            assert!(Instant::now() < deadline, "own redis-server did not start");
+            if let Ok(Some(status)) = child.try_wait() {
+                return Err(format!(
+                    "port {port}: redis-server exited at start ({status})"
+                ));
+            }
+            if Instant::now() >= deadline {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(format!("port {port}: no connection accepted within 5 s"));
+            }
             std::thread::sleep(Duration::from_millis(20));
         }
-        child
+        Ok(child)
     }
 
     /// Kill the server and start it again on the same port; without persistence its data is gone.
