@@ -45,6 +45,23 @@ fn us(d: Duration) -> f64 {
 /// Pairs are timed in chunks of this many per mode, the modes taking turns.
 const CHUNK: usize = 20;
 
+/// Whether mode `m` runs: all of them, unless `--only m` names one (to profile one mode alone,
+/// e.g. under `perf stat` or `strace -c`).
+fn runs(m: &str) -> bool {
+    static ONLY: std::sync::OnceLock<Option<String>> = std::sync::OnceLock::new();
+    ONLY.get_or_init(|| {
+        let mut it = std::env::args();
+        while let Some(a) = it.next() {
+            if a == "--only" {
+                return it.next();
+            }
+        }
+        None
+    })
+    .as_deref()
+    .is_none_or(|o| o == m)
+}
+
 async fn polylock_round(lock: &polylock::Lock, n: usize, out: &mut Vec<Duration>) {
     let me = owner::fresh();
     for _ in 0..n {
@@ -222,14 +239,14 @@ fn report(
 ) {
     let mut best = f64::MAX;
     let mut line = format!("{what}:");
-    for (name, mut v) in floors {
+    for (name, mut v) in floors.into_iter().filter(|(_, v)| !v.is_empty()) {
         let b = us(p50(&mut v));
         best = best.min(b);
         line += &format!(" | {name} p50 {b:.1} us ({:.0} pairs/s)", 1e6 / b);
     }
     println!("{line}");
     let mut with_tokens = None;
-    for (name, mut v) in ours {
+    for (name, mut v) in ours.into_iter().filter(|(_, v)| !v.is_empty()) {
         let a = us(p50(&mut v));
         with_tokens.get_or_insert(a); // the first: the default, tokens drawn
         println!(
@@ -237,6 +254,9 @@ fn report(
             1e6 / a,
             a / best
         );
+    }
+    if statements.is_empty() {
+        return;
     }
     let c = us(p50(&mut statements));
     println!(
@@ -267,22 +287,31 @@ fn main() {
         let client_none = Client::connect(&no_fencing(&mysql)).await.unwrap();
         let mut raw = mysql_async::Conn::from_url(&mysql).await.unwrap();
         let (name, bare) = ("bench-sql-polylock", "bench-sql-bare");
-        let (mut ours, mut ours_none, mut floor, mut floor_polling, mut stmts) =
-            (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
         let lock = client.lock(name).unwrap();
         let lock_none = client_none.lock(name).unwrap();
-        polylock_round(&lock, pairs / 10, &mut Vec::new()).await; // warm up
-        polylock_round(&lock_none, pairs / 10, &mut Vec::new()).await;
-        mysql_floor(&mut raw, bare, pairs / 10, false, &mut Vec::new()).await;
-        mysql_floor(&mut raw, bare, pairs / 10, true, &mut Vec::new()).await;
-        mysql_statements(&mut raw, bare, pairs / 10, &mut Vec::new()).await;
-        for _ in 0..rounds * pairs.div_ceil(CHUNK) {
-            polylock_round(&lock, CHUNK, &mut ours).await;
-            polylock_round(&lock_none, CHUNK, &mut ours_none).await;
-            mysql_floor(&mut raw, bare, CHUNK, false, &mut floor).await;
-            mysql_floor(&mut raw, bare, CHUNK, true, &mut floor_polling).await;
-            mysql_statements(&mut raw, bare, CHUNK, &mut stmts).await;
+        let mut warm_up: [Vec<Duration>; 5] = Default::default();
+        let mut kept: [Vec<Duration>; 5] = Default::default();
+        let chunks = rounds * pairs.div_ceil(CHUNK);
+        for (n, times, into) in [(pairs / 10, 1, &mut warm_up), (CHUNK, chunks, &mut kept)] {
+            for _ in 0..times {
+                if runs("mysql-tokens") {
+                    polylock_round(&lock, n, &mut into[0]).await;
+                }
+                if runs("mysql-none") {
+                    polylock_round(&lock_none, n, &mut into[1]).await;
+                }
+                if runs("mysql-floor") {
+                    mysql_floor(&mut raw, bare, n, false, &mut into[2]).await;
+                }
+                if runs("mysql-floor-polling") {
+                    mysql_floor(&mut raw, bare, n, true, &mut into[3]).await;
+                }
+                if runs("mysql-statements") {
+                    mysql_statements(&mut raw, bare, n, &mut into[4]).await;
+                }
+            }
         }
+        let [ours, ours_none, floor, floor_polling, stmts] = kept;
         report(
             "MariaDB GET_LOCK",
             vec![
@@ -324,12 +353,24 @@ fn main() {
         let chunks = rounds * pairs.div_ceil(CHUNK);
         for (n, times, into) in [(pairs / 10, 1, &mut warm_up), (CHUNK, chunks, &mut kept)] {
             for _ in 0..times {
-                polylock_round(&lock, n, &mut into[0]).await;
-                polylock_round(&lock_none, n, &mut into[5]).await;
-                pg_pairs(&raw, &mut None, floor_task, n, &mut into[1]).await;
-                pg_pairs(&polled, &mut conn, floor_caller, n, &mut into[2]).await;
-                pg_pairs(&polled, &mut conn, floor_poll, n, &mut into[3]).await;
-                pg_pairs(&polled, &mut conn, statements, n, &mut into[4]).await;
+                if runs("pg-tokens") {
+                    polylock_round(&lock, n, &mut into[0]).await;
+                }
+                if runs("pg-none") {
+                    polylock_round(&lock_none, n, &mut into[5]).await;
+                }
+                if runs("pg-floor-task") {
+                    pg_pairs(&raw, &mut None, floor_task, n, &mut into[1]).await;
+                }
+                if runs("pg-floor-caller") {
+                    pg_pairs(&polled, &mut conn, floor_caller, n, &mut into[2]).await;
+                }
+                if runs("pg-floor-polling") {
+                    pg_pairs(&polled, &mut conn, floor_poll, n, &mut into[3]).await;
+                }
+                if runs("pg-statements") {
+                    pg_pairs(&polled, &mut conn, statements, n, &mut into[4]).await;
+                }
             }
         }
         let [ours, floor, floor_polled, floor_polling, stmts, ours_none] = kept;

@@ -294,3 +294,66 @@ async fn zookeeper_fair_lock_is_the_ordinary_lock() {
     assert_eq!(fair.kind(), polylock::LockKind::Reentrant);
     plain.release(1).await.unwrap();
 }
+
+/// Calls of `command` on the server, from `INFO commandstats`.
+async fn calls(conn: &mut redis::aio::MultiplexedConnection, command: &str) -> u64 {
+    let info: String = redis::cmd("INFO")
+        .arg("commandstats")
+        .query_async(conn)
+        .await
+        .unwrap();
+    let prefix = format!("cmdstat_{command}:calls=");
+    info.lines()
+        .find_map(|l| l.strip_prefix(prefix.as_str()))
+        .map_or(0, |rest| rest.split(',').next().unwrap().parse().unwrap())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_free_fair_lock_is_taken_without_a_subscription() {
+    // A server of the test's own, so that other tests' commands do not count.
+    let server = OwnRedis::start(&[]);
+    let c = Client::connect(&server.url()).await.unwrap();
+    let mut raw = raw_at(&server.url()).await;
+    let name = unique("fair-fast");
+    let lock = c.fair_lock(&name).unwrap();
+    let me = owner::fresh();
+    lock.acquire(me, AcquireOptions::forever()).await.unwrap(); // scripts loaded
+    lock.release(me).await.unwrap();
+    let _: () = redis::cmd("CONFIG")
+        .arg("RESETSTAT")
+        .query_async(&mut raw)
+        .await
+        .unwrap();
+    for _ in 0..20 {
+        lock.acquire(me, AcquireOptions::forever()).await.unwrap();
+        assert_eq!(lock.release(me).await.unwrap(), Released::Freed);
+    }
+    assert_eq!(
+        calls(&mut raw, "subscribe").await,
+        0,
+        "a free lock subscribed"
+    );
+    assert!(calls(&mut raw, "evalsha").await >= 40);
+    // A waiter behind a holder does subscribe, and gets the lock when the holder lets go.
+    let holder = owner::fresh();
+    lock.acquire(holder, AcquireOptions::forever())
+        .await
+        .unwrap();
+    let waiter = {
+        let lock = c.fair_lock(&name).unwrap();
+        tokio::spawn(async move {
+            lock.acquire(me, AcquireOptions::wait_for(Duration::from_secs(10)))
+                .await
+                .map(|a| a.fencing_token)
+        })
+    };
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while calls(&mut raw, "subscribe").await == 0 {
+        assert!(Instant::now() < deadline, "the waiter never subscribed");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    lock.release(holder).await.unwrap();
+    waiter.await.unwrap().unwrap();
+    assert_eq!(lock.release(me).await.unwrap(), Released::Freed);
+    c.close().await.unwrap();
+}

@@ -287,9 +287,6 @@ impl LockOps for RedisFairLock {
                 .await?
                 .ok());
         }
-        // This waiter's own channel: a release wakes the queue's head only.
-        let own = format!("{}:{field}", channel(Flavor::Plain, name));
-        let guard = self.conn.subs.wait_on(&own, Wake::All).await?;
         let mut leave = GiveUp {
             lock: self,
             name,
@@ -297,6 +294,19 @@ impl LockOps for RedisFairLock {
             undo: None,
             armed: true,
         };
+        // Fast path: a free lock with nobody queued costs one round trip, with no subscription.
+        // A refused try has taken a place in the queue (the guard leaves it if we stop here); a
+        // release between it and the subscription below is caught by the try after it.
+        if let Ok(g) = self
+            .attempt(name, &field, req.lease, req.held, true)
+            .await?
+        {
+            leave.armed = false; // the script took us out of the queue
+            return Ok(Some(g));
+        }
+        // This waiter's own channel: a release wakes the queue's head only.
+        let own = format!("{}:{field}", channel(Flavor::Plain, name));
+        let guard = self.conn.subs.wait_on(&own, Wake::All).await?;
         let refresh = self.stale / 3;
         loop {
             let notified = guard.channel.notify.notified();
