@@ -17,8 +17,7 @@ if ARGV[4] == '1' then
 end
 local mode = redis.call('hget', KEYS[1], 'mode')
 if mode == false then
-  redis.call('hset', KEYS[1], 'mode', 'read')
-  redis.call('hset', KEYS[1], ARGV[2], 1)
+  redis.call('hset', KEYS[1], 'mode', 'read', ARGV[2], 1)
   redis.call('set', KEYS[3] .. ':1', 1, 'px', lease)
   redis.call('pexpire', KEYS[1], lease)
   return {1, redis.call('incr', KEYS[2]), 1}

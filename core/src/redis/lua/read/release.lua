@@ -9,14 +9,15 @@
 -- ARGV[6] '1' on a retry after a lost reply
 -- Returns nil when the owner holds nothing, 0 when its count went down, 1 when its last read hold
 -- was released (the lock itself may still be held by other readers).
-local count = tonumber(redis.call('hget', KEYS[1], ARGV[3]) or '0')
+local held = redis.call('hmget', KEYS[1], ARGV[3], 'mode')
+local count = tonumber(held[1] or '0')
+local mode = held[2]
 if ARGV[6] == '1' and count == tonumber(ARGV[5]) - 1 then
   if count == 0 then
     return 1
   end
   return 0
 end
-local mode = redis.call('hget', KEYS[1], 'mode')
 if mode == false then
   -- Expired or deleted: wake whoever waits for it, as Redisson does.
   redis.call(ARGV[4], KEYS[2], ARGV[1])
@@ -25,16 +26,27 @@ end
 if count == 0 then
   return nil
 end
-local left = redis.call('hincrby', KEYS[1], ARGV[3], -1)
+local left = count - 1
+-- Holders' fields left in the hash besides 'mode' once this hold is gone.
+local others = redis.call('hlen', KEYS[1]) - 1
 if left == 0 then
+  others = others - 1
+  if others == 0 then
+    -- The only holder's last hold: the lock goes with it.
+    redis.call('del', KEYS[1], KEYS[3] .. ':' .. count)
+    redis.call(ARGV[4], KEYS[2], ARGV[1])
+    return 1
+  end
   redis.call('hdel', KEYS[1], ARGV[3])
+else
+  redis.call('hincrby', KEYS[1], ARGV[3], -1)
 end
-redis.call('del', KEYS[3] .. ':' .. (left + 1))
+redis.call('del', KEYS[3] .. ':' .. count)
 local result = 0
 if left == 0 then
   result = 1
 end
-if redis.call('hlen', KEYS[1]) > 1 then
+if others > 0 then
   local longest = -3
   for _, field in ipairs(redis.call('hkeys', KEYS[1])) do
     local n = tonumber(redis.call('hget', KEYS[1], field))
