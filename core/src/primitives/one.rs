@@ -113,12 +113,11 @@ impl OneLock {
     /// Cancel-safe: dropping the future leaves no hold behind. Closing the client ends the wait
     /// with `InvalidState`.
     pub async fn acquire(&self, owner: OwnerId, options: AcquireOptions) -> Result<Acquired> {
-        let stop = self.core.stop.clone();
         let acquired = tokio::select! {
             biased;
             r = self.acquire_unless_closed(owner, options) => r?,
             // Dropping the wait is cancel-safe: nothing is left behind on the server.
-            _ = stop.cancelled() => return Err(closed_while_waiting()),
+            _ = self.core.stop.cancelled() => return Err(closed_while_waiting()),
         };
         if self.core.is_closed() {
             // Granted while close() drained the holds: give it back, nobody renews it now.

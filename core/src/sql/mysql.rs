@@ -300,17 +300,15 @@ impl MySqlLock {
         // Cut short, the connection is unusable (the driver marks a connection whose exchange
         // was cut short as broken): kill the statement, then close the connection, which gives
         // back a grant that raced the kill.
-        let db = self.db.clone();
-        let mut flight = InFlight::new(
-            conn,
-            slot,
-            Box::new(move |conn: MyConn, slot| {
+        let db = &self.db;
+        let mut flight =
+            InFlight::new(conn, slot, |conn: MyConn, slot| -> BoxFuture<'static, ()> {
+                let db = db.clone();
                 Box::pin(async move {
                     db.kill_query(conn.id).await;
                     drop((conn, slot));
                 })
-            }),
-        );
+            });
         let out = {
             let statement = std::pin::pin!(crate::runtime::await_alone(
                 &self.db.in_flight,
@@ -338,13 +336,15 @@ impl MySqlLock {
         let released = match self.db.pool.held(node) {
             Some(held) => {
                 let key = mysql_lock_name(name);
-                let mut g = held.conn.lock().await;
+                let mut g = held.conn().await;
                 match g.as_mut() {
                     Some(c) => matches!(
                         crate::runtime::await_alone(
                             &self.db.in_flight,
-                            c.conn
-                                .exec_first::<Option<i64>, _, _>("SELECT RELEASE_LOCK(?)", (key,)),
+                            c.conn.exec_first::<Option<i64>, _, _>(
+                                "SELECT RELEASE_LOCK(?)",
+                                (&*key,)
+                            ),
                         )
                         .await,
                         Ok(Some(Some(1)))
@@ -493,7 +493,7 @@ impl LockOps for MySqlLock {
 impl MySqlLock {
     /// The connection id holding `name`, if any.
     async fn holder(&self, name: &str) -> Result<Option<u64>> {
-        let key = mysql_lock_name(name);
+        let key = mysql_lock_name(name).into_owned();
         let id: Option<Option<u64>> = self
             .db
             .with_query("look at a named lock", move |c| {

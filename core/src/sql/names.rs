@@ -14,7 +14,7 @@ use sha1::Digest as _;
 pub(crate) const MYSQL_MAX_NAME: usize = 64;
 
 /// The `GET_LOCK` name of a lock name (DistributedLock's `MySqlDistributedLock` rule).
-pub(crate) fn mysql_lock_name(name: &str) -> String {
+pub(crate) fn mysql_lock_name(name: &str) -> std::borrow::Cow<'_, str> {
     // The common case at once: short, ASCII, no capitals (the name is its own key).
     if !name.is_empty()
         && name.len() <= MYSQL_MAX_NAME
@@ -22,7 +22,7 @@ pub(crate) fn mysql_lock_name(name: &str) -> String {
             .bytes()
             .all(|b| b.is_ascii() && !b.is_ascii_uppercase())
     {
-        return name.to_string();
+        return name.into();
     }
     let base = if name.is_empty() {
         "__empty__".to_string()
@@ -30,12 +30,12 @@ pub(crate) fn mysql_lock_name(name: &str) -> String {
         lower_simple(name)
     };
     if base == name && name.encode_utf16().count() <= MYSQL_MAX_NAME {
-        return name.to_string();
+        return name.into();
     }
     let hash = sha2::Sha512::digest(name.as_bytes());
     let mut out = first_utf16_units(&base, 32);
     out.push_str(&base32_lsb_first(&hash[..20]));
-    out
+    out.into()
 }
 
 /// Lower case one character at a time, keeping a character whose lower case is not exactly one

@@ -22,6 +22,7 @@ use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
+use futures_util::future::BoxFuture;
 use futures_util::StreamExt;
 use tokio::sync::watch;
 use tokio_postgres::types::ToSql;
@@ -593,17 +594,15 @@ impl PgLock {
         let cancel = conn.cancel.clone();
         // Cut short, the statement goes on without a listener (the driver drops its answer):
         // cancel it, then unlock whatever it took before the connection is used again.
-        let db = self.db.clone();
-        let mut flight = InFlight::new(
-            conn,
-            slot,
-            Box::new(move |conn: PgConn, slot| {
+        let db = &self.db;
+        let mut flight =
+            InFlight::new(conn, slot, |conn: PgConn, slot| -> BoxFuture<'static, ()> {
+                let db = db.clone();
                 Box::pin(async move {
                     let _ = conn.cancel.cancel_query(db.tls.clone()).await;
                     settle(&db, conn, slot).await;
                 })
-            }),
-        );
+            });
         let out = {
             let statement = std::pin::pin!(lock_statement(flight.conn(), sql, &fence, &kv));
             answer_by(statement, deadline.filter(|_| !try_), || {
@@ -629,7 +628,7 @@ impl PgLock {
             .pool
             .held(node)
             .ok_or_else(|| super::session::unknown_node(node))?;
-        let mut g = held.conn.lock().await;
+        let mut g = held.conn().await;
         let conn = g.as_mut().ok_or_else(|| {
             Error::new(
                 ErrorKind::LockLost,
@@ -700,7 +699,7 @@ impl PgLock {
         let kv = self.key(name);
         let released = match self.db.pool.held(node) {
             Some(held) => {
-                let mut g = held.conn.lock().await;
+                let mut g = held.conn().await;
                 match g.as_mut() {
                     Some(c) => {
                         let sql = unlock_sql(&kv, self.shared());

@@ -29,20 +29,18 @@ pub(crate) trait SessionConn: Send + Sync + 'static {
     async fn close(self);
 }
 
-/// What to do with a connection whose lock statement was cut short by a dropped acquire.
-pub(crate) type Undo<C> = Box<dyn FnOnce(C, Slot) -> BoxFuture<'static, ()> + Send>;
-
 /// A lock connection lent to a statement that runs in the acquiring caller's own task (a task of
 /// its own would cost a hand-over between threads on every acquire). If the acquire is dropped
-/// before the statement answered, `undo` gets the connection on the runtime: it makes the server
-/// end the statement and gives back whatever the statement took.
-pub(crate) struct InFlight<C: SessionConn> {
+/// before the statement answered, `undo` gets the connection and makes the future, spawned on the
+/// runtime, that makes the server end the statement and gives back whatever the statement took.
+/// `undo` may borrow: it runs only then, so an acquire that ends normally clones nothing for it.
+pub(crate) struct InFlight<C: SessionConn, U: FnOnce(C, Slot) -> BoxFuture<'static, ()>> {
     lent: Option<(C, Slot)>,
-    undo: Option<Undo<C>>,
+    undo: Option<U>,
 }
 
-impl<C: SessionConn> InFlight<C> {
-    pub(crate) fn new(conn: C, slot: Slot, undo: Undo<C>) -> InFlight<C> {
+impl<C: SessionConn, U: FnOnce(C, Slot) -> BoxFuture<'static, ()>> InFlight<C, U> {
+    pub(crate) fn new(conn: C, slot: Slot, undo: U) -> InFlight<C, U> {
         InFlight {
             lent: Some((conn, slot)),
             undo: Some(undo),
@@ -60,7 +58,7 @@ impl<C: SessionConn> InFlight<C> {
     }
 }
 
-impl<C: SessionConn> Drop for InFlight<C> {
+impl<C: SessionConn, U: FnOnce(C, Slot) -> BoxFuture<'static, ()>> Drop for InFlight<C, U> {
     fn drop(&mut self) {
         if let (Some((conn, slot)), Some(undo)) = (self.lent.take(), self.undo.take()) {
             crate::runtime::handle().spawn(undo(conn, slot));
@@ -117,6 +115,15 @@ pub(crate) struct Held<C> {
 }
 
 impl<C> Held<C> {
+    /// The connection, once no other statement uses it: at once when it is free (the common
+    /// case, without the wait queue's future), else in turn.
+    pub(crate) async fn conn(&self) -> tokio::sync::MutexGuard<'_, Option<C>> {
+        match self.conn.try_lock() {
+            Ok(g) => g,
+            Err(_) => self.conn.lock().await,
+        }
+    }
+
     /// How a hold on this connection learns that the connection is gone: no task per hold.
     pub(crate) fn gone(&self) -> Gone {
         Gone::Notice(self.notice.clone())
@@ -229,7 +236,7 @@ impl<C: SessionConn> Pool<C> {
             return;
         };
         h.notice.clear(); // its holds ended: a later close of the connection is nobody's loss
-        let conn = h.conn.lock().await.take();
+        let conn = h.conn().await.take();
         if let Some(conn) = conn {
             if healthy {
                 self.put_back(conn, slot);
@@ -299,7 +306,7 @@ impl<C: SessionConn> Pool<C> {
             .collect();
         for (h, _slot) in held {
             h.notice.clear();
-            if let Some(c) = h.conn.lock().await.take() {
+            if let Some(c) = h.conn().await.take() {
                 c.close().await;
             }
         }
