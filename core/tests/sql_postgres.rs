@@ -355,8 +355,9 @@ async fn a_shedlock_unlock_is_seen_within_the_back_off() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn lease_table_waiters_wake_by_notify() {
     let woke = cases::table_wakeup(&pg_url()).await;
+    // 500 ms: far below the lease, with room for a loaded CI machine.
     assert!(
-        woke < Duration::from_millis(150),
+        woke < Duration::from_millis(500),
         "woke {woke:?} after the release"
     );
 }
