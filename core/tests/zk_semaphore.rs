@@ -141,3 +141,53 @@ async fn cancelled_acquires_keep_nothing() {
         assert!(leases.is_empty(), "{leases:?}");
     }
 }
+
+/// Releases of one permit each from many threads at once give back as many different leases:
+/// the pick of a lease and its removal from the client's registry are one step, so two releases
+/// never pick the same lease (which would leave another one held for the session's life).
+#[test]
+fn concurrent_releases_give_back_different_leases() {
+    const N: usize = 8;
+    let path = zk_path("sem-release-race");
+    let c = polylock::runtime::block_on(zk_client()).unwrap();
+    let s = c.semaphore(&path).unwrap();
+    let t = s.clone();
+    polylock::runtime::block_on(async move { t.try_set_permits(N as u32).await })
+        .unwrap()
+        .unwrap();
+    for round in 0..40 {
+        let t = s.clone();
+        polylock::runtime::block_on(async move { t.acquire(N as u32, Wait::Never).await })
+            .unwrap()
+            .unwrap();
+        assert_eq!(s.held_permits(), N as u32);
+        let start = std::sync::Barrier::new(N);
+        let results: Vec<_> = std::thread::scope(|scope| {
+            let threads: Vec<_> = (0..N)
+                .map(|_| {
+                    let (t, start) = (s.clone(), &start);
+                    scope.spawn(move || {
+                        start.wait();
+                        polylock::runtime::block_on(async move { t.release(1).await }).unwrap()
+                    })
+                })
+                .collect();
+            threads.into_iter().map(|t| t.join().unwrap()).collect()
+        });
+        for r in results {
+            r.unwrap();
+        }
+        assert_eq!(s.held_permits(), 0, "round {round}: a lease is still held");
+        let t = s.clone();
+        let free = polylock::runtime::block_on(async move { t.available_permits().await })
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            free, N as i64,
+            "round {round}: lease nodes left on the server"
+        );
+    }
+    polylock::runtime::block_on(async move { c.close().await })
+        .unwrap()
+        .unwrap();
+}

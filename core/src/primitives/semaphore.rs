@@ -1,6 +1,7 @@
 //! The semaphore: a number of permits shared by every client of a name (Redisson's `RSemaphore`
 //! on Redis, Curator's `InterProcessSemaphoreV2` on ZooKeeper).
 
+use foldhash::HashMap;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -8,7 +9,7 @@ use crate::backend::{Granted, PermitRequest, SemaphoreOps};
 use crate::hold::{watch_gone, ClientCore, Hold, HoldKey, LeaseMode};
 use crate::model::error::{Error, ErrorKind, Result};
 use crate::model::kind::HoldKind;
-use crate::model::lost::LostSignal;
+use crate::model::lost::{LostReason, LostSignal};
 use crate::model::options::{Wait, MAX_DURATION};
 use crate::model::outcome::SemaphoreStatus;
 use crate::model::owner::{self, OwnerId};
@@ -180,8 +181,10 @@ impl Semaphore {
         if !self.ops.holds_permits() {
             return self.ops.release(&self.name, permits, &[]).await;
         }
-        let owners: Vec<OwnerId> = {
-            let map = self.core.holds.lock();
+        // Pick and detach the leases under one lock: two releases at once must give back two
+        // different leases, never the same one twice (which would leave the other held forever).
+        let detached = {
+            let mut map = self.core.holds.lock();
             let mut mine: Vec<(OwnerId, bool)> = map
                 .iter()
                 .filter(|(k, _)| *k.0 == *self.name && k.1 == HoldKind::Permit)
@@ -199,33 +202,42 @@ impl Semaphore {
             }
             // Lost leases first (nothing to give back on the server), then the newest.
             mine.sort_by_key(|(o, lost)| (!lost, std::cmp::Reverse(*o)));
-            mine.into_iter()
+            let owners: Vec<OwnerId> = mine
+                .into_iter()
                 .take(permits as usize)
                 .map(|(o, _)| o)
-                .collect()
+                .collect();
+            self.detach(&mut map, &owners)
         };
-        self.release_leases(&owners).await
+        self.give_back(detached).await
     }
 
-    /// Give back the leases of `owners` (registry owners of this semaphore's permit holds).
-    async fn release_leases(&self, owners: &[OwnerId]) -> Result<()> {
+    /// Take the holds of `owners` (registry owners of this semaphore's permit holds) out of the
+    /// registry: the nodes to delete, and the reason if one of them was lost.
+    fn detach(
+        &self,
+        map: &mut HashMap<HoldKey, Hold>,
+        owners: &[OwnerId],
+    ) -> (Vec<String>, Option<LostReason>) {
         let mut nodes = Vec::new();
         let mut lost = None;
-        {
-            let mut map = self.core.holds.lock();
-            for o in owners {
-                let Some(h) = map.remove(&(self.name.clone(), HoldKind::Permit, *o)) else {
-                    continue;
-                };
-                match h.lost {
-                    Some(reason) => lost = Some(reason),
-                    None => {
-                        h.mark_released();
-                        nodes.extend(h.node.clone());
-                    }
+        for o in owners {
+            let Some(h) = map.remove(&(self.name.clone(), HoldKind::Permit, *o)) else {
+                continue;
+            };
+            match h.lost {
+                Some(reason) => lost = Some(reason),
+                None => {
+                    h.mark_released();
+                    nodes.extend(h.node.clone());
                 }
             }
         }
+        (nodes, lost)
+    }
+
+    /// Delete detached lease nodes on the server; `LockLost` if one of them was lost.
+    async fn give_back(&self, (nodes, lost): (Vec<String>, Option<LostReason>)) -> Result<()> {
         self.ops
             .release(&self.name, nodes.len() as u32, &nodes)
             .await?;
@@ -278,7 +290,8 @@ impl Permits {
                 .release(&semaphore.name, self.count, &[])
                 .await;
         }
-        semaphore.release_leases(&self.leases).await
+        let detached = semaphore.detach(&mut semaphore.core.holds.lock(), &self.leases);
+        semaphore.give_back(detached).await
     }
 
     /// True once one of the leases is lost (ZooKeeper).
