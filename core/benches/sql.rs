@@ -350,6 +350,9 @@ fn main() {
             .unwrap();
         let mut conn = Some(conn);
         let lock = client.lock(name).unwrap();
+        // One pair first: on a new database, polylock makes the fencing sequence that the bare
+        // token statements below are prepared against.
+        polylock_round(&lock, 1, &mut Vec::new()).await;
         let floor_on_task = pg_prepare(&raw, &mut None, PG_FLOOR).await;
         let floor_polled = pg_prepare(&polled, &mut conn, PG_FLOOR).await;
         let ours_polled = pg_prepare(&polled, &mut conn, PG_STATEMENTS).await;
