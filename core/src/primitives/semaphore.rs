@@ -59,6 +59,15 @@ fn check_permits(permits: u32, what: &str) -> Result<u32> {
     Ok(permits)
 }
 
+/// Permit holds taken out of the registry by one release, before their lease nodes are deleted
+/// on the server.
+struct Detached {
+    /// The lease nodes to delete (ZooKeeper; none on Redis, where permits are a count).
+    nodes: Vec<String>,
+    /// Why a hold among them was lost, if one was: the release then says so.
+    lost: Option<LostReason>,
+}
+
 impl Semaphore {
     pub(crate) fn new(core: Arc<ClientCore>, name: &str) -> Result<Semaphore> {
         let ops = core.backend.semaphore_ops()?;
@@ -214,30 +223,28 @@ impl Semaphore {
 
     /// Take the holds of `owners` (registry owners of this semaphore's permit holds) out of the
     /// registry: the nodes to delete, and the reason if one of them was lost.
-    fn detach(
-        &self,
-        map: &mut HashMap<HoldKey, Hold>,
-        owners: &[OwnerId],
-    ) -> (Vec<String>, Option<LostReason>) {
-        let mut nodes = Vec::new();
-        let mut lost = None;
+    fn detach(&self, map: &mut HashMap<HoldKey, Hold>, owners: &[OwnerId]) -> Detached {
+        let mut out = Detached {
+            nodes: Vec::new(),
+            lost: None,
+        };
         for o in owners {
-            let Some(h) = map.remove(&(self.name.clone(), HoldKind::Permit, *o)) else {
+            let Some(mut h) = map.remove(&(self.name.clone(), HoldKind::Permit, *o)) else {
                 continue;
             };
             match h.lost {
-                Some(reason) => lost = Some(reason),
+                Some(reason) => out.lost = Some(reason),
                 None => {
                     h.mark_released();
-                    nodes.extend(h.node.clone());
+                    out.nodes.extend(h.node.take());
                 }
             }
         }
-        (nodes, lost)
+        out
     }
 
     /// Delete detached lease nodes on the server; `LockLost` if one of them was lost.
-    async fn give_back(&self, (nodes, lost): (Vec<String>, Option<LostReason>)) -> Result<()> {
+    async fn give_back(&self, Detached { nodes, lost }: Detached) -> Result<()> {
         self.ops
             .release(&self.name, nodes.len() as u32, &nodes)
             .await?;
