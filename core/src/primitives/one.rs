@@ -226,7 +226,7 @@ impl OneLock {
                     granted.count,
                     mode,
                     deadline,
-                    granted.node.clone(),
+                    granted.node.take(),
                 )
             });
         let acquired = acquired_from(hold);

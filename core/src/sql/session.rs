@@ -4,6 +4,7 @@
 
 use foldhash::HashMap;
 use std::future::Future;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::task::Poll;
 use std::time::{Duration, Instant};
@@ -139,6 +140,9 @@ pub(crate) struct Pool<C: SessionConn> {
     idle: Mutex<Vec<(C, Slot)>>,
     held: Mutex<HashMap<u64, HeldEntry<C>>>,
     stop: CancellationToken,
+    /// Set with `stop` when the pool closes: read on every release, where a cancellation
+    /// token's look would take its lock.
+    closed: AtomicBool,
     /// Longest wait of a keep-alive ping.
     ping_timeout: Duration,
 }
@@ -150,6 +154,7 @@ impl<C: SessionConn> Pool<C> {
             idle: Mutex::default(),
             held: Mutex::default(),
             stop: CancellationToken::new(),
+            closed: AtomicBool::new(false),
             ping_timeout,
         })
     }
@@ -173,7 +178,7 @@ impl<C: SessionConn> Pool<C> {
 
     /// Give back a connection that holds nothing.
     pub(crate) fn put_back(&self, conn: C, slot: Slot) {
-        if conn.is_closed() || self.stop.is_cancelled() {
+        if conn.is_closed() || self.closed.load(Ordering::Acquire) {
             return;
         }
         self.idle
@@ -291,6 +296,7 @@ impl<C: SessionConn> Pool<C> {
 
     /// Close every connection (the client closes; its holds were dropped first).
     pub(crate) async fn close(&self) {
+        self.closed.store(true, Ordering::Release);
         self.stop.cancel();
         let idle: Vec<(C, Slot)> =
             std::mem::take(&mut *self.idle.lock().unwrap_or_else(|e| e.into_inner()));
