@@ -1,5 +1,7 @@
 //! The SQL session locks beside their floor, measured in the same run, the modes interleaved in
-//! chunks of 20 pairs (a burst of load on this machine then falls on every mode alike):
+//! chunks of 20 pairs in an order shuffled for every turn, each mode on a connection of its own
+//! (a burst of load on this machine then falls on every mode alike, and no mode always follows
+//! the same one):
 //! a polylock acquire+release pair (the lock statement also draws the fencing token), the same
 //! pair on a client opened with `fencing=none` (no token: the same two statements as the floor)
 //! beside a
@@ -44,6 +46,45 @@ fn us(d: Duration) -> f64 {
 
 /// Pairs are timed in chunks of this many per mode, the modes taking turns.
 const CHUNK: usize = 20;
+
+/// The MariaDB modes, by their `--only` names, in the order of their figures.
+const MYSQL_MODES: [&str; 5] = [
+    "mysql-tokens",
+    "mysql-none",
+    "mysql-floor",
+    "mysql-floor-polling",
+    "mysql-statements",
+];
+/// The PostgreSQL modes, by their `--only` names, in the order of their figures.
+const PG_MODES: [&str; 6] = [
+    "pg-tokens",
+    "pg-none",
+    "pg-floor-task",
+    "pg-floor-caller",
+    "pg-floor-polling",
+    "pg-statements",
+];
+
+/// The order the modes take their turns in: shuffled anew for every turn. In a fixed order a
+/// mode always follows the same one, and that shows: the same polylock mode timed twice per
+/// turn, once right after the bare loop on another connection, was 1-6 us slower in that place.
+#[derive(Default)]
+struct Order(u64);
+
+impl Order {
+    /// `0..n` in a new order (a Fisher-Yates shuffle on a fixed-seed LCG: runs are alike).
+    fn next(&mut self, n: usize) -> Vec<usize> {
+        let mut order: Vec<usize> = (0..n).collect();
+        for j in (1..n).rev() {
+            self.0 = self
+                .0
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            order.swap(j, (self.0 >> 33) as usize % (j + 1));
+        }
+        order
+    }
+}
 
 /// Whether mode `m` runs: all of them, unless `--only m` names one (to profile one mode alone,
 /// e.g. under `perf stat` or `strace -c`).
@@ -188,8 +229,8 @@ async fn on<T>(conn: &mut Option<PgConnection>, fut: impl Future<Output = T>) ->
 
 /// polylock's own two statements (the lock statement draws the token from the sequence).
 const PG_STATEMENTS: [&str; 2] = [
-    "WITH l AS MATERIALIZED (SELECT pg_advisory_lock($1::int8)) \
-     SELECT nextval('polylock_fencing_seq') FROM l",
+    "SELECT CASE WHEN pg_advisory_lock($1::int8) IS NULL THEN nextval('polylock_fencing_seq') \
+     ELSE nextval('polylock_fencing_seq') END",
     "SELECT pg_advisory_unlock($1::int8)",
 ];
 /// The floor: the bare lock and unlock.
@@ -215,10 +256,11 @@ async fn pg_prepare(
 async fn pg_pairs(
     conn: &tokio_postgres::Client,
     driven: &mut Option<PgConnection>,
-    ([lock, unlock], key, poll): (&[tokio_postgres::Statement; 2], i64, bool),
+    ([lock, unlock], poll): (&[tokio_postgres::Statement; 2], bool),
     n: usize,
     out: &mut Vec<Duration>,
 ) {
+    let key = 4242i64;
     for _ in 0..n {
         let t = Instant::now();
         polling(poll, on(driven, conn.query_one(lock, &[&key])))
@@ -293,8 +335,12 @@ fn main() {
         // MySQL / MariaDB.
         let client = Client::connect(&mysql).await.unwrap();
         let client_none = Client::connect(&no_fencing(&mysql)).await.unwrap();
+        // Each bare mode on a connection of its own, as each polylock mode has its own client.
         let mut raw = mysql_async::Conn::from_url(&mysql).await.unwrap();
+        let mut raw_polling = mysql_async::Conn::from_url(&mysql).await.unwrap();
+        let mut raw_statements = mysql_async::Conn::from_url(&mysql).await.unwrap();
         let (name, bare) = ("bench-sql-polylock", "bench-sql-bare");
+        let mut order = Order::default();
         let lock = client.lock(name).unwrap();
         let lock_none = client_none.lock(name).unwrap();
         let mut warm_up: [Vec<Duration>; 5] = Default::default();
@@ -302,20 +348,18 @@ fn main() {
         let chunks = rounds * pairs.div_ceil(CHUNK);
         for (n, times, into) in [(pairs / 10, 1, &mut warm_up), (CHUNK, chunks, &mut kept)] {
             for _ in 0..times {
-                if runs("mysql-tokens") {
-                    polylock_round(&lock, n, &mut into[0]).await;
-                }
-                if runs("mysql-none") {
-                    polylock_round(&lock_none, n, &mut into[1]).await;
-                }
-                if runs("mysql-floor") {
-                    mysql_floor(&mut raw, bare, n, false, &mut into[2]).await;
-                }
-                if runs("mysql-floor-polling") {
-                    mysql_floor(&mut raw, bare, n, true, &mut into[3]).await;
-                }
-                if runs("mysql-statements") {
-                    mysql_statements(&mut raw, bare, n, &mut into[4]).await;
+                for m in order.next(MYSQL_MODES.len()) {
+                    if !runs(MYSQL_MODES[m]) {
+                        continue;
+                    }
+                    let into = &mut into[m];
+                    match m {
+                        0 => polylock_round(&lock, n, into).await,
+                        1 => polylock_round(&lock_none, n, into).await,
+                        2 => mysql_floor(&mut raw, bare, n, false, into).await,
+                        3 => mysql_floor(&mut raw_polling, bare, n, true, into).await,
+                        _ => mysql_statements(&mut raw_statements, bare, n, into).await,
+                    }
                 }
             }
         }
@@ -345,46 +389,59 @@ fn main() {
             .await
             .unwrap();
         tokio::spawn(conn);
-        let (polled, conn) = tokio_postgres::connect(&pg, tokio_postgres::NoTls)
-            .await
-            .unwrap();
-        let mut conn = Some(conn);
+        // The caller-polled modes, each on a connection of its own.
+        let mut polled = Vec::new();
+        for _ in 0..3 {
+            let (c, conn) = tokio_postgres::connect(&pg, tokio_postgres::NoTls)
+                .await
+                .unwrap();
+            polled.push((c, Some(conn)));
+        }
+        let [(caller, caller_conn), (polling, polling_conn), (ours_bare, ours_bare_conn)] =
+            &mut polled[..]
+        else {
+            unreachable!()
+        };
         let lock = client.lock(name).unwrap();
         // One pair first: on a new database, polylock makes the fencing sequence that the bare
         // token statements below are prepared against.
         polylock_round(&lock, 1, &mut Vec::new()).await;
         let floor_on_task = pg_prepare(&raw, &mut None, PG_FLOOR).await;
-        let floor_polled = pg_prepare(&polled, &mut conn, PG_FLOOR).await;
-        let ours_polled = pg_prepare(&polled, &mut conn, PG_STATEMENTS).await;
-        let (floor_task, floor_caller) =
-            ((&floor_on_task, 4242, false), (&floor_polled, 4243, false));
-        let (floor_poll, statements) = ((&floor_polled, 4243, true), (&ours_polled, 4243, true));
+        let floor_caller = pg_prepare(caller, caller_conn, PG_FLOOR).await;
+        let floor_polling = pg_prepare(polling, polling_conn, PG_FLOOR).await;
+        let ours_polled = pg_prepare(ours_bare, ours_bare_conn, PG_STATEMENTS).await;
+        let mut order = Order::default();
         let mut warm_up: [Vec<Duration>; 6] = Default::default();
         let mut kept: [Vec<Duration>; 6] = Default::default();
         let chunks = rounds * pairs.div_ceil(CHUNK);
         for (n, times, into) in [(pairs / 10, 1, &mut warm_up), (CHUNK, chunks, &mut kept)] {
             for _ in 0..times {
-                if runs("pg-tokens") {
-                    polylock_round(&lock, n, &mut into[0]).await;
-                }
-                if runs("pg-none") {
-                    polylock_round(&lock_none, n, &mut into[5]).await;
-                }
-                if runs("pg-floor-task") {
-                    pg_pairs(&raw, &mut None, floor_task, n, &mut into[1]).await;
-                }
-                if runs("pg-floor-caller") {
-                    pg_pairs(&polled, &mut conn, floor_caller, n, &mut into[2]).await;
-                }
-                if runs("pg-floor-polling") {
-                    pg_pairs(&polled, &mut conn, floor_poll, n, &mut into[3]).await;
-                }
-                if runs("pg-statements") {
-                    pg_pairs(&polled, &mut conn, statements, n, &mut into[4]).await;
+                for m in order.next(PG_MODES.len()) {
+                    if !runs(PG_MODES[m]) {
+                        continue;
+                    }
+                    let into = &mut into[m];
+                    match m {
+                        0 => polylock_round(&lock, n, into).await,
+                        1 => polylock_round(&lock_none, n, into).await,
+                        2 => pg_pairs(&raw, &mut None, (&floor_on_task, false), n, into).await,
+                        3 => {
+                            let c = (&floor_caller, false);
+                            pg_pairs(caller, caller_conn, c, n, into).await
+                        }
+                        4 => {
+                            let c = (&floor_polling, true);
+                            pg_pairs(polling, polling_conn, c, n, into).await
+                        }
+                        _ => {
+                            let c = (&ours_polled, true);
+                            pg_pairs(ours_bare, ours_bare_conn, c, n, into).await
+                        }
+                    }
                 }
             }
         }
-        let [ours, floor, floor_polled, floor_polling, stmts, ours_none] = kept;
+        let [ours, ours_none, floor, floor_polled, floor_polling, stmts] = kept;
         report(
             "PostgreSQL advisory",
             vec![
