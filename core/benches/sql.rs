@@ -381,6 +381,9 @@ fn main() {
         );
         client.close().await.unwrap();
         client_none.close().await.unwrap();
+        for c in [raw, raw_polling, raw_statements] {
+            c.disconnect().await.unwrap();
+        }
         // PostgreSQL.
         let client = Client::connect(&pg).await.unwrap();
         let client_none = Client::connect(&no_fencing(&pg)).await.unwrap();
@@ -460,6 +463,14 @@ fn main() {
         );
         client.close().await.unwrap();
         client_none.close().await.unwrap();
+        // Without its client, a connection half says goodbye to the server and ends.
+        drop(raw);
+        for (c, conn) in polled {
+            drop(c);
+            if let Some(conn) = conn {
+                conn.await.unwrap();
+            }
+        }
     });
 }
 
