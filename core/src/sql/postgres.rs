@@ -5,9 +5,9 @@
 //!
 //! One statement takes the lock and draws the fencing token while it is held (a `CASE` whose
 //! condition is the lock function runs it before `nextval`; with `fencing=table` a `MATERIALIZED`
-//! CTE, PostgreSQL 12+, runs it before the counter's upsert). `nextval` commits nothing: the sequence is logged 32 values ahead, and
-//! a statement that logs it flushes that log before it answers, so after a crash the sequence
-//! resumes above every value handed out. A wait is the
+//! CTE, PostgreSQL 12+, runs it before the counter's upsert). `nextval` commits nothing: the
+//! sequence is logged 32 values ahead, and a statement that logs it flushes that log before it
+//! answers, so after a crash the sequence resumes above every value handed out. A wait is the
 //! server's own `pg_advisory_lock`; its deadline is kept by the client, which then sends the
 //! driver's cancel request and looks at what the statement did: a grant that raced the cancel
 //! is kept (timeout) or given back (a dropped acquire), and a lock taken by a statement
