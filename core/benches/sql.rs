@@ -65,6 +65,23 @@ const PG_MODES: [&str; 6] = [
     "pg-statements",
 ];
 
+/// The turns of `modes` that `--only` lets run, as (mode, pairs, kept): a warm-up of
+/// `pairs / 10` pairs per mode (not kept), then `rounds` rounds of `pairs` pairs per mode in
+/// chunks of [`CHUNK`], the modes of each turn in a new order (see [`Order`]).
+fn schedule(modes: &[&str], pairs: usize, rounds: usize) -> Vec<(usize, usize, bool)> {
+    let mut order = Order::default();
+    let turns = rounds * pairs.div_ceil(CHUNK);
+    std::iter::once((pairs / 10, false))
+        .chain(std::iter::repeat_n((CHUNK, true), turns))
+        .flat_map(|(n, keep)| {
+            let next = order.next(modes.len());
+            next.into_iter()
+                .filter(|&m| runs(modes[m]))
+                .map(move |m| (m, n, keep))
+        })
+        .collect()
+}
+
 /// The order the modes take their turns in: shuffled anew for every turn. In a fixed order a
 /// mode always follows the same one, and that shows: the same polylock mode timed twice per
 /// turn, once right after the bare loop on another connection, was 1-6 us slower in that place.
@@ -340,27 +357,17 @@ fn main() {
         let mut raw_polling = mysql_async::Conn::from_url(&mysql).await.unwrap();
         let mut raw_statements = mysql_async::Conn::from_url(&mysql).await.unwrap();
         let (name, bare) = ("bench-sql-polylock", "bench-sql-bare");
-        let mut order = Order::default();
         let lock = client.lock(name).unwrap();
         let lock_none = client_none.lock(name).unwrap();
-        let mut warm_up: [Vec<Duration>; 5] = Default::default();
-        let mut kept: [Vec<Duration>; 5] = Default::default();
-        let chunks = rounds * pairs.div_ceil(CHUNK);
-        for (n, times, into) in [(pairs / 10, 1, &mut warm_up), (CHUNK, chunks, &mut kept)] {
-            for _ in 0..times {
-                for m in order.next(MYSQL_MODES.len()) {
-                    if !runs(MYSQL_MODES[m]) {
-                        continue;
-                    }
-                    let into = &mut into[m];
-                    match m {
-                        0 => polylock_round(&lock, n, into).await,
-                        1 => polylock_round(&lock_none, n, into).await,
-                        2 => mysql_floor(&mut raw, bare, n, false, into).await,
-                        3 => mysql_floor(&mut raw_polling, bare, n, true, into).await,
-                        _ => mysql_statements(&mut raw_statements, bare, n, into).await,
-                    }
-                }
+        let (mut kept, mut warm_up): ([Vec<Duration>; 5], _) = Default::default();
+        for (m, n, keep) in schedule(&MYSQL_MODES, pairs, rounds) {
+            let into = if keep { &mut kept[m] } else { &mut warm_up };
+            match m {
+                0 => polylock_round(&lock, n, into).await,
+                1 => polylock_round(&lock_none, n, into).await,
+                2 => mysql_floor(&mut raw, bare, n, false, into).await,
+                3 => mysql_floor(&mut raw_polling, bare, n, true, into).await,
+                _ => mysql_statements(&mut raw_statements, bare, n, into).await,
             }
         }
         let [ours, ours_none, floor, floor_polling, stmts] = kept;
@@ -413,35 +420,16 @@ fn main() {
         let floor_caller = pg_prepare(caller, caller_conn, PG_FLOOR).await;
         let floor_polling = pg_prepare(polling, polling_conn, PG_FLOOR).await;
         let ours_polled = pg_prepare(ours_bare, ours_bare_conn, PG_STATEMENTS).await;
-        let mut order = Order::default();
-        let mut warm_up: [Vec<Duration>; 6] = Default::default();
-        let mut kept: [Vec<Duration>; 6] = Default::default();
-        let chunks = rounds * pairs.div_ceil(CHUNK);
-        for (n, times, into) in [(pairs / 10, 1, &mut warm_up), (CHUNK, chunks, &mut kept)] {
-            for _ in 0..times {
-                for m in order.next(PG_MODES.len()) {
-                    if !runs(PG_MODES[m]) {
-                        continue;
-                    }
-                    let into = &mut into[m];
-                    match m {
-                        0 => polylock_round(&lock, n, into).await,
-                        1 => polylock_round(&lock_none, n, into).await,
-                        2 => pg_pairs(&raw, &mut None, (&floor_on_task, false), n, into).await,
-                        3 => {
-                            let c = (&floor_caller, false);
-                            pg_pairs(caller, caller_conn, c, n, into).await
-                        }
-                        4 => {
-                            let c = (&floor_polling, true);
-                            pg_pairs(polling, polling_conn, c, n, into).await
-                        }
-                        _ => {
-                            let c = (&ours_polled, true);
-                            pg_pairs(ours_bare, ours_bare_conn, c, n, into).await
-                        }
-                    }
-                }
+        let (mut kept, mut warm_up): ([Vec<Duration>; 6], _) = Default::default();
+        for (m, n, keep) in schedule(&PG_MODES, pairs, rounds) {
+            let into = if keep { &mut kept[m] } else { &mut warm_up };
+            match m {
+                0 => polylock_round(&lock, n, into).await,
+                1 => polylock_round(&lock_none, n, into).await,
+                2 => pg_pairs(&raw, &mut None, (&floor_on_task, false), n, into).await,
+                3 => pg_pairs(caller, caller_conn, (&floor_caller, false), n, into).await,
+                4 => pg_pairs(polling, polling_conn, (&floor_polling, true), n, into).await,
+                _ => pg_pairs(ours_bare, ours_bare_conn, (&ours_polled, true), n, into).await,
             }
         }
         let [ours, ours_none, floor, floor_polled, floor_polling, stmts] = kept;
