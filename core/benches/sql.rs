@@ -13,6 +13,9 @@
 //! its answer the way polylock's statements do by default (for up to 150 us before the task
 //! sleeps, `POLYLOCK_SPIN_US`), so the fastest floor waits as polylock waits; run with
 //! `POLYLOCK_SPIN_US=0` to see both sides without polling (the polling floors then poll anyway).
+//! The polling floor runs twice more with 1 and 2 us of busy CPU before each of its statements,
+//! which measures what client work between an answer and the next statement costs on the
+//! machine of the run (a lock client's own work sits there: its registry of holds, its pool).
 //!
 //!     cargo bench --bench sql                       # the servers of scripts/servers.sh
 //!     cargo bench --bench sql -- --pairs 2000 --rounds 6
@@ -48,21 +51,25 @@ fn us(d: Duration) -> f64 {
 const CHUNK: usize = 20;
 
 /// The MariaDB modes, by their `--only` names, in the order of their figures.
-const MYSQL_MODES: [&str; 5] = [
+const MYSQL_MODES: [&str; 7] = [
     "mysql-tokens",
     "mysql-none",
     "mysql-floor",
     "mysql-floor-polling",
     "mysql-statements",
+    "mysql-floor-work1",
+    "mysql-floor-work2",
 ];
 /// The PostgreSQL modes, by their `--only` names, in the order of their figures.
-const PG_MODES: [&str; 6] = [
+const PG_MODES: [&str; 8] = [
     "pg-tokens",
     "pg-none",
     "pg-floor-task",
     "pg-floor-caller",
     "pg-floor-polling",
     "pg-statements",
+    "pg-floor-work1",
+    "pg-floor-work2",
 ];
 
 /// The turns of `modes` that `--only` lets run, as (mode, pairs, kept): a warm-up of
@@ -130,15 +137,32 @@ async fn polylock_round(lock: &polylock::Lock, n: usize, out: &mut Vec<Duration>
     }
 }
 
+/// The busy CPU of a client's own work between an answer and its next statement.
+fn work(d: Duration) {
+    if d.is_zero() {
+        return;
+    }
+    let t = Instant::now();
+    while t.elapsed() < d {
+        std::hint::spin_loop();
+    }
+}
+
+/// The client work that the `*-floor-work<n>` modes do before each statement, by mode.
+const WORK: [Duration; 2] = [Duration::from_micros(1), Duration::from_micros(2)];
+
+/// `n` bare pairs on `conn`, polling for answers when `poll`, with `busy` of client work before
+/// each statement.
 async fn mysql_floor(
     conn: &mut mysql_async::Conn,
     name: &str,
     n: usize,
-    poll: bool,
+    (poll, busy): (bool, Duration),
     out: &mut Vec<Duration>,
 ) {
     for _ in 0..n {
         let t = Instant::now();
+        work(busy);
         let got: Option<i64> = polling(
             poll,
             conn.exec_first("SELECT GET_LOCK(?, 31536000)", (name,)),
@@ -146,6 +170,7 @@ async fn mysql_floor(
         .await
         .unwrap();
         assert_eq!(got, Some(1));
+        work(busy);
         let _: Option<i64> = polling(poll, conn.exec_first("SELECT RELEASE_LOCK(?)", (name,)))
             .await
             .unwrap();
@@ -269,20 +294,22 @@ async fn pg_prepare(
 }
 
 /// `n` pairs of the prepared lock and unlock statements on key `key`, on a bare connection,
-/// polling for answers when `poll`.
+/// polling for answers when `poll`, with `busy` of client work before each statement.
 async fn pg_pairs(
     conn: &tokio_postgres::Client,
     driven: &mut Option<PgConnection>,
-    ([lock, unlock], poll): (&[tokio_postgres::Statement; 2], bool),
+    ([lock, unlock], poll, busy): (&[tokio_postgres::Statement; 2], bool, Duration),
     n: usize,
     out: &mut Vec<Duration>,
 ) {
     let key = 4242i64;
     for _ in 0..n {
         let t = Instant::now();
+        work(busy);
         polling(poll, on(driven, conn.query_one(lock, &[&key])))
             .await
             .unwrap();
+        work(busy);
         polling(poll, on(driven, conn.query_one(unlock, &[&key])))
             .await
             .unwrap();
@@ -295,16 +322,32 @@ fn report(
     ours: Vec<(&str, Vec<Duration>)>,
     floors: Vec<(&str, Vec<Duration>)>,
     mut statements: Vec<Duration>,
+    worked: [Vec<Duration>; 2],
 ) {
     // With `--only`, some modes did not run: no figure is printed against one that did not.
     let mut best: Option<f64> = None;
+    let mut polling_floor = None;
     let mut line = format!("{what}:");
     for (name, mut v) in floors.into_iter().filter(|(_, v)| !v.is_empty()) {
         let b = us(p50(&mut v));
         best = Some(best.map_or(b, |x| x.min(b)));
+        polling_floor = Some(b); // the last floor is the polling one
         line += &format!(" | {name} p50 {b:.1} us ({:.0} pairs/s)", 1e6 / b);
     }
     println!("{line}");
+    for (d, mut v) in WORK.into_iter().zip(worked).filter(|(_, v)| !v.is_empty()) {
+        let w = us(p50(&mut v));
+        println!(
+            "  the polling floor with {} us of busy CPU before each statement: p50 {w:.1} us{}",
+            d.as_micros(),
+            polling_floor.map_or(String::new(), |f| format!(
+                ", {:+.1} us per pair for {} us of work ({:.1}x its length)",
+                w - f,
+                2 * d.as_micros(),
+                (w - f) / (2.0 * us(d))
+            ))
+        );
+    }
     let ratio =
         |x: f64, to: &str| best.map_or(String::new(), |b| format!(", ratio {:.2}x {to}", x / b));
     let mut with_tokens = None;
@@ -340,6 +383,7 @@ fn main() {
         .unwrap_or_else(|_| "mysql://polylock:polylock-pw@127.0.0.1:3307/polylock".into());
     let pg = std::env::var("POLYLOCK_PG_URL")
         .unwrap_or_else(|_| "postgres://polylock:polylock-pw@127.0.0.1:5433/polylock".into());
+    const ZERO: Duration = Duration::ZERO;
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -356,21 +400,26 @@ fn main() {
         let mut raw = mysql_async::Conn::from_url(&mysql).await.unwrap();
         let mut raw_polling = mysql_async::Conn::from_url(&mysql).await.unwrap();
         let mut raw_statements = mysql_async::Conn::from_url(&mysql).await.unwrap();
+        let mut raw_work = [
+            mysql_async::Conn::from_url(&mysql).await.unwrap(),
+            mysql_async::Conn::from_url(&mysql).await.unwrap(),
+        ];
         let (name, bare) = ("bench-sql-polylock", "bench-sql-bare");
         let lock = client.lock(name).unwrap();
         let lock_none = client_none.lock(name).unwrap();
-        let (mut kept, mut warm_up): ([Vec<Duration>; 5], _) = Default::default();
+        let (mut kept, mut warm_up): ([Vec<Duration>; 7], _) = Default::default();
         for (m, n, keep) in schedule(&MYSQL_MODES, pairs, rounds) {
             let into = if keep { &mut kept[m] } else { &mut warm_up };
             match m {
                 0 => polylock_round(&lock, n, into).await,
                 1 => polylock_round(&lock_none, n, into).await,
-                2 => mysql_floor(&mut raw, bare, n, false, into).await,
-                3 => mysql_floor(&mut raw_polling, bare, n, true, into).await,
-                _ => mysql_statements(&mut raw_statements, bare, n, into).await,
+                2 => mysql_floor(&mut raw, bare, n, (false, Duration::ZERO), into).await,
+                3 => mysql_floor(&mut raw_polling, bare, n, (true, Duration::ZERO), into).await,
+                4 => mysql_statements(&mut raw_statements, bare, n, into).await,
+                _ => mysql_floor(&mut raw_work[m - 5], bare, n, (true, WORK[m - 5]), into).await,
             }
         }
-        let [ours, ours_none, floor, floor_polling, stmts] = kept;
+        let [ours, ours_none, floor, floor_polling, stmts, work1, work2] = kept;
         report(
             "MariaDB GET_LOCK",
             vec![
@@ -385,10 +434,12 @@ fn main() {
                 ),
             ],
             stmts,
+            [work1, work2],
         );
         client.close().await.unwrap();
         client_none.close().await.unwrap();
-        for c in [raw, raw_polling, raw_statements] {
+        let [w1, w2] = raw_work;
+        for c in [raw, raw_polling, raw_statements, w1, w2] {
             c.disconnect().await.unwrap();
         }
         // PostgreSQL.
@@ -401,13 +452,13 @@ fn main() {
         tokio::spawn(conn);
         // The caller-polled modes, each on a connection of its own.
         let mut polled = Vec::new();
-        for _ in 0..3 {
+        for _ in 0..5 {
             let (c, conn) = tokio_postgres::connect(&pg, tokio_postgres::NoTls)
                 .await
                 .unwrap();
             polled.push((c, Some(conn)));
         }
-        let [(caller, caller_conn), (polling, polling_conn), (ours_bare, ours_bare_conn)] =
+        let [(caller, caller_conn), (polling, polling_conn), (ours_bare, ours_bare_conn), (w1, w1_conn), (w2, w2_conn)] =
             &mut polled[..]
         else {
             unreachable!()
@@ -420,19 +471,23 @@ fn main() {
         let floor_caller = pg_prepare(caller, caller_conn, PG_FLOOR).await;
         let floor_polling = pg_prepare(polling, polling_conn, PG_FLOOR).await;
         let ours_polled = pg_prepare(ours_bare, ours_bare_conn, PG_STATEMENTS).await;
-        let (mut kept, mut warm_up): ([Vec<Duration>; 6], _) = Default::default();
+        let floor_w1 = pg_prepare(w1, w1_conn, PG_FLOOR).await;
+        let floor_w2 = pg_prepare(w2, w2_conn, PG_FLOOR).await;
+        let (mut kept, mut warm_up): ([Vec<Duration>; 8], _) = Default::default();
         for (m, n, keep) in schedule(&PG_MODES, pairs, rounds) {
             let into = if keep { &mut kept[m] } else { &mut warm_up };
             match m {
                 0 => polylock_round(&lock, n, into).await,
                 1 => polylock_round(&lock_none, n, into).await,
-                2 => pg_pairs(&raw, &mut None, (&floor_on_task, false), n, into).await,
-                3 => pg_pairs(caller, caller_conn, (&floor_caller, false), n, into).await,
-                4 => pg_pairs(polling, polling_conn, (&floor_polling, true), n, into).await,
-                _ => pg_pairs(ours_bare, ours_bare_conn, (&ours_polled, true), n, into).await,
+                2 => pg_pairs(&raw, &mut None, (&floor_on_task, false, ZERO), n, into).await,
+                3 => pg_pairs(caller, caller_conn, (&floor_caller, false, ZERO), n, into).await,
+                4 => pg_pairs(polling, polling_conn, (&floor_polling, true, ZERO), n, into).await,
+                5 => pg_pairs(ours_bare, ours_bare_conn, (&ours_polled, true, ZERO), n, into).await,
+                6 => pg_pairs(w1, w1_conn, (&floor_w1, true, WORK[0]), n, into).await,
+                _ => pg_pairs(w2, w2_conn, (&floor_w2, true, WORK[1]), n, into).await,
             }
         }
-        let [ours, ours_none, floor, floor_polled, floor_polling, stmts] = kept;
+        let [ours, ours_none, floor, floor_polled, floor_polling, stmts, work1, work2] = kept;
         report(
             "PostgreSQL advisory",
             vec![
@@ -448,6 +503,7 @@ fn main() {
                 ),
             ],
             stmts,
+            [work1, work2],
         );
         client.close().await.unwrap();
         client_none.close().await.unwrap();
