@@ -413,8 +413,8 @@ fn main() {
             match m {
                 0 => polylock_round(&lock, n, into).await,
                 1 => polylock_round(&lock_none, n, into).await,
-                2 => mysql_floor(&mut raw, bare, n, (false, Duration::ZERO), into).await,
-                3 => mysql_floor(&mut raw_polling, bare, n, (true, Duration::ZERO), into).await,
+                2 => mysql_floor(&mut raw, bare, n, (false, ZERO), into).await,
+                3 => mysql_floor(&mut raw_polling, bare, n, (true, ZERO), into).await,
                 4 => mysql_statements(&mut raw_statements, bare, n, into).await,
                 _ => mysql_floor(&mut raw_work[m - 5], bare, n, (true, WORK[m - 5]), into).await,
             }
