@@ -192,6 +192,14 @@ fn calls_run_on_the_loops_own_connection_and_keep_the_lock_logic() {
     client_close(client);
 }
 
+/// The local address of the socket `fd` (the client's address as the server sees it).
+fn local_addr(fd: Fd) -> std::net::SocketAddr {
+    use std::os::fd::FromRawFd;
+    // SAFETY: `fd` is an open socket the driver owns; ManuallyDrop keeps it from being closed.
+    let s = std::mem::ManuallyDrop::new(unsafe { std::net::TcpStream::from_raw_fd(fd) });
+    s.local_addr().unwrap()
+}
+
 fn client_close(client: Client) {
     polylock::runtime::block_on(async move { client.close().await })
         .unwrap()
@@ -268,18 +276,22 @@ fn a_killed_connection_fails_typed_or_goes_on_and_the_loop_reconnects() {
     let name = unique("killed");
     let lock = client.lock(&name).unwrap();
     l.warm(&lock);
-    // Kill every normal client connection of the server (the loop's among them).
+    // Kill the loop's connection on the server, by the address it has there: only this test's
+    // (the other tests of this file run beside it, each on a loop connection of its own).
+    let fds: Vec<_> = l.watched.borrow().fds.keys().copied().collect();
+    assert_eq!(fds.len(), 1, "the loop watches its one connection");
+    let addr = local_addr(fds[0]);
     let admin = redis::Client::open(redis_url()).unwrap();
     let mut c = admin.get_connection().unwrap();
     let killed: i64 = redis::cmd("CLIENT")
         .arg("KILL")
-        .arg("TYPE")
-        .arg("normal")
+        .arg("ADDR")
+        .arg(addr.to_string())
         .arg("SKIPME")
         .arg("yes")
         .query(&mut c)
         .unwrap();
-    assert!(killed >= 1);
+    assert_eq!(killed, 1, "the loop's connection {addr} is on the server");
     let after = l.run({
         let lock = lock.clone();
         async move { lock.acquire(1, AcquireOptions::default()).await }
