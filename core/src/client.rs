@@ -57,35 +57,18 @@ impl Client {
     pub async fn connect_with(url: &str, options: ClientOptions) -> Result<Client> {
         options.validate()?;
         let scheme = url.split_once("://").map(|(s, _)| s.to_ascii_lowercase());
-        let url = url.to_string();
-        #[derive(Clone, Copy)]
-        enum Family {
-            Redis,
-            Zk,
-            Sql,
-        }
-        let family = match scheme.as_deref() {
-            Some(
-                "redis" | "rediss" | "redis+sentinel" | "rediss+sentinel" | "redis+cluster"
-                | "rediss+cluster",
-            ) => Family::Redis,
-            Some("zk" | "zks") => Family::Zk,
-            Some("mysql" | "mariadb" | "postgres" | "postgresql") => Family::Sql,
-            _ => {
-                // server_key: the URL without its credentials, never a password.
-                return Err(Error::invalid(format!(
-                    "malformed URL '{}': expected redis://[user:password@]host:port[/db], rediss://..., zk://host:port[,host:port...][/chroot], mysql://user:password@host:port/database or postgres://user:password@host:port/database",
-                    server_key(&url)
-                )));
-            }
+        let Some(family) = scheme.as_deref().and_then(Family::of) else {
+            // server_key: the URL without its credentials, never a password.
+            return Err(Error::invalid(format!(
+                "malformed URL '{}': {URL_FORMS}",
+                server_key(url)
+            )));
         };
+        family.check_compiled()?;
+        let url = url.to_string();
         let server = server_key(&url);
         Client::launch(server, options, move |id, options| async move {
-            match family {
-                Family::Zk => crate::zookeeper::connect(&url, &options).await,
-                Family::Redis => crate::redis::connect(&url, &options, &id).await,
-                Family::Sql => crate::sql::connect(&url, &options, &id).await,
-            }
+            family.connect(&url, &options, &id).await
         })
         .await
     }
@@ -106,6 +89,21 @@ impl Client {
         options: ClientOptions,
     ) -> Result<Client> {
         options.validate()?;
+        Family::Redis.check_compiled()?;
+        #[cfg(feature = "redis")]
+        return Client::connect_redlock_checked(urls, options).await;
+        #[cfg(not(feature = "redis"))]
+        {
+            let _ = urls;
+            unreachable!("check_compiled refused a RedLock in a build without Redis")
+        }
+    }
+
+    #[cfg(feature = "redis")]
+    async fn connect_redlock_checked<S: AsRef<str>>(
+        urls: &[S],
+        options: ClientOptions,
+    ) -> Result<Client> {
         let (min, max) = (
             crate::redis::REDLOCK_MIN_SERVERS,
             crate::redis::REDLOCK_MAX_SERVERS,
@@ -383,6 +381,91 @@ impl Client {
     }
 }
 
+/// Every URL form a client connects to, for the error of a malformed URL (the README's URL table
+/// has them with their options).
+pub(crate) const URL_FORMS: &str = "expected redis://[user:password@]host:port[/db], rediss://..., \
+     redis+sentinel://host:port[,host:port...]/<master>[/db], redis+cluster://host:port[,host:port...], \
+     zk://host:port[,host:port...][/chroot], zks://...?tls_ca_file=PATH, \
+     mysql://user:password@host:port/database (also mariadb://) or \
+     postgres://user:password@host:port/database (also postgresql://); see the URL table in the README";
+
+/// The backend family of a URL scheme, and the cargo feature that compiles it in. The one place
+/// where a backend's presence is decided (`cfg`), so that a build with fewer backends refuses
+/// their URLs with a typed error instead of failing to compile or to parse them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Family {
+    Redis,
+    ZooKeeper,
+    MySql,
+    Postgres,
+}
+
+impl Family {
+    fn of(scheme: &str) -> Option<Family> {
+        Some(match scheme {
+            "redis" | "rediss" | "redis+sentinel" | "rediss+sentinel" | "redis+cluster"
+            | "rediss+cluster" => Family::Redis,
+            "zk" | "zks" => Family::ZooKeeper,
+            "mysql" | "mariadb" => Family::MySql,
+            "postgres" | "postgresql" => Family::Postgres,
+            _ => return None,
+        })
+    }
+
+    /// The cargo feature of polylock that compiles this backend in.
+    fn feature(self) -> &'static str {
+        match self {
+            Family::Redis => "redis",
+            Family::ZooKeeper => "zookeeper",
+            Family::MySql => "mysql",
+            Family::Postgres => "postgres",
+        }
+    }
+
+    fn compiled(self) -> bool {
+        match self {
+            Family::Redis => cfg!(feature = "redis"),
+            Family::ZooKeeper => cfg!(feature = "zookeeper"),
+            Family::MySql => cfg!(feature = "mysql"),
+            Family::Postgres => cfg!(feature = "postgres"),
+        }
+    }
+
+    /// `Unsupported`, naming the feature, when this build has no such backend.
+    fn check_compiled(self) -> Result<()> {
+        if self.compiled() {
+            return Ok(());
+        }
+        Err(Error::unsupported(format!(
+            "this build of polylock has no {self:?} backend: it was compiled without the `{}` \
+             cargo feature (polylock = {{ features = [\"{}\"] }})",
+            self.feature(),
+            self.feature()
+        )))
+    }
+
+    async fn connect(
+        self,
+        url: &str,
+        options: &ClientOptions,
+        id: &str,
+    ) -> Result<Box<dyn crate::backend::Backend>> {
+        let _ = (url, options, id);
+        match self {
+            #[cfg(feature = "redis")]
+            Family::Redis => crate::redis::connect(url, options, id).await,
+            #[cfg(feature = "zookeeper")]
+            Family::ZooKeeper => crate::zookeeper::connect(url, options).await,
+            #[cfg(feature = "sql")]
+            Family::MySql | Family::Postgres => crate::sql::connect(url, options, id).await,
+            #[allow(unreachable_patterns)]
+            _ => Err(self
+                .check_compiled()
+                .expect_err("a backend that is compiled in has its arm above")),
+        }
+    }
+}
+
 /// A URL's server part, for ordering: the scheme, the hosts and the database or chroot, without
 /// credentials, options or fragment.
 fn server_key(url: &str) -> String {
@@ -394,7 +477,51 @@ fn server_key(url: &str) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::server_key;
+    use super::{server_key, Family};
+    use crate::{Client, ErrorKind};
+
+    /// In a build without some backend (CI checks `--no-default-features --features redis`), its
+    /// URLs fail at once with `Unsupported` naming the cargo feature, before any connection.
+    #[test]
+    fn a_url_of_a_backend_left_out_names_its_feature() {
+        let urls = [
+            "redis://127.0.0.1:1",
+            "zk://127.0.0.1:1",
+            "mysql://u:p@127.0.0.1:1/db",
+            "postgres://u:p@127.0.0.1:1/db",
+        ];
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        for url in urls {
+            let family = Family::of(url.split("://").next().unwrap()).unwrap();
+            let feature = format!("`{}` cargo feature", family.feature());
+            if family.compiled() {
+                assert!(family.check_compiled().is_ok());
+                continue;
+            }
+            let e = rt.block_on(Client::connect(url)).unwrap_err();
+            assert_eq!(e.kind(), ErrorKind::Unsupported, "{url}: {e}");
+            assert!(e.to_string().contains(&feature), "{url}: {e}");
+        }
+        if Family::Redis.compiled() && !cfg!(feature = "tls") {
+            let e = rt
+                .block_on(Client::connect("rediss://127.0.0.1:1"))
+                .unwrap_err();
+            assert_eq!(e.kind(), ErrorKind::Unsupported, "{e}");
+            assert!(e.to_string().contains("`tls` cargo feature"), "{e}");
+        }
+        if !Family::Redis.compiled() {
+            let urls = [
+                "redis://127.0.0.1:1",
+                "redis://127.0.0.1:2",
+                "redis://127.0.0.1:3",
+            ];
+            let e = rt.block_on(Client::connect_redlock(&urls)).unwrap_err();
+            assert_eq!(e.kind(), ErrorKind::Unsupported, "{e}");
+        }
+    }
 
     #[test]
     fn server_keys_leave_out_credentials_and_options() {

@@ -82,8 +82,9 @@ pub fn handle() -> Handle {
         // A forked child: the parent's worker threads are gone, so that runtime can neither run
         // nor be dropped safely. It is leaked on purpose and a new one is built below.
     }
-    // Two rustls crypto providers are linked (ring for Redis and SQL, aws-lc-rs through
-    // ZooKeeper's TLS library); rustls then wants one named as the process default.
+    // polylock's TLS uses ring. With ZooKeeper's TLS compiled in, aws-lc-rs is linked too (see
+    // core/Cargo.toml), and rustls then wants one provider named as the process default.
+    #[cfg(feature = "tls")]
     let _ = rustls::crypto::ring::default_provider().install_default();
     let rt = Builder::new_multi_thread()
         .worker_threads(worker_threads())

@@ -165,6 +165,12 @@ impl RedisUrl {
             "rediss+cluster" => (true, "cluster"),
             _ => return Err(bad(url, &format!("unknown scheme '{scheme}'"))),
         };
+        if tls && !cfg!(feature = "tls") {
+            return Err(Error::unsupported(format!(
+                "{scheme}:// needs TLS, and this build of polylock was compiled without the `tls` \
+                 cargo feature"
+            )));
+        }
         let plain = if tls { "rediss" } else { "redis" };
         if kind == "single" {
             if sentinel_user.is_some() || sentinel_password.is_some() {

@@ -33,11 +33,14 @@
 //! its bare `GET_LOCK` / `pg_advisory_lock` statement, a lease-table lock its row alone, and
 //! no fencing table or sequence is created. For services that never hand a token to a resource.
 
+#[cfg(feature = "mysql")]
 mod mysql;
 mod names;
+#[cfg(feature = "postgres")]
 mod postgres;
 mod session;
 mod table;
+#[cfg(feature = "postgres")]
 mod tls;
 
 use std::time::Duration;
@@ -290,6 +293,17 @@ impl SqlUrl {
                 _ => driver_params.push(kv),
             }
         }
+        let wants_tls = root_cert.is_some()
+            || pg_tls == Some(true)
+            || driver_params
+                .iter()
+                .any(|kv| kv.starts_with("require_ssl=true"));
+        if wants_tls && !cfg!(feature = "tls") {
+            return Err(crate::model::error::Error::unsupported(
+                "this SQL URL asks for TLS, and this build of polylock was compiled without the \
+                 `tls` cargo feature",
+            ));
+        }
         let mut driver_url = format!("{scheme}://{base}");
         if !driver_params.is_empty() {
             driver_url.push('?');
@@ -334,8 +348,13 @@ pub(crate) async fn connect(
             .unwrap_or(DEFAULT_MAX_CONNECTIONS),
     );
     match url.flavor {
+        #[cfg(feature = "mysql")]
         Flavor::MySql => mysql::connect(url, options, client_id).await,
+        #[cfg(feature = "postgres")]
         Flavor::Postgres => postgres::connect(url, options, client_id).await,
+        // The client refuses the URL of a backend that is not compiled in before it gets here.
+        #[allow(unreachable_patterns)]
+        _ => Err(Error::internal("a SQL flavor that is not compiled in")),
     }
 }
 

@@ -31,7 +31,7 @@ use tokio_postgres::{error::SqlState, AsyncMessage, Client as PgClient, Statemen
 use super::names::{pg_key, PgKey};
 use super::session::{answer_by, InFlight, Pool, SessionConn};
 use super::table::{self, TableDb, TableLock, TableWaiter};
-use super::tls::{MakeRustls, RustlsStream};
+use super::tls::{make_tls, MakeTls};
 use super::{Fencing, Mode, Slot, Slots, SqlUrl, DEFAULT_MAX_CONNECTIONS, FENCING_SEQUENCE};
 use crate::backend::{
     AcquireRequest, Backend, Granted, HoldOps, LeaseSupport, LockOps, Reentry, ReleaseRequest,
@@ -49,8 +49,10 @@ const CREATE_FENCING: &str = "CREATE TABLE IF NOT EXISTS polylock_fencing (name 
 const UTC_NOW: &str = "timezone('utc', CURRENT_TIMESTAMP)";
 
 /// The driver's connection half: the socket, written and read as it is polled.
-type PgConnection =
-    tokio_postgres::Connection<tokio_postgres::Socket, RustlsStream<tokio_postgres::Socket>>;
+type PgConnection = tokio_postgres::Connection<
+    tokio_postgres::Socket,
+    <MakeTls as tokio_postgres::tls::MakeTlsConnect<tokio_postgres::Socket>>::Stream,
+>;
 
 /// A PostgreSQL connection: the client half, the connection half, and the backend's pid.
 ///
@@ -288,7 +290,7 @@ impl KeyVals {
 pub(crate) struct Pg {
     url: SqlUrl,
     config: tokio_postgres::Config,
-    tls: MakeRustls,
+    tls: MakeTls,
     options: ClientOptions,
     pool: Arc<Pool<PgConn>>,
     query: tokio::sync::Mutex<Option<(PgConn, Slot)>>,
@@ -1101,7 +1103,7 @@ pub(crate) async fn connect(
     });
     config.connect_timeout(options.connect_timeout);
     config.application_name("polylock");
-    let tls = MakeRustls::new(url.root_cert.as_deref())?;
+    let tls = make_tls(url.root_cert.as_deref())?;
     let slots = Slots::new(
         url.max_connections.unwrap_or(DEFAULT_MAX_CONNECTIONS),
         SERVER,

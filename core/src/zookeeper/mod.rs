@@ -170,6 +170,7 @@ impl ZkUrl {
 }
 
 /// zookeeper-client's TLS options from the files of a `zks://` URL.
+#[cfg(feature = "tls")]
 fn tls_options(tls: &ZkTls) -> Result<zk::TlsOptions> {
     let read = |what: &str, path: &str| {
         std::fs::read_to_string(path).map_err(|e| {
@@ -281,7 +282,15 @@ impl ZkSession {
         }
         let connect: std::pin::Pin<Box<dyn std::future::Future<Output = _> + Send + '_>> =
             match &url.tls {
+                #[cfg(feature = "tls")]
                 Some(tls) => Box::pin(c.with_tls(tls_options(tls)?).secure_connect(&url.cluster)),
+                #[cfg(not(feature = "tls"))]
+                Some(_) => {
+                    return Err(Error::unsupported(
+                        "zks:// needs TLS, and this build of polylock was compiled without the \
+                         `tls` cargo feature",
+                    ))
+                }
                 None => Box::pin(c.connect(&url.cluster)),
             };
         match tokio::time::timeout(options.connect_timeout * 2, connect).await {
