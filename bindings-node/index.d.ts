@@ -38,8 +38,9 @@ export interface Hold extends AsyncDisposable {
 }
 
 /** `code` is `ERR_POLYLOCK_<NAME>`: TIMEOUT, NOT_OWNER, LOCK_LOST, CONNECTION, AUTH, BACKEND,
- * INVALID_STATE, INTERNAL, CANCELLED, UNSUPPORTED, UPGRADE_NOT_SUPPORTED, ... Bad arguments are TypeError/RangeError
- * with code ERR_POLYLOCK_INVALID_ARGUMENT. */
+ * INVALID_STATE, INTERNAL, PANIC (a panic caught in native code: a bug, please report it),
+ * CANCELLED, UNSUPPORTED, UPGRADE_NOT_SUPPORTED, ... Bad arguments are TypeError/RangeError with
+ * code ERR_POLYLOCK_INVALID_ARGUMENT. */
 export class PolylockError extends Error {
   readonly code: string;
 }

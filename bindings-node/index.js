@@ -40,7 +40,8 @@ function check(answer) {
   return outcome;
 }
 
-/** Runs a synchronous native call, turning its `CODE\u0001message` errors into PolylockErrors. */
+/** Runs a synchronous native call, turning its `CODE\u0001message` errors into PolylockErrors
+ * (a panic caught in native code is one: ERR_POLYLOCK_PANIC). */
 function call(fn) {
   try {
     return fn();
@@ -83,8 +84,8 @@ function checkSignal(signal) {
 async function cancellable(signal, start) {
   checkSignal(signal);
   // A call without a signal needs no token (making one costs a native object per call).
-  const token = signal ? new native.CancelToken() : undefined;
-  const onAbort = () => token.cancel();
+  const token = signal ? call(() => new native.CancelToken()) : undefined;
+  const onAbort = () => call(() => token.cancel());
   signal?.addEventListener('abort', onAbort, { once: true });
   try {
     const outcome = norm(await call(() => start(token)));
@@ -144,9 +145,9 @@ function durations(options) {
  */
 async function connect(url, options = {}) {
   name(url, 'url');
-  const slot = new native.ClientSlot();
+  const slot = call(() => new native.ClientSlot());
   check(await call(() => native.connect(url, durations(options), slot)));
-  return new Client(slot.take());
+  return new Client(call(() => slot.take()));
 }
 
 /**
@@ -159,9 +160,9 @@ async function connect(url, options = {}) {
 async function connectRedlock(urls, options = {}) {
   if (!Array.isArray(urls)) throw argError(TypeError, 'urls must be an array of URL strings');
   urls.forEach((u, i) => name(u, `urls[${i}]`));
-  const slot = new native.ClientSlot();
+  const slot = call(() => new native.ClientSlot());
   check(await call(() => native.connectRedlock(urls, durations(options), slot)));
-  return new Client(slot.take());
+  return new Client(call(() => slot.take()));
 }
 
 // Clients not closed yet. When the process (or a worker thread) exits they are closed, so that the
@@ -178,7 +179,7 @@ function closeAtExit(client) {
   process.once('exit', () => {
     for (const ref of openClients.values()) {
       const c = ref.deref();
-      if (c && !c._closed) c._native.closeSync();
+      if (c && !c._closed) call(() => c._native.closeSync());
     }
     openClients.clear();
   });
@@ -195,7 +196,7 @@ class Client {
 
   /** This client's random id (the `<clientId>` part of stored owners). */
   get id() {
-    return this._native.id;
+    return call(() => this._native.id);
   }
 
   get closed() {
@@ -290,7 +291,7 @@ class Client {
   async close() {
     this._closed = true;
     openClients.delete(this.id);
-    check(await this._native.close());
+    check(await call(() => this._native.close()));
   }
 
   /** Send the lost events of `lock`'s owner on locks of `kind` (default: its own) to `lock`. */
@@ -300,18 +301,18 @@ class Client {
     if (this._watching) return;
     this._watching = true;
     // One weak callback for the whole client: it never keeps the process alive by itself.
-    this._native.watchLost((event) => {
+    call(() => this._native.watchLost((event) => {
       const key = event.kind === 'permit' ? `permit:${event.name}` : `${event.owner}:${event.kind}`;
       const lock = this._watched.get(key)?.deref();
       if (!lock) return;
       lock._holds = 0;
       lock.emit('lost', { name: event.name, reason: event.reason });
-    });
+    }));
   }
 }
 
 class Lock extends EventEmitter {
-  constructor(client, nativeLock, owner = native.freshOwner()) {
+  constructor(client, nativeLock, owner = call(() => native.freshOwner())) {
     super();
     this._client = client;
     this._native = nativeLock;
@@ -327,12 +328,12 @@ class Lock extends EventEmitter {
   }
 
   get name() {
-    return this._native.name;
+    return call(() => this._native.name);
   }
 
   /** `reentrant`, `mutex`, `read`, `write`, `fair`, or `multi`. */
   get kind() {
-    return this._native.kind;
+    return call(() => this._native.kind);
   }
 
   /** How many times this handle holds the lock. */
@@ -342,12 +343,12 @@ class Lock extends EventEmitter {
 
   /** The fencing token of this handle's hold, or null. */
   get fencingToken() {
-    return this._native.fencingToken(this._owner) ?? null;
+    return call(() => this._native.fencingToken(this._owner)) ?? null;
   }
 
   /** True if this handle's hold was lost and not yet released. */
   get isLost() {
-    return this._native.isLost(this._owner);
+    return call(() => this._native.isLost(this._owner));
   }
 
   /**
@@ -366,7 +367,7 @@ class Lock extends EventEmitter {
 
   /** Release one hold. ERR_POLYLOCK_NOT_OWNER if this handle holds nothing. */
   async release() {
-    const outcome = norm(await this._native.release(this._owner));
+    const outcome = norm(await call(() => this._native.release(this._owner)));
     if (!outcome.ok && (outcome.code === 'LOCK_LOST' || outcome.code === 'NOT_OWNER')) this._holds = 0;
     check(outcome);
     this._holds = Math.max(0, this._holds - 1);
@@ -413,17 +414,17 @@ class Lock extends EventEmitter {
 
   /** Whether anybody holds the lock (asks the server). */
   async isLocked() {
-    return check(await this._native.isLocked()).value;
+    return check(await call(() => this._native.isLocked())).value;
   }
 
   /** Free the lock whoever holds it (Redisson's forceUnlock); true if it was held. */
   async forceUnlock() {
-    return check(await this._native.forceUnlock()).value;
+    return check(await call(() => this._native.forceUnlock())).value;
   }
 
   /** Remaining lease of the holder in ms, or null if free or without a lease (ZooKeeper). */
   async remainingLeaseMs() {
-    const o = check(await this._native.remainingLease());
+    const o = check(await call(() => this._native.remainingLease()));
     return o.value ? o.number : null;
   }
 }
@@ -443,8 +444,8 @@ class MultiLock extends Lock {
     locks.forEach((l, i) => {
       if (!(l instanceof Lock)) throw argError(TypeError, `locks[${i}] is not a polylock Lock`);
     });
-    const builder = new native.MultiLockBuilder();
-    for (const l of locks) builder.add(l._native);
+    const builder = call(() => new native.MultiLockBuilder());
+    for (const l of locks) call(() => builder.add(l._native));
     super(null, call(() => builder.build()));
     this._members = [...locks];
   }
@@ -456,7 +457,7 @@ class MultiLock extends Lock {
 
   /** Each member's fencing token for this handle's hold (null where it holds none). */
   get fencingTokens() {
-    return this._members.map((m) => m._native.fencingToken(this._owner) ?? null);
+    return this._members.map((m) => call(() => m._native.fencingToken(this._owner)) ?? null);
   }
 
   _watchLost() {
@@ -472,7 +473,7 @@ class MultiLock extends Lock {
  */
 class ReadWriteLock {
   constructor(client, lockName) {
-    const owner = native.freshOwner();
+    const owner = call(() => native.freshOwner());
     this._read = new Lock(client, call(() => client._native.lock(lockName, 'read')), owner);
     this._write = new Lock(client, call(() => client._native.lock(lockName, 'write')), owner);
   }
@@ -514,7 +515,7 @@ class Semaphore {
   }
 
   get name() {
-    return this._native.name;
+    return call(() => this._native.name);
   }
 
   /** Set the number of permits if nobody set it yet; true if this call did. */
@@ -522,7 +523,7 @@ class Semaphore {
     if (!Number.isInteger(permits) || permits < 0 || permits > 2 ** 31 - 1) {
       throw argError(RangeError, `permits must be a whole number from 0, got ${permits}`);
     }
-    return check(await this._native.trySetPermits(permits)).value;
+    return check(await call(() => this._native.trySetPermits(permits))).value;
   }
 
   /** Add permits, or take free ones away with a negative delta. */
@@ -530,7 +531,7 @@ class Semaphore {
     if (!Number.isInteger(delta) || Math.abs(delta) > 2 ** 31 - 1) {
       throw argError(RangeError, `delta must be a whole number, got ${delta}`);
     }
-    check(await this._native.addPermits(delta));
+    check(await call(() => this._native.addPermits(delta)));
   }
 
   /**
@@ -548,17 +549,17 @@ class Semaphore {
 
   /** Give back `permits` permits (default 1). */
   async release(permits = 1) {
-    check(await this._native.release(permitsOf(permits)));
+    check(await call(() => this._native.release(permitsOf(permits))));
   }
 
   /** The permits free now. */
   async availablePermits() {
-    return check(await this._native.availablePermits()).number;
+    return check(await call(() => this._native.availablePermits())).number;
   }
 
   /** Take every permit free now; how many. */
   async drainPermits() {
-    return check(await this._native.drainPermits()).number;
+    return check(await call(() => this._native.drainPermits())).number;
   }
 }
 
@@ -577,7 +578,7 @@ class PermitExpirableSemaphore extends EventEmitter {
   }
 
   get name() {
-    return this._native.name;
+    return call(() => this._native.name);
   }
 
   get kind() {
@@ -588,14 +589,14 @@ class PermitExpirableSemaphore extends EventEmitter {
     if (!Number.isInteger(permits) || permits < 0 || permits > 2 ** 31 - 1) {
       throw argError(RangeError, `permits must be a whole number from 0, got ${permits}`);
     }
-    return check(await this._native.trySetPermits(permits)).value;
+    return check(await call(() => this._native.trySetPermits(permits))).value;
   }
 
   async addPermits(delta) {
     if (!Number.isInteger(delta) || Math.abs(delta) > 2 ** 31 - 1) {
       throw argError(RangeError, `delta must be a whole number, got ${delta}`);
     }
-    check(await this._native.addPermits(delta));
+    check(await call(() => this._native.addPermits(delta)));
   }
 
   /**
@@ -626,7 +627,7 @@ class PermitExpirableSemaphore extends EventEmitter {
   }
 
   async availablePermits() {
-    return check(await this._native.availablePermits()).number;
+    return check(await call(() => this._native.availablePermits())).number;
   }
 }
 
@@ -637,7 +638,7 @@ class CountDownLatch {
   }
 
   get name() {
-    return this._native.name;
+    return call(() => this._native.name);
   }
 
   /** Set the count (at least 1) if the latch is not counting; true if this call did. */
@@ -646,12 +647,12 @@ class CountDownLatch {
   }
 
   async countDown() {
-    check(await this._native.countDown());
+    check(await call(() => this._native.countDown()));
   }
 
   /** The count now (0 when open). */
   async count() {
-    return check(await this._native.count()).number;
+    return check(await call(() => this._native.count())).number;
   }
 
   /** Wait until the count is zero: true when open, false when `waitMs` ran out. */
@@ -663,7 +664,7 @@ class CountDownLatch {
 
   /** Delete the latch (it opens); true if it was counting. */
   async delete() {
-    return check(await this._native.delete()).value;
+    return check(await call(() => this._native.delete())).value;
   }
 }
 
@@ -678,7 +679,14 @@ module.exports = {
   PermitExpirableSemaphore,
   CountDownLatch,
   PolylockError,
-  version: native.version(),
+  version: call(() => native.version()),
   /** The driver of this thread's calls: 'loop' (Redis I/O on Node's own event loop) or 'runtime'. */
-  driver: () => native.driverName(),
+  driver: () => call(() => native.driverName()),
 };
+
+// TEST ONLY, not API (not enumerable, not in index.d.ts): a native call that panics where `at`
+// says ('sync', 'poll', 'callback'), for test/panic.test.js; it rejects with ERR_POLYLOCK_PANIC.
+Object.defineProperty(module.exports, '__testPanic', {
+  enumerable: false,
+  value: async (at) => check(await call(() => native.__testPanic(at))),
+});
