@@ -125,7 +125,7 @@ pub struct LostEventJs {
     pub name: String,
     /// The kind of lock: `reentrant`, `mutex`, `read`, `write`, `fair`, or `permit`.
     pub kind: String,
-    /// The owner (lock handle) whose hold was lost.
+    /// The owner (one acquisition of a flow, see index.js) whose hold was lost.
     pub owner: f64,
     /// Why (`Expired`, `Deleted`, `RenewalFailed`, `SessionExpired`, `ClientClosed`).
     pub reason: String,

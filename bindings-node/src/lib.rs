@@ -31,7 +31,8 @@ use crate::outcome::{outcome, promise, Outcome};
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
-/// A process-wide fresh owner id (never reused); the JS wrapper gives one to each lock handle.
+/// A process-wide fresh owner id (never reused); the JS wrapper gives one to each acquisition
+/// that does not re-enter a hold of its flow (see index.js).
 #[napi]
 pub fn fresh_owner() -> Result<f64> {
     entry(|| Ok(polylock::owner::fresh() as f64))

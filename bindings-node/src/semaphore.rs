@@ -1,10 +1,13 @@
 //! `NativeSemaphore` (RSemaphore / InterProcessSemaphoreV2), `NativePermitSemaphore` (expiring
 //! permits, Redis) and `NativeLatch`: every call settles a Promise from polylock's runtime;
-//! waiting calls take a `CancelToken` (for `AbortSignal`).
+//! waiting calls take a `CancelToken` (for `AbortSignal`). `PermitsSlot` keeps the permits of one
+//! acquire, so that their hold gives back exactly those (ZooKeeper: those leases).
+
+use std::sync::{Arc, Mutex};
 
 use napi::bindgen_prelude::*;
 use napi_derive::napi;
-use polylock::{CountDownLatch, ErrorKind, PermitExpirableSemaphore, Semaphore};
+use polylock::{CountDownLatch, ErrorKind, PermitExpirableSemaphore, Permits, Semaphore};
 
 use crate::boundary::entry;
 use crate::cancel::{aborted, CancelToken, Ran};
@@ -70,7 +73,8 @@ impl NativeSemaphore {
         })
     }
 
-    /// Take `permits` permits: `value` true when taken, false when `waitMs` ran out.
+    /// Take `permits` permits: `value` true when taken (and put in `slot`), false when
+    /// `waitMs` ran out.
     #[napi]
     pub fn acquire<'e>(
         &self,
@@ -78,10 +82,12 @@ impl NativeSemaphore {
         permits: f64,
         wait_ms: Option<f64>,
         token: Option<&CancelToken>,
+        slot: Option<&PermitsSlot>,
     ) -> Result<Object<'e>> {
         entry(|| {
             let (permits, wait) = (count(permits, "permits")?, wait_arg(wait_ms)?);
             let (s, token) = (self.inner.clone(), CancelToken::state_of(token));
+            let slot = slot.map(|slot| slot.inner.clone());
             promise(env, async move {
                 match token.run(s.acquire(permits, wait)).await {
                     Ran::Aborted => aborted(),
@@ -89,7 +95,12 @@ impl NativeSemaphore {
                         let _ = p.release(&s).await;
                         aborted()
                     }
-                    Ran::Done(Ok(_)) => outcome(true, None),
+                    Ran::Done(Ok(p)) => {
+                        if let Some(slot) = slot {
+                            *slot.lock().unwrap_or_else(|e| e.into_inner()) = Some(p);
+                        }
+                        outcome(true, None)
+                    }
                     Ran::Done(Err(e)) if e.kind() == ErrorKind::Timeout => outcome(false, None),
                     Ran::Done(Err(e)) => failed(&e),
                 }
@@ -125,6 +136,61 @@ impl NativeSemaphore {
             promise(env, async move {
                 number(s.drain_permits().await.map(|n| n as f64))
             })
+        })
+    }
+}
+
+/// The permits of one acquire (filled by `NativeSemaphore::acquire`), given back exactly: on
+/// ZooKeeper the leases that acquire took, not any of this client's.
+#[napi]
+pub struct PermitsSlot {
+    inner: Arc<Mutex<Option<Permits>>>,
+}
+
+#[napi]
+impl PermitsSlot {
+    /// An empty slot.
+    #[napi(constructor)]
+    pub fn new() -> Result<Self> {
+        entry(|| {
+            Ok(PermitsSlot {
+                inner: Arc::default(),
+            })
+        })
+    }
+
+    /// Give the permits back to `semaphore` (once: `NOT_OWNER` after that, or before any were
+    /// put here).
+    #[napi]
+    pub fn release<'e>(&self, env: &'e Env, semaphore: &NativeSemaphore) -> Result<Object<'e>> {
+        entry(|| {
+            let taken = self.inner.lock().unwrap_or_else(|e| e.into_inner()).take();
+            let s = semaphore.inner.clone();
+            promise(env, async move {
+                match taken {
+                    Some(p) => done(p.release(&s).await),
+                    None => failed(&polylock::Error::new(
+                        ErrorKind::NotOwner,
+                        format!(
+                            "these permits of semaphore '{}' were given back already",
+                            s.name()
+                        ),
+                    )),
+                }
+            })
+        })
+    }
+
+    /// True once a lease of these permits was lost (ZooKeeper; never on Redis).
+    #[napi(getter)]
+    pub fn is_lost(&self) -> Result<bool> {
+        entry(|| {
+            Ok(self
+                .inner
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .as_ref()
+                .is_some_and(|p| p.is_lost()))
         })
     }
 }
