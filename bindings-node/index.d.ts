@@ -1,4 +1,5 @@
-// Type declarations of the polylock npm package (hand-written; the public API is index.js).
+// Type declarations of the polylock npm package (hand-written; the public API is index.js, and
+// test/typings.test.js checks that every class member and export of it is declared here).
 import { EventEmitter } from 'node:events';
 
 export interface ConnectOptions {
@@ -183,6 +184,7 @@ export interface TakenPermit extends AsyncDisposable {
  * this client is lost. */
 export class PermitExpirableSemaphore extends EventEmitter {
   readonly name: string;
+  readonly kind: 'permit';
   trySetPermits(permits: number): Promise<boolean>;
   addPermits(delta: number): Promise<void>;
   acquire(options?: PermitAcquireOptions): Promise<TakenPermit>;
