@@ -1,4 +1,5 @@
-// Type declarations of the polylock npm package (hand-written; the public API is index.js).
+// Type declarations of the polylock npm package (hand-written; the public API is index.js, and
+// test/typings.test.js checks that every class member and export of it is declared here).
 import { EventEmitter } from 'node:events';
 
 export interface ConnectOptions {
@@ -25,38 +26,88 @@ export interface AcquireOptions {
 
 export interface LostEvent {
   name: string;
-  /** `reentrant`, `mutex`, `read`, `write`, or `permit`. */
+  /** `reentrant`, `mutex`, `read`, `write`, `fair`, or `permit`. */
   kind: string;
   /** `Expired`, `Deleted`, `RenewalFailed`, `SessionExpired` or `ClientClosed`. */
   reason: string;
 }
 
-export interface Hold extends AsyncDisposable {
-  /** Larger for every new holder (0 on an SQL client whose URL says `fencing=none`). */
+/**
+ * One acquisition of a lock, from `acquire`, `tryLock` or `hold`. `release()` ends exactly this
+ * acquisition (one hold of its owner), from whatever flow calls it; it is idempotent, and
+ * disposing is releasing: `await using held = await lock.hold();`.
+ */
+export class LockHold implements AsyncDisposable {
+  private constructor();
+  /** The lock this acquisition holds. */
+  readonly lock: Lock;
+  /** Larger for every new holder (0 on an SQL client whose URL says `fencing=none`); null once
+   * released. */
   readonly fencingToken: number | null;
+  /** True if the hold was lost (expired, deleted, its session ended) and not yet released. */
+  readonly isLost: boolean;
+  /** True once released. */
+  readonly released: boolean;
+  /** Ends this acquisition; rejects with ERR_POLYLOCK_LOCK_LOST if it was lost. */
   release(): Promise<void>;
+  [Symbol.asyncDispose](): Promise<void>;
 }
 
+/** The LockHold of earlier versions' `hold()`. */
+export type Hold = LockHold;
+
 /** `code` is `ERR_POLYLOCK_<NAME>`: TIMEOUT, NOT_OWNER, LOCK_LOST, CONNECTION, AUTH, BACKEND,
- * INVALID_STATE, INTERNAL, CANCELLED, UNSUPPORTED, UPGRADE_NOT_SUPPORTED, ... Bad arguments are TypeError/RangeError
- * with code ERR_POLYLOCK_INVALID_ARGUMENT. */
+ * INVALID_STATE, INTERNAL, PANIC (a panic caught in native code: a bug, please report it),
+ * CANCELLED, UNSUPPORTED, UPGRADE_NOT_SUPPORTED, ... Bad arguments are TypeError/RangeError with
+ * code ERR_POLYLOCK_INVALID_ARGUMENT. */
 export class PolylockError extends Error {
   readonly code: string;
 }
 
+/**
+ * A lock handle. The owner of an acquisition is the flow (the async call chain, which Node's
+ * AsyncLocalStorage follows), never the handle: inside a section of the lock (a `using` or
+ * `withLock` callback, or the code after `await lock.acquire()` until its release, and whatever
+ * they start: awaits, callbacks, timers while the section lasts) acquiring it again re-enters;
+ * any other flow waits, even on the same handle, so `Promise.all([lock.using(f), lock.using(g)])`
+ * runs f, then g. A bare `acquire()` opens its section in the calling context, which also reaches
+ * what the same synchronous code starts after the call: to start concurrent flows from one
+ * function, give each its own `using`/`withLock`, or run it through `newFlow`.
+ */
 export class Lock extends EventEmitter {
   readonly name: string;
   /** `reentrant`, `mutex`, `read`, `write`, `fair`, or `multi`. */
   readonly kind: 'reentrant' | 'mutex' | 'read' | 'write' | 'fair' | 'multi';
-  /** How many times this handle holds the lock (the handle is the owner). */
+  /** How many times the calling flow holds the lock (outside any section of it: the handle's
+   * acquisitions, when they are all of one flow). */
   readonly holdCount: number;
-  /** Larger for every new holder (0 on an SQL client whose URL says `fencing=none`). */
+  /** The fencing token of the calling flow's hold (as for holdCount), or null. */
   readonly fencingToken: number | null;
+  /** True if the calling flow's hold (as for holdCount) was lost and not yet released. */
   readonly isLost: boolean;
-  acquire(options?: AcquireOptions): Promise<boolean>;
+  /**
+   * Acquire, or re-enter inside a section of this lock, and open a section in the calling flow.
+   * Resolves the LockHold; with `waitMs`, null when the wait ran out (0: one try).
+   */
+  acquire(options?: AcquireOptions & { waitMs?: undefined }): Promise<LockHold>;
+  acquire(options: AcquireOptions): Promise<LockHold | null>;
+  /** `acquire` with `waitMs` 0 unless given: the LockHold, or null. */
+  tryLock(options?: AcquireOptions): Promise<LockHold | null>;
+  /**
+   * Release the calling flow's innermost acquisition of this lock; outside any, the handle's
+   * when all it holds are of one flow. Rejects with ERR_POLYLOCK_NOT_OWNER if there is none, and
+   * with ERR_POLYLOCK_INVALID_STATE when it is ambiguous (the handle holds the lock for several
+   * other flows): release their LockHolds instead.
+   */
   release(): Promise<void>;
+  /** Acquire, run `fn(signal)` in a section of its own (the lock re-enters inside), release.
+   * `signal` aborts if the lock is lost; the call then rejects with ERR_POLYLOCK_LOCK_LOST.
+   * Rejects with ERR_POLYLOCK_TIMEOUT if `waitMs` ran out. */
   using<T>(fn: (signal: AbortSignal) => Promise<T> | T, options?: AcquireOptions): Promise<T>;
-  hold(options?: AcquireOptions): Promise<Hold>;
+  /** The same as `using` (node-redlock's word). */
+  withLock<T>(fn: (signal: AbortSignal) => Promise<T> | T, options?: AcquireOptions): Promise<T>;
+  /** `acquire` that rejects with ERR_POLYLOCK_TIMEOUT instead of resolving null. */
+  hold(options?: AcquireOptions): Promise<LockHold>;
   isLocked(): Promise<boolean>;
   forceUnlock(): Promise<boolean>;
   remainingLeaseMs(): Promise<number | null>;
@@ -66,16 +117,19 @@ export class Lock extends EventEmitter {
   once(event: string | symbol, listener: (...args: any[]) => void): this;
 }
 
-/** All of several locks or none, from any clients and servers; this handle owns the members'
- * holds. Members are taken in one order (name, server, kind) whatever order they are given in. */
+/** All of several locks or none, from any clients and servers. Owners as for any Lock (the flow);
+ * inside its section the multi-lock and its reentrant members re-enter. Members are taken in one
+ * order (name, server, kind) whatever order they are given in. */
 export class MultiLock extends Lock {
   constructor(locks: Lock[]);
   readonly members: Lock[];
-  /** Each member's fencing token for this handle's hold, in the order given (null where none). */
+  /** Each member's fencing token for the calling flow's hold, in the order given (null where
+   * none). */
   readonly fencingTokens: Array<number | null>;
 }
 
-/** Many readers or one writer; this handle is the owner of both halves. A read holder asking for
+/** Many readers or one writer. The owner of either half is the flow: inside a section of the
+ * write half the read half re-enters (a downgrade); inside a section of the read half, asking for
  * the write half rejects at once with ERR_POLYLOCK_UPGRADE_NOT_SUPPORTED. */
 export class ReadWriteLock {
   readonly name: string;
@@ -91,14 +145,18 @@ export interface SemaphoreAcquireOptions {
   signal?: AbortSignal;
 }
 
-/** Permits taken by one acquire; release them once (also by disposing). */
+/** Permits taken by one acquire; `release()` gives back exactly those (ZooKeeper: the leases this
+ * acquire took), once (also by disposing). */
 export interface TakenPermits extends AsyncDisposable {
   readonly permits: number;
+  /** True once a lease of these permits was lost (ZooKeeper; never on Redis). */
+  readonly isLost: boolean;
   release(): Promise<void>;
 }
 
 /** Redis: permits belong to nobody (anyone may release). ZooKeeper: permits are leases of this
- * client, freed with its session. Acquire rejects with ERR_POLYLOCK_TIMEOUT when waitMs runs out. */
+ * client, freed with its session. No re-entry and no owner per flow: release what an acquire took
+ * through its TakenPermits. Acquire rejects with ERR_POLYLOCK_TIMEOUT when waitMs runs out. */
 export class Semaphore {
   readonly name: string;
   trySetPermits(permits: number): Promise<boolean>;
@@ -126,6 +184,7 @@ export interface TakenPermit extends AsyncDisposable {
  * this client is lost. */
 export class PermitExpirableSemaphore extends EventEmitter {
   readonly name: string;
+  readonly kind: 'permit';
   trySetPermits(permits: number): Promise<boolean>;
   addPermits(delta: number): Promise<void>;
   acquire(options?: PermitAcquireOptions): Promise<TakenPermit>;
@@ -149,6 +208,7 @@ export class CountDownLatch {
 export class Client {
   readonly id: string;
   readonly closed: boolean;
+  /** A reentrant lock handle; the owner of each acquisition is the flow (see Lock). */
   lock(name: string): Lock;
   /** Granted in the order of asking (Redisson's RFairLock; on ZooKeeper the ordinary lock). */
   fairLock(name: string): Lock;
@@ -157,7 +217,8 @@ export class Client {
   semaphore(name: string): Semaphore;
   permitExpirableSemaphore(name: string): PermitExpirableSemaphore;
   countDownLatch(name: string): CountDownLatch;
-  /** `client.lock(name).using(fn, options)`: `fn` runs under the lock; `signal` aborts on a loss. */
+  /** `client.lock(name).using(fn, options)`: `fn` runs under the lock, in a section of its own;
+   * `signal` aborts on a loss. */
   using<T>(name: string, fn: (signal: AbortSignal) => Promise<T> | T, options?: AcquireOptions): Promise<T>;
   /**
    * A function that runs `fn` under a lock named by `name` (or by `name(...args)`); `fn` gets the
@@ -172,6 +233,12 @@ export class Client {
 }
 
 export function connect(url: string, options?: ConnectOptions): Promise<Client>;
+/**
+ * Run `fn()` as a flow of its own: no section of the calling flow is visible inside it, so its
+ * acquisitions exclude the caller's (what a new asyncio task or thread is in Python and Java).
+ * Returns what `fn` returns.
+ */
+export function newFlow<T>(fn: () => T): T;
 /** A RedLock over 3 to 16 independent Redis masters; only `lock()` exists on its client. */
 export function connectRedlock(urls: string[], options?: ConnectOptions): Promise<Client>;
 export const version: string;

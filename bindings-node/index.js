@@ -1,10 +1,11 @@
 'use strict';
 // polylock for Node.js: distributed locks on Redis (Redisson-compatible) and ZooKeeper
 // (Curator-compatible). A thin wrapper over the native addon (src/lib.rs): it validates
-// arguments, picks the owner (one per lock handle), and turns native outcomes into errors with a
-// stable `code`. Nothing blocks the event loop: every call settles a Promise from polylock's own
-// threads.
+// arguments, picks the owner (the async call chain: see "Owners" below), and turns native
+// outcomes into errors with a stable `code`. Nothing blocks the event loop: every call settles a
+// Promise from polylock's own threads.
 
+const { AsyncLocalStorage } = require('node:async_hooks');
 const { EventEmitter } = require('node:events');
 
 const native = require('./native').load();
@@ -40,7 +41,8 @@ function check(answer) {
   return outcome;
 }
 
-/** Runs a synchronous native call, turning its `CODE\u0001message` errors into PolylockErrors. */
+/** Runs a synchronous native call, turning its `CODE\u0001message` errors into PolylockErrors
+ * (a panic caught in native code is one: ERR_POLYLOCK_PANIC). */
 function call(fn) {
   try {
     return fn();
@@ -83,8 +85,8 @@ function checkSignal(signal) {
 async function cancellable(signal, start) {
   checkSignal(signal);
   // A call without a signal needs no token (making one costs a native object per call).
-  const token = signal ? new native.CancelToken() : undefined;
-  const onAbort = () => token.cancel();
+  const token = signal ? call(() => new native.CancelToken()) : undefined;
+  const onAbort = () => call(() => token.cancel());
   signal?.addEventListener('abort', onAbort, { once: true });
   try {
     const outcome = norm(await call(() => start(token)));
@@ -144,9 +146,9 @@ function durations(options) {
  */
 async function connect(url, options = {}) {
   name(url, 'url');
-  const slot = new native.ClientSlot();
+  const slot = call(() => new native.ClientSlot());
   check(await call(() => native.connect(url, durations(options), slot)));
-  return new Client(slot.take());
+  return new Client(call(() => slot.take()));
 }
 
 /**
@@ -159,9 +161,9 @@ async function connect(url, options = {}) {
 async function connectRedlock(urls, options = {}) {
   if (!Array.isArray(urls)) throw argError(TypeError, 'urls must be an array of URL strings');
   urls.forEach((u, i) => name(u, `urls[${i}]`));
-  const slot = new native.ClientSlot();
+  const slot = call(() => new native.ClientSlot());
   check(await call(() => native.connectRedlock(urls, durations(options), slot)));
-  return new Client(slot.take());
+  return new Client(call(() => slot.take()));
 }
 
 // Clients not closed yet. When the process (or a worker thread) exits they are closed, so that the
@@ -178,31 +180,95 @@ function closeAtExit(client) {
   process.once('exit', () => {
     for (const ref of openClients.values()) {
       const c = ref.deref();
-      if (c && !c._closed) c._native.closeSync();
+      if (c && !c._closed) call(() => c._native.closeSync());
     }
     openClients.clear();
   });
 }
 
+// Owners. An acquisition's owner is the async call chain it runs in, as an asyncio task is in
+// Python and a thread in Java: Node's async call chain is what AsyncLocalStorage follows. The
+// chain carries the sections it runs inside (`sections`: a list of nodes, innermost first, each
+// one acquisition). Inside a section of a lock (a `using`/`withLock` callback, or the code after
+// `await lock.acquire()` until the release), acquiring that lock again re-enters: it takes the
+// section's owner, and the core counts one more hold. Anywhere else an acquisition takes a fresh
+// owner, so two flows that did not start inside each other's section exclude each other, even
+// on one shared handle, and `Promise.all([lock.using(f), lock.using(g)])` runs f, then g.
+//
+// A section is visible to what starts inside it (awaits, callbacks, timers) while it is held.
+// `using` runs its callback in a node of its own (AsyncLocalStorage.run); a bare `acquire` opens
+// its node in the calling context (enterWith), which is the caller's next steps: Node gives that
+// context also to whatever the same synchronous code starts after the call (`Promise.all([a(),
+// b()])` where `a` begins with `await lock.acquire()`). Such a sibling is not inside the section
+// while the acquisition waits (a node joins the list only once held, and a list never takes in a
+// node that waits), which covers the flows that begin by acquiring; one that asks for the lock
+// only later, after `a` got it, would re-enter it. The README says so and points to `using`,
+// `withLock` and `newFlow`, which give each flow its own context.
+
+/** The context's sections: `{ hold, up }`, innermost first. */
+const sections = new AsyncLocalStorage();
+
+const PENDING = 0; // asked for, not granted (yet)
+const HELD = 1; // granted, not released
+const RELEASING = 2; // its release is under way
+const DONE = 3; // released, lost and released, or never granted
+
+/** The hold of the node that starts a new flow: no acquisition. */
+const NO_HOLD = Object.freeze({ _state: DONE, _keys: [], _lock: null });
+
+/** The nearest node at or above `node` whose acquisition is held: what a new node hangs under. */
+function heldFrom(node) {
+  while (node && node.hold._state !== HELD) node = node.up;
+  return node;
+}
+
+/** The innermost held acquisition of this context that lets `key` re-enter, or null. */
+function sectionOf(key) {
+  for (let n = sections.getStore(); n; n = n.up) {
+    const h = n.hold;
+    if (h._state === HELD && h._keys.includes(key)) return h;
+  }
+  return null;
+}
+
+/**
+ * Run `fn()` as a flow of its own: no section of the calling flow is visible inside it, so its
+ * acquisitions take fresh owners and exclude the caller's (what starting an asyncio task or a
+ * thread is in Python and Java). Returns what `fn` returns.
+ */
+function newFlow(fn) {
+  if (typeof fn !== 'function') throw argError(TypeError, 'fn must be a function');
+  // A store of its own, never `undefined`: AsyncLocalStorage#run calls straight through when the
+  // store is already the current one, and an acquire inside would then open its section in the
+  // caller's context.
+  return sections.run({ hold: NO_HOLD, up: null }, fn);
+}
+
 class Client {
   constructor(nativeClient) {
     this._native = nativeClient;
+    this._id = call(() => nativeClient.id);
     this._closed = false;
     closeAtExit(this);
-    this._watched = new Map(); // owner -> WeakRef<Lock>
+    // `${owner}:${kind}:${name}` -> the held acquisitions of that owner (lost events name it).
+    this._holds = new Map();
+    this._permitSems = new Map(); // name -> WeakRef<PermitExpirableSemaphore>
     this._watching = false;
   }
 
   /** This client's random id (the `<clientId>` part of stored owners). */
   get id() {
-    return this._native.id;
+    return this._id;
   }
 
   get closed() {
     return this._closed;
   }
 
-  /** A reentrant lock handle. The handle is the owner: acquiring twice through it re-enters. */
+  /**
+   * A reentrant lock handle. Its owner is the flow (async call chain) that acquires: inside a
+   * section of the lock, acquiring it again re-enters; other flows wait, even on this handle.
+   */
   lock(lockName) {
     name(lockName, 'name');
     return new Lock(this, call(() => this._native.lock(lockName, 'reentrant')));
@@ -227,8 +293,8 @@ class Client {
 
   /**
    * A read-write lock (Redisson's RReadWriteLock on Redis, Curator's InterProcessReadWriteLock on
-   * ZooKeeper): `readLock()` and `writeLock()` are Locks. The read-write lock handle is the owner
-   * of both halves, so its write half may take its read half (a downgrade).
+   * ZooKeeper): `readLock()` and `writeLock()` are Locks of one owner per flow, so inside a
+   * section of the write half the read half re-enters (a downgrade).
    */
   readWriteLock(lockName) {
     name(lockName, 'name');
@@ -257,9 +323,9 @@ class Client {
   }
 
   /**
-   * Run `fn(signal)` under the lock `lockName` (a fresh handle, so a fresh owner, per call) and
-   * release it after: `lock.using` by name. `signal` aborts if the lock is lost meanwhile, and the
-   * call then rejects with LOCK_LOST when `fn` returns.
+   * Run `fn(signal)` under the lock `lockName` and release it after: `lock.using` by name (a
+   * section of its own; inside a section of the same lock it re-enters). `signal` aborts if the
+   * lock is lost meanwhile, and the call then rejects with LOCK_LOST when `fn` returns.
    */
   async using(lockName, fn, options = {}) {
     return this.lock(lockName).using(fn, options);
@@ -270,7 +336,7 @@ class Client {
    * arguments that returns one (`(orderId) => \`order:${orderId}\``). The wrapped function
    * takes `fn`'s arguments and returns a Promise of its result; `fn` gets the arguments and then
    * the AbortSignal that fires when the lock is lost. `options` as for `acquire` (`waitMs`,
-   * `leaseMs`); a wait that runs out rejects with TIMEOUT.
+   * `leaseMs`); a wait that runs out rejects with TIMEOUT. Each call is a section of its own.
    */
   withLock(lockName, fn, options = {}) {
     if (typeof lockName !== 'string' && typeof lockName !== 'function') {
@@ -290,152 +356,355 @@ class Client {
   async close() {
     this._closed = true;
     openClients.delete(this.id);
-    check(await this._native.close());
+    check(await call(() => this._native.close()));
   }
 
-  /** Send the lost events of `lock`'s owner on locks of `kind` (default: its own) to `lock`. */
-  _watch(lock, kind = lock.kind) {
-    const key = kind === 'permit' ? `permit:${lock.name}` : `${lock._owner}:${kind}`;
-    this._watched.set(key, new WeakRef(lock));
+  /** Have the lost events of this client's holds delivered (one weak native callback). */
+  _watch() {
     if (this._watching) return;
     this._watching = true;
     // One weak callback for the whole client: it never keeps the process alive by itself.
-    this._native.watchLost((event) => {
-      const key = event.kind === 'permit' ? `permit:${event.name}` : `${event.owner}:${event.kind}`;
-      const lock = this._watched.get(key)?.deref();
-      if (!lock) return;
-      lock._holds = 0;
-      lock.emit('lost', { name: event.name, reason: event.reason });
-    });
+    call(() => this._native.watchLost((event) => this._lostEvent(event)));
+  }
+
+  _lostEvent(event) {
+    const { name: lostName, kind, reason } = event;
+    if (kind === 'permit') {
+      this._permitSems.get(lostName)?.deref()?.emit('lost', { name: lostName, kind, reason });
+      return;
+    }
+    const holds = this._holds.get(`${event.owner}:${kind}:${lostName}`);
+    if (!holds) return;
+    const locks = new Set();
+    for (const h of holds) {
+      if (h._lost !== null) continue;
+      h._lost = reason;
+      h._onLost?.(reason);
+      locks.add(h._lock);
+    }
+    for (const l of locks) l.emit('lost', { name: lostName, kind, reason });
+  }
+
+  _register(key, hold) {
+    let set = this._holds.get(key);
+    if (!set) this._holds.set(key, (set = new Set()));
+    set.add(hold);
+  }
+
+  _unregister(key, hold) {
+    const set = this._holds.get(key);
+    if (set && set.delete(hold) && set.size === 0) this._holds.delete(key);
   }
 }
 
+/**
+ * One acquisition of a lock, from `acquire`, `tryLock` or `hold`: `release()` ends exactly this
+ * acquisition (one hold of its owner), whatever flow calls it. Disposable:
+ * `await using held = await lock.hold();`.
+ */
+class LockHold {
+  constructor(lock, owner) {
+    this._lock = lock;
+    this._owner = owner;
+    // The keys this acquisition lets re-enter (see Lock#_key): its lock's, and a multi-lock's
+    // members'.
+    this._keys = lock._reentryKeys;
+    this._state = PENDING;
+    this._lost = null; // the reason, once a lost event named this hold
+    this._onLost = null; // a section's abort (Lock#using)
+    this._releasing = null;
+    // Bound, as the holds of earlier versions were closures: `const { release } = held` works.
+    this.release = this.release.bind(this);
+    this[asyncDispose] = this.release;
+  }
+
+  /** The lock this acquisition holds. */
+  get lock() {
+    return this._lock;
+  }
+
+  /** This acquisition's fencing token (larger for every new holder), or null once released. */
+  get fencingToken() {
+    if (this._state !== HELD) return null;
+    return call(() => this._lock._native.fencingToken(this._owner)) ?? null;
+  }
+
+  /** True if the hold was lost (expired, deleted, its session ended) and not yet released. */
+  get isLost() {
+    if (this._state !== HELD) return false;
+    return this._lost !== null || call(() => this._lock._native.isLost(this._owner));
+  }
+
+  /** True once released (or lost and released). */
+  get released() {
+    return this._state === DONE;
+  }
+
+  /**
+   * Release this acquisition. ERR_POLYLOCK_LOCK_LOST if the hold was lost (it is then forgotten).
+   * Idempotent: a second call does nothing.
+   */
+  release() {
+    if (this._releasing) return this._releasing;
+    if (this._state !== HELD) return Promise.resolve();
+    this._releasing = this._lock._release(this).finally(() => {
+      this._releasing = null;
+    });
+    return this._releasing;
+  }
+}
+
+const AMBIGUOUS = Symbol('ambiguous');
+let multiSerial = 0;
+
 class Lock extends EventEmitter {
-  constructor(client, nativeLock, owner = native.freshOwner()) {
+  constructor(client, nativeLock) {
     super();
     this._client = client;
     this._native = nativeLock;
-    this._owner = owner;
-    this._holds = 0;
+    this._name = call(() => nativeLock.name);
+    this._kind = call(() => nativeLock.kind);
+    const family = this._kind === 'read' || this._kind === 'write' ? 'rw' : this._kind;
+    // One hold of the core: the same client, kind and name.
+    this._id = client ? `${client._id}\u0000${this._kind}\u0000${this._name}` : `multi\u0000${++multiSerial}`;
+    // What re-enters: the same client and name, and the halves of a read-write lock together (a
+    // writer's flow may take the read half: a downgrade; a reader's asking for the write half is
+    // refused at once by the core). A mutex never re-enters.
+    this._key = this._kind === 'mutex' ? null : client ? `${client._id}\u0000${family}\u0000${this._name}` : this._id;
+    this._reentryKeys = this._key === null ? [] : [this._key];
+    this._live = new Set(); // the held acquisitions taken through this handle
     this.on('newListener', (event) => {
       if (event === 'lost') this._watchLost();
     });
   }
 
   _watchLost() {
-    this._client._watch(this);
+    this._client._watch();
+  }
+
+  /** Where the holds of `owner` are registered: [client, key] pairs. */
+  _registrations(owner) {
+    return [[this._client, `${owner}:${this._kind}:${this._name}`]];
   }
 
   get name() {
-    return this._native.name;
+    return this._name;
   }
 
   /** `reentrant`, `mutex`, `read`, `write`, `fair`, or `multi`. */
   get kind() {
-    return this._native.kind;
+    return this._kind;
   }
 
-  /** How many times this handle holds the lock. */
+  /** How many times the current flow holds the lock (0 if it holds none, or lost it). */
   get holdCount() {
-    return this._holds;
+    const h = this._current();
+    if (!h) return 0;
+    const [client, key] = this._registrations(h._owner)[0];
+    let n = 0;
+    for (const x of client._holds.get(key) || []) {
+      if (x._lock._id === this._id && x._state === HELD && !x.isLost) n++;
+    }
+    return n;
   }
 
-  /** The fencing token of this handle's hold, or null. */
+  /** The fencing token of the current flow's hold, or null. */
   get fencingToken() {
-    return this._native.fencingToken(this._owner) ?? null;
+    return this._current()?.fencingToken ?? null;
   }
 
-  /** True if this handle's hold was lost and not yet released. */
+  /** True if the current flow's hold was lost and not yet released. */
   get isLost() {
-    return this._native.isLost(this._owner);
+    return this._current()?.isLost ?? false;
   }
 
   /**
-   * Acquire (or re-enter). Resolves true when held, false when `waitMs` ran out (`waitMs`
-   * omitted: wait until acquired; 0: one try). `leaseMs`: the lock expires after it, no
-   * watchdog. `signal`: aborting it cancels the wait and rejects with its reason (an AbortError).
+   * Acquire (or re-enter, inside a section of this lock) and open a section in the calling
+   * flow. Resolves the LockHold, or null when `waitMs` ran out (`waitMs` omitted: wait until
+   * acquired; 0: one try). `leaseMs`: the lock expires after it, no watchdog. `signal`: aborting
+   * it cancels the wait and rejects with its reason (an AbortError).
    */
   async acquire(opts = {}) {
-    const { waitMs, leaseMs, signal } = options(opts);
-    const wait = waitOf(waitMs);
-    const lease = leaseOf(leaseMs);
-    const outcome = await cancellable(signal, (token) => this._native.acquire(this._owner, wait, lease, token));
-    if (outcome.value) this._holds += 1;
-    return outcome.value;
+    const { wait, lease, signal } = acquireArgs(opts);
+    const hold = this._begin();
+    sections.enterWith({ hold, up: heldFrom(sections.getStore()) });
+    return (await this._take(hold, wait, lease, signal)) ? hold : null;
   }
 
-  /** Release one hold. ERR_POLYLOCK_NOT_OWNER if this handle holds nothing. */
-  async release() {
-    const outcome = norm(await this._native.release(this._owner));
-    if (!outcome.ok && (outcome.code === 'LOCK_LOST' || outcome.code === 'NOT_OWNER')) this._holds = 0;
-    check(outcome);
-    this._holds = Math.max(0, this._holds - 1);
+  /** `acquire` with `waitMs` 0 unless given: one try. Resolves the LockHold or null. */
+  async tryLock(opts = {}) {
+    const o = options(opts);
+    return this.acquire(o.waitMs === undefined ? { ...o, waitMs: 0 } : o);
   }
 
   /**
-   * Acquire, run `fn(signal)`, release. `signal` aborts if the lock is lost meanwhile. Rejects
-   * with ERR_POLYLOCK_TIMEOUT if `waitMs` ran out.
+   * Release the current flow's innermost acquisition of this lock; outside any, the handle's
+   * acquisition when all it holds are of one flow. ERR_POLYLOCK_NOT_OWNER if it holds nothing;
+   * ERR_POLYLOCK_INVALID_STATE when it is ambiguous (holds of several flows, none of this one:
+   * release their LockHolds instead).
    */
-  async using(fn, options = {}) {
-    if (typeof fn !== 'function') throw argError(TypeError, 'fn must be a function');
-    if (!(await this.acquire(options))) {
-      throw new PolylockError(`lock '${this.name}' not acquired within ${options.waitMs} ms`, 'TIMEOUT');
+  async release() {
+    const hold = this._inFlow() ?? this._sole();
+    if (hold === AMBIGUOUS) {
+      const owners = new Set([...this._live].map((h) => h._owner)).size;
+      throw new PolylockError(
+        `lock '${this.name}': this handle holds the lock for ${owners} different flows and none of ` +
+          'them is the calling one, so release() cannot tell which to end; release the LockHold ' +
+          'that acquire() returned instead',
+        'INVALID_STATE',
+      );
     }
+    if (!hold) {
+      throw new PolylockError(`lock '${this.name}' is not held by this flow or handle`, 'NOT_OWNER');
+    }
+    return hold.release();
+  }
+
+  /**
+   * Acquire, run `fn(signal)` in a section of its own, release. Inside `fn` (and whatever it
+   * starts) this lock re-enters; concurrent calls exclude each other. `signal` aborts if the lock
+   * is lost meanwhile (the call then rejects with LOCK_LOST). Rejects with ERR_POLYLOCK_TIMEOUT if
+   * `waitMs` ran out.
+   */
+  async using(fn, opts = {}) {
+    if (typeof fn !== 'function') throw argError(TypeError, 'fn must be a function');
+    const { wait, lease, signal } = acquireArgs(opts);
+    const hold = this._begin();
+    const node = { hold, up: heldFrom(sections.getStore()) };
+    if (!(await this._take(hold, wait, lease, signal))) {
+      throw new PolylockError(`lock '${this.name}' not acquired within ${opts.waitMs} ms`, 'TIMEOUT');
+    }
+    return sections.run(node, () => this._section(hold, fn));
+  }
+
+  /** `using` under the name the issue tracker and node-redlock users look for. */
+  withLock(fn, opts = {}) {
+    return this.using(fn, opts);
+  }
+
+  async _section(hold, fn) {
     // While the work runs the process stays alive (a 'lost' listener alone never keeps it so).
     const keepAlive = setInterval(() => {}, 1 << 30);
     const controller = new AbortController();
-    const onLost = (event) =>
-      controller.abort(new PolylockError(`lock '${this.name}' was lost (${event.reason})`, 'LOCK_LOST'));
-    this.on('lost', onLost);
+    hold._onLost = (reason) =>
+      controller.abort(new PolylockError(`lock '${this.name}' was lost (${reason})`, 'LOCK_LOST'));
+    this._watchLost();
     try {
-      if (this.isLost) onLost({ reason: 'lost before the work started' });
+      if (hold.isLost) hold._onLost('lost before the work started');
       return await fn(controller.signal);
     } finally {
       clearInterval(keepAlive);
-      this.off('lost', onLost);
-      await this.release();
+      hold._onLost = null;
+      await hold.release();
     }
   }
 
-  /** Acquire and return a disposable hold: `await using held = await lock.hold();`. */
-  async hold(options = {}) {
-    if (!(await this.acquire(options))) {
-      throw new PolylockError(`lock '${this.name}' not acquired within ${options.waitMs} ms`, 'TIMEOUT');
-    }
-    let released = false;
-    const release = async () => {
-      if (released) return;
-      released = true;
-      await this.release();
-    };
-    return { fencingToken: this.fencingToken, release, [asyncDispose]: release };
+  /** Acquire and return a disposable LockHold: `await using held = await lock.hold();`.
+   * Rejects with ERR_POLYLOCK_TIMEOUT if `waitMs` ran out. */
+  async hold(opts = {}) {
+    const held = await this.acquire(opts);
+    if (!held) throw new PolylockError(`lock '${this.name}' not acquired within ${opts.waitMs} ms`, 'TIMEOUT');
+    return held;
   }
 
   /** Whether anybody holds the lock (asks the server). */
   async isLocked() {
-    return check(await this._native.isLocked()).value;
+    return check(await call(() => this._native.isLocked())).value;
   }
 
   /** Free the lock whoever holds it (Redisson's forceUnlock); true if it was held. */
   async forceUnlock() {
-    return check(await this._native.forceUnlock()).value;
+    return check(await call(() => this._native.forceUnlock())).value;
   }
 
   /** Remaining lease of the holder in ms, or null if free or without a lease (ZooKeeper). */
   async remainingLeaseMs() {
-    const o = check(await this._native.remainingLease());
+    const o = check(await call(() => this._native.remainingLease()));
     return o.value ? o.number : null;
+  }
+
+  /** A new acquisition in the calling context: the owner of the section it re-enters, or fresh. */
+  _begin() {
+    const section = this._key === null ? null : sectionOf(this._key);
+    return new LockHold(this, section ? section._owner : call(() => native.freshOwner()));
+  }
+
+  /** Ask the core for `hold`; true once held, false when the wait ran out. */
+  async _take(hold, wait, lease, signal) {
+    let outcome;
+    try {
+      outcome = await cancellable(signal, (token) => this._native.acquire(hold._owner, wait, lease, token));
+    } catch (e) {
+      hold._state = DONE;
+      throw e;
+    }
+    if (!outcome.value) {
+      hold._state = DONE;
+      return false;
+    }
+    hold._state = HELD;
+    this._live.add(hold);
+    for (const [client, key] of this._registrations(hold._owner)) client._register(key, hold);
+    return true;
+  }
+
+  async _release(hold) {
+    hold._state = RELEASING;
+    let outcome;
+    try {
+      outcome = norm(await call(() => this._native.release(hold._owner)));
+    } catch (e) {
+      hold._state = HELD;
+      throw e;
+    }
+    // Lost, or unknown to the core: the core forgot the hold, and so does this side.
+    if (outcome.ok || outcome.code === 'LOCK_LOST' || outcome.code === 'NOT_OWNER') {
+      hold._state = DONE;
+      this._live.delete(hold);
+      for (const [client, key] of this._registrations(hold._owner)) client._unregister(key, hold);
+    } else {
+      hold._state = HELD;
+    }
+    check(outcome);
+  }
+
+  /** The innermost held acquisition of this lock in the calling flow, or null. */
+  _inFlow() {
+    for (let n = sections.getStore(); n; n = n.up) {
+      const h = n.hold;
+      if (h._state === HELD && h._lock._id === this._id) return h;
+    }
+    return null;
+  }
+
+  /** The latest held acquisition of this handle when all are of one owner; null if none,
+   * AMBIGUOUS if they are of several. */
+  _sole() {
+    let last = null;
+    for (const h of this._live) {
+      if (h._state !== HELD) continue;
+      if (last && h._owner !== last._owner) return AMBIGUOUS;
+      last = h;
+    }
+    return last;
+  }
+
+  /** The acquisition the handle's getters speak of: the calling flow's, else the sole one. */
+  _current() {
+    const h = this._inFlow() ?? this._sole();
+    return h === AMBIGUOUS ? null : h;
   }
 }
 
 /**
  * All of several locks or none (Redisson's RedissonMultiLock, Curator's InterProcessMultiLock),
  * even from different clients and servers: `new MultiLock([redisLock, zkLock])`. A Lock: acquire
- * takes every member within the one `waitMs` or gives back what it took and resolves false;
- * release gives back all. Members are taken in one order (by name, then server, then kind) whatever
- * order they are given in, so multi-locks over overlapping sets never deadlock. The multi-lock
- * handle is the owner of its members' holds (not the member handles); `fencingTokens` lists each
- * member's token, `fencingToken` is the largest. 'lost' fires when any member's hold is lost.
+ * takes every member within the one `waitMs` or gives back what it took and resolves null;
+ * release gives back all. Members are taken in one order (by name, then server, then kind)
+ * whatever order they are given in, so multi-locks over overlapping sets never deadlock. Owners
+ * as for any lock: the flow; inside its section the multi-lock and each (reentrant) member
+ * re-enter. `fencingTokens` lists each member's token, `fencingToken` is the largest. 'lost'
+ * fires when any member's hold is lost.
  */
 class MultiLock extends Lock {
   constructor(locks) {
@@ -443,10 +712,11 @@ class MultiLock extends Lock {
     locks.forEach((l, i) => {
       if (!(l instanceof Lock)) throw argError(TypeError, `locks[${i}] is not a polylock Lock`);
     });
-    const builder = new native.MultiLockBuilder();
-    for (const l of locks) builder.add(l._native);
+    const builder = call(() => new native.MultiLockBuilder());
+    for (const l of locks) call(() => builder.add(l._native));
     super(null, call(() => builder.build()));
     this._members = [...locks];
+    this._reentryKeys = [this._key, ...new Set(locks.flatMap((l) => l._reentryKeys))];
   }
 
   /** The locks, as given. */
@@ -454,27 +724,32 @@ class MultiLock extends Lock {
     return [...this._members];
   }
 
-  /** Each member's fencing token for this handle's hold (null where it holds none). */
+  /** Each member's fencing token for the current flow's hold (null where it holds none). */
   get fencingTokens() {
-    return this._members.map((m) => m._native.fencingToken(this._owner) ?? null);
+    const h = this._current();
+    return this._members.map((m) => (h ? call(() => m._native.fencingToken(h._owner)) ?? null : null));
+  }
+
+  _registrations(owner) {
+    return this._members.flatMap((m) => m._registrations(owner));
   }
 
   _watchLost() {
-    for (const m of this._members) m._client._watch(this, m.kind);
+    for (const m of this._members) m._watchLost();
   }
 }
 
 /**
- * Many readers or one writer. Both halves are Locks with one owner, this handle: its write half
- * may take its read half and keep it after releasing the write half (a downgrade); its read half
- * asking for the write half rejects at once with ERR_POLYLOCK_UPGRADE_NOT_SUPPORTED (Redisson and
- * Curator would wait forever). Another owner is another `client.readWriteLock(name)`.
+ * Many readers or one writer. Both halves are Locks whose owner is the flow, as for any lock:
+ * inside a section of the write half the read half re-enters and stays held after the write
+ * half is released (a downgrade); inside a section of the read half, asking for the write half
+ * rejects at once with ERR_POLYLOCK_UPGRADE_NOT_SUPPORTED (Redisson and Curator would wait
+ * forever). Another flow is another owner, on this handle or any other.
  */
 class ReadWriteLock {
   constructor(client, lockName) {
-    const owner = native.freshOwner();
-    this._read = new Lock(client, call(() => client._native.lock(lockName, 'read')), owner);
-    this._write = new Lock(client, call(() => client._native.lock(lockName, 'write')), owner);
+    this._read = new Lock(client, call(() => client._native.lock(lockName, 'read')));
+    this._write = new Lock(client, call(() => client._native.lock(lockName, 'write')));
   }
 
   get name() {
@@ -492,6 +767,14 @@ class ReadWriteLock {
   }
 }
 
+function acquireArgs(opts) {
+  const { waitMs, leaseMs, signal } = options(opts);
+  const wait = waitOf(waitMs);
+  const lease = leaseOf(leaseMs);
+  checkSignal(signal);
+  return { wait, lease, signal };
+}
+
 /** Makes a taken thing disposable: `release()` once, also as `Symbol.asyncDispose`. */
 function releasable(props, giveBack) {
   let released = false;
@@ -503,10 +786,36 @@ function releasable(props, giveBack) {
   return { ...props, release, [asyncDispose]: release };
 }
 
+/** Permits taken by one `Semaphore#acquire`; `release()` gives back exactly those, once. */
+class TakenPermits {
+  constructor(semaphore, permits, slot) {
+    this._semaphore = semaphore;
+    this._slot = slot;
+    this.permits = permits;
+    this._released = false;
+    this.release = this.release.bind(this);
+    this[asyncDispose] = this.release;
+  }
+
+  /** True once a lease of these permits was lost (ZooKeeper: the session ended). */
+  get isLost() {
+    return !this._released && call(() => this._slot.isLost);
+  }
+
+  /** Give these permits back (on ZooKeeper: the leases this acquire took). Once; later calls do
+   * nothing. */
+  async release() {
+    if (this._released) return;
+    this._released = true;
+    check(await call(() => this._slot.release(this._semaphore._native)));
+  }
+}
+
 /**
- * A semaphore. On Redis permits belong to nobody: any caller may release them, and a crashed
- * holder's permits are not given back (use `permitExpirableSemaphore`). On ZooKeeper the permits
- * taken are leases of this client: only it releases them, and a lost session frees them.
+ * A semaphore (no re-entry, no owner per flow: a permit is released through the TakenPermits
+ * that acquired it). On Redis permits belong to nobody: any caller may release them, and a
+ * crashed holder's permits are not given back (use `permitExpirableSemaphore`). On ZooKeeper the
+ * permits taken are leases of this client: only it releases them, and a lost session frees them.
  */
 class Semaphore {
   constructor(nativeSemaphore) {
@@ -514,7 +823,7 @@ class Semaphore {
   }
 
   get name() {
-    return this._native.name;
+    return call(() => this._native.name);
   }
 
   /** Set the number of permits if nobody set it yet; true if this call did. */
@@ -522,7 +831,7 @@ class Semaphore {
     if (!Number.isInteger(permits) || permits < 0 || permits > 2 ** 31 - 1) {
       throw argError(RangeError, `permits must be a whole number from 0, got ${permits}`);
     }
-    return check(await this._native.trySetPermits(permits)).value;
+    return check(await call(() => this._native.trySetPermits(permits))).value;
   }
 
   /** Add permits, or take free ones away with a negative delta. */
@@ -530,35 +839,38 @@ class Semaphore {
     if (!Number.isInteger(delta) || Math.abs(delta) > 2 ** 31 - 1) {
       throw argError(RangeError, `delta must be a whole number, got ${delta}`);
     }
-    check(await this._native.addPermits(delta));
+    check(await call(() => this._native.addPermits(delta)));
   }
 
   /**
-   * Take `permits` permits (default 1). Resolves a permit you `release()` (or dispose); rejects with
-   * ERR_POLYLOCK_TIMEOUT when `waitMs` ran out, with the signal's reason when aborted.
+   * Take `permits` permits (default 1). Resolves the TakenPermits you `release()` (or dispose);
+   * rejects with ERR_POLYLOCK_TIMEOUT when `waitMs` ran out, with the signal's reason when
+   * aborted.
    */
   async acquire(opts = {}) {
     const { permits = 1, waitMs, signal } = options(opts);
     const n = permitsOf(permits);
     const wait = waitOf(waitMs);
-    const outcome = await cancellable(signal, (token) => this._native.acquire(n, wait, token));
+    const slot = call(() => new native.PermitsSlot());
+    const outcome = await cancellable(signal, (token) => this._native.acquire(n, wait, token, slot));
     if (!outcome.value) throw timeoutError(`${n} permits of semaphore '${this.name}'`, waitMs);
-    return releasable({ permits: n }, () => this.release(n));
+    return new TakenPermits(this, n, slot);
   }
 
-  /** Give back `permits` permits (default 1). */
+  /** Give back `permits` permits (default 1): on Redis anyone may; on ZooKeeper any `permits` of
+   * this client's leases. */
   async release(permits = 1) {
-    check(await this._native.release(permitsOf(permits)));
+    check(await call(() => this._native.release(permitsOf(permits))));
   }
 
   /** The permits free now. */
   async availablePermits() {
-    return check(await this._native.availablePermits()).number;
+    return check(await call(() => this._native.availablePermits())).number;
   }
 
   /** Take every permit free now; how many. */
   async drainPermits() {
-    return check(await this._native.drainPermits()).number;
+    return check(await call(() => this._native.drainPermits())).number;
   }
 }
 
@@ -572,12 +884,14 @@ class PermitExpirableSemaphore extends EventEmitter {
     super();
     this._native = nativeSemaphore;
     this.on('newListener', (event) => {
-      if (event === 'lost') client._watch(this);
+      if (event !== 'lost') return;
+      client._permitSems.set(this.name, new WeakRef(this));
+      client._watch();
     });
   }
 
   get name() {
-    return this._native.name;
+    return call(() => this._native.name);
   }
 
   get kind() {
@@ -588,14 +902,14 @@ class PermitExpirableSemaphore extends EventEmitter {
     if (!Number.isInteger(permits) || permits < 0 || permits > 2 ** 31 - 1) {
       throw argError(RangeError, `permits must be a whole number from 0, got ${permits}`);
     }
-    return check(await this._native.trySetPermits(permits)).value;
+    return check(await call(() => this._native.trySetPermits(permits))).value;
   }
 
   async addPermits(delta) {
     if (!Number.isInteger(delta) || Math.abs(delta) > 2 ** 31 - 1) {
       throw argError(RangeError, `delta must be a whole number, got ${delta}`);
     }
-    check(await this._native.addPermits(delta));
+    check(await call(() => this._native.addPermits(delta)));
   }
 
   /**
@@ -626,7 +940,7 @@ class PermitExpirableSemaphore extends EventEmitter {
   }
 
   async availablePermits() {
-    return check(await this._native.availablePermits()).number;
+    return check(await call(() => this._native.availablePermits())).number;
   }
 }
 
@@ -637,7 +951,7 @@ class CountDownLatch {
   }
 
   get name() {
-    return this._native.name;
+    return call(() => this._native.name);
   }
 
   /** Set the count (at least 1) if the latch is not counting; true if this call did. */
@@ -646,12 +960,12 @@ class CountDownLatch {
   }
 
   async countDown() {
-    check(await this._native.countDown());
+    check(await call(() => this._native.countDown()));
   }
 
   /** The count now (0 when open). */
   async count() {
-    return check(await this._native.count()).number;
+    return check(await call(() => this._native.count())).number;
   }
 
   /** Wait until the count is zero: true when open, false when `waitMs` ran out. */
@@ -663,22 +977,31 @@ class CountDownLatch {
 
   /** Delete the latch (it opens); true if it was counting. */
   async delete() {
-    return check(await this._native.delete()).value;
+    return check(await call(() => this._native.delete())).value;
   }
 }
 
 module.exports = {
   connect,
   connectRedlock,
+  newFlow,
   Client,
   Lock,
+  LockHold,
   MultiLock,
   ReadWriteLock,
   Semaphore,
   PermitExpirableSemaphore,
   CountDownLatch,
   PolylockError,
-  version: native.version(),
+  version: call(() => native.version()),
   /** The driver of this thread's calls: 'loop' (Redis I/O on Node's own event loop) or 'runtime'. */
-  driver: () => native.driverName(),
+  driver: () => call(() => native.driverName()),
 };
+
+// TEST ONLY, not API (not enumerable, not in index.d.ts): a native call that panics where `at`
+// says ('sync', 'poll', 'callback'), for test/panic.test.js; it rejects with ERR_POLYLOCK_PANIC.
+Object.defineProperty(module.exports, '__testPanic', {
+  enumerable: false,
+  value: async (at) => check(await call(() => native.__testPanic(at))),
+});

@@ -3,7 +3,10 @@
 
 use std::sync::Arc;
 
+use napi::bindgen_prelude::*;
 use napi_derive::napi;
+
+use crate::boundary::entry;
 
 /// Cancels one in-flight acquire (for `AbortSignal`).
 #[napi]
@@ -22,26 +25,24 @@ pub(crate) struct TokenState {
 impl CancelToken {
     /// A token for one call.
     #[napi(constructor)]
-    pub fn new() -> Self {
-        CancelToken {
-            inner: Arc::default(),
-        }
+    pub fn new() -> Result<Self> {
+        entry(|| {
+            Ok(CancelToken {
+                inner: Arc::default(),
+            })
+        })
     }
 
     /// Cancel the call: the wait is dropped (leaving no node or field behind) and a hold that
     /// arrives anyway is given back. False if the call had already finished.
     #[napi]
-    pub fn cancel(&self) -> bool {
-        use std::sync::atomic::Ordering;
-        self.inner.cancelled.store(true, Ordering::SeqCst);
-        self.inner.wake.notify_one();
-        !self.inner.done.load(Ordering::SeqCst)
-    }
-}
-
-impl Default for CancelToken {
-    fn default() -> Self {
-        Self::new()
+    pub fn cancel(&self) -> Result<bool> {
+        entry(|| {
+            use std::sync::atomic::Ordering;
+            self.inner.cancelled.store(true, Ordering::SeqCst);
+            self.inner.wake.notify_one();
+            Ok(!self.inner.done.load(Ordering::SeqCst))
+        })
     }
 }
 

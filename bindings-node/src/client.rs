@@ -8,6 +8,7 @@ use napi::threadsafe_function::{ThreadsafeFunction, ThreadsafeFunctionCallMode};
 use napi_derive::napi;
 use polylock::{runtime, Client, ClientOptions};
 
+use crate::boundary::entry;
 use crate::convert::{hold_kind_name, kind_arg, ms};
 use crate::lock::NativeLock;
 use crate::outcome::{failed, outcome, promise, sync_err};
@@ -55,9 +56,11 @@ pub fn connect<'e>(
     durations: Vec<f64>,
     slot: &ClientSlot,
 ) -> Result<Object<'e>> {
-    let options = options_of(five(&durations)?)?;
-    settle(env, slot, async move {
-        Client::connect_with(&url, options).await
+    entry(|| {
+        let options = options_of(five(&durations)?)?;
+        settle(env, slot, async move {
+            Client::connect_with(&url, options).await
+        })
     })
 }
 
@@ -69,9 +72,11 @@ pub fn connect_redlock<'e>(
     durations: Vec<f64>,
     slot: &ClientSlot,
 ) -> Result<Object<'e>> {
-    let options = options_of(five(&durations)?)?;
-    settle(env, slot, async move {
-        Client::connect_redlock_with(&urls, options).await
+    entry(|| {
+        let options = options_of(five(&durations)?)?;
+        settle(env, slot, async move {
+            Client::connect_redlock_with(&urls, options).await
+        })
     })
 }
 
@@ -91,27 +96,25 @@ pub struct ClientSlot {
 impl ClientSlot {
     /// An empty slot.
     #[napi(constructor)]
-    pub fn new() -> Self {
-        ClientSlot {
-            inner: Arc::default(),
-        }
+    pub fn new() -> Result<Self> {
+        entry(|| {
+            Ok(ClientSlot {
+                inner: Arc::default(),
+            })
+        })
     }
 
     /// The connected client (once).
     #[napi]
     pub fn take(&self) -> Result<NativeClient> {
-        self.inner
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .take()
-            .map(|inner| NativeClient { inner })
-            .ok_or_else(|| Error::from_reason("INTERNAL\u{1}no client in the slot"))
-    }
-}
-
-impl Default for ClientSlot {
-    fn default() -> Self {
-        Self::new()
+        entry(|| {
+            self.inner
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .take()
+                .map(|inner| NativeClient { inner })
+                .ok_or_else(|| Error::from_reason("INTERNAL\u{1}no client in the slot"))
+        })
     }
 }
 
@@ -122,7 +125,7 @@ pub struct LostEventJs {
     pub name: String,
     /// The kind of lock: `reentrant`, `mutex`, `read`, `write`, `fair`, or `permit`.
     pub kind: String,
-    /// The owner (lock handle) whose hold was lost.
+    /// The owner (one acquisition of a flow, see index.js) whose hold was lost.
     pub owner: f64,
     /// Why (`Expired`, `Deleted`, `RenewalFailed`, `SessionExpired`, `ClientClosed`).
     pub reason: String,
@@ -139,94 +142,110 @@ impl NativeClient {
     /// A lock handle of any kind: `reentrant`, `mutex`, `read`, `write` or `fair`.
     #[napi]
     pub fn lock(&self, name: String, kind: String) -> Result<NativeLock> {
-        let kind = kind_arg(&kind).map_err(sync_err)?;
-        self.inner
-            .lock_of_kind(&name, kind)
-            .map(NativeLock::new)
-            .map_err(sync_err)
+        entry(|| {
+            let kind = kind_arg(&kind).map_err(sync_err)?;
+            self.inner
+                .lock_of_kind(&name, kind)
+                .map(NativeLock::new)
+                .map_err(sync_err)
+        })
     }
 
     /// A semaphore.
     #[napi]
     pub fn semaphore(&self, name: String) -> Result<NativeSemaphore> {
-        self.inner
-            .semaphore(&name)
-            .map(NativeSemaphore::new)
-            .map_err(sync_err)
+        entry(|| {
+            self.inner
+                .semaphore(&name)
+                .map(NativeSemaphore::new)
+                .map_err(sync_err)
+        })
     }
 
     /// A semaphore of expiring permits (Redis).
     #[napi]
     pub fn permit_semaphore(&self, name: String) -> Result<NativePermitSemaphore> {
-        self.inner
-            .permit_expirable_semaphore(&name)
-            .map(NativePermitSemaphore::new)
-            .map_err(sync_err)
+        entry(|| {
+            self.inner
+                .permit_expirable_semaphore(&name)
+                .map(NativePermitSemaphore::new)
+                .map_err(sync_err)
+        })
     }
 
     /// A count-down latch.
     #[napi]
     pub fn count_down_latch(&self, name: String) -> Result<NativeLatch> {
-        self.inner
-            .count_down_latch(&name)
-            .map(NativeLatch::new)
-            .map_err(sync_err)
+        entry(|| {
+            self.inner
+                .count_down_latch(&name)
+                .map(NativeLatch::new)
+                .map_err(sync_err)
+        })
     }
 
     /// Close: release held locks; later calls fail.
     #[napi]
     pub fn close<'e>(&self, env: &'e Env) -> Result<Object<'e>> {
-        let c = self.inner.clone();
-        promise(env, async move {
-            match c.close().await {
-                Ok(()) => outcome(true, None),
-                Err(e) => failed(&e),
-            }
+        entry(|| {
+            let c = self.inner.clone();
+            promise(env, async move {
+                match c.close().await {
+                    Ok(()) => outcome(true, None),
+                    Err(e) => failed(&e),
+                }
+            })
         })
     }
 
     /// Close now, blocking the calling thread (for the process's `exit` event, where nothing
     /// asynchronous runs any more). Errors are ignored: the process is ending.
     #[napi]
-    pub fn close_sync(&self) {
-        let c = self.inner.clone();
-        let _ = runtime::block_on(async move { c.close().await });
+    pub fn close_sync(&self) -> Result<()> {
+        entry(|| {
+            let c = self.inner.clone();
+            let _ = runtime::block_on(async move { c.close().await });
+            Ok(())
+        })
     }
 
     /// This client's random id.
     #[napi(getter)]
-    pub fn id(&self) -> String {
-        self.inner.id().to_string()
+    pub fn id(&self) -> Result<String> {
+        entry(|| Ok(self.inner.id().to_string()))
     }
 
     /// Call `callback(event)` for every hold of this client that is lost from now on. The
     /// callback is weak: it never keeps the process alive by itself.
     #[napi]
     pub fn watch_lost(&self, callback: Function<LostEventJs, ()>) -> Result<()> {
-        let tsfn: ThreadsafeFunction<LostEventJs, (), LostEventJs, Status, false, true> = callback
-            .build_threadsafe_function()
-            .callee_handled::<false>()
-            .weak::<true>()
-            .build()?;
-        let mut events = self.inner.lost_events();
-        runtime::handle().spawn(async move {
-            use tokio::sync::broadcast::error::RecvError;
-            loop {
-                match events.recv().await {
-                    Ok(ev) => {
-                        let js = LostEventJs {
-                            name: ev.name.to_string(),
-                            kind: hold_kind_name(ev.kind).to_string(),
-                            owner: ev.owner as f64,
-                            reason: format!("{:?}", ev.reason),
-                        };
-                        tsfn.call(js, ThreadsafeFunctionCallMode::NonBlocking);
+        entry(|| {
+            let tsfn: ThreadsafeFunction<LostEventJs, (), LostEventJs, Status, false, true> =
+                callback
+                    .build_threadsafe_function()
+                    .callee_handled::<false>()
+                    .weak::<true>()
+                    .build()?;
+            let mut events = self.inner.lost_events();
+            runtime::handle().spawn(async move {
+                use tokio::sync::broadcast::error::RecvError;
+                loop {
+                    match events.recv().await {
+                        Ok(ev) => {
+                            let js = LostEventJs {
+                                name: ev.name.to_string(),
+                                kind: hold_kind_name(ev.kind).to_string(),
+                                owner: ev.owner as f64,
+                                reason: format!("{:?}", ev.reason),
+                            };
+                            tsfn.call(js, ThreadsafeFunctionCallMode::NonBlocking);
+                        }
+                        Err(RecvError::Lagged(_)) => continue,
+                        Err(RecvError::Closed) => return,
                     }
-                    Err(RecvError::Lagged(_)) => continue,
-                    Err(RecvError::Closed) => return,
                 }
-            }
-        });
-        Ok(())
+            });
+            Ok(())
+        })
     }
 }

@@ -238,7 +238,10 @@ impl NodeLoop {
     }
 
     /// Run `work` inside a handle scope and a callback scope, so that the Promises it settles
-    /// run their reactions when the scope closes.
+    /// run their reactions when the scope closes. A panic in `work` is caught here, inside the
+    /// scopes (which are then closed as always) and inside the driver's batch (which then ends
+    /// as always): the futures of calls catch their own (`boundary::caught`), so one here came
+    /// from the driver itself.
     fn in_scopes(&self, work: &mut dyn FnMut()) {
         let env = self.env;
         let mut handles = null_mut();
@@ -251,7 +254,7 @@ impl NodeLoop {
             sys::napi_get_reference_value(env, self.resource, &mut resource);
             sys::napi_open_callback_scope(env, resource, self.context, &mut scope);
         }
-        work();
+        crate::boundary::callback("batch", work);
         // SAFETY: as above.
         unsafe {
             sys::napi_close_callback_scope(env, scope);
@@ -274,11 +277,22 @@ impl NodeLoop {
             "napi_create_promise",
         )?;
         self.driver.spawn(fut, move |o| {
-            // SAFETY: `done` runs on the environment's thread, inside a JS call or a batch's
-            // scopes; the deferred is resolved once.
-            unsafe {
-                if let Ok(v) = T::to_napi_value(raw, o) {
-                    sys::napi_resolve_deferred(raw, deferred, v);
+            let settle = move || {
+                // SAFETY: `done` runs on the environment's thread, inside a JS call or a batch's
+                // scopes; the deferred is resolved once.
+                unsafe {
+                    if let Ok(v) = T::to_napi_value(raw, o) {
+                        sys::napi_resolve_deferred(raw, deferred, v);
+                    }
+                }
+            };
+            if let Err(payload) = std::panic::catch_unwind(std::panic::AssertUnwindSafe(settle)) {
+                let o = crate::boundary::panicked(crate::boundary::message(payload));
+                // SAFETY: as above; the deferred was not resolved (its conversion panicked).
+                unsafe {
+                    if let Ok(v) = crate::outcome::Outcome::to_napi_value(raw, o) {
+                        sys::napi_resolve_deferred(raw, deferred, v);
+                    }
                 }
             }
         });
@@ -287,23 +301,31 @@ impl NodeLoop {
 }
 
 unsafe extern "C" fn on_poll(handle: *mut uv::Handle, status: c_int, events: c_int) {
-    let Some(l) = current() else { return };
-    // SAFETY: the handle is one of this loop's poll handles, its data the watched descriptor.
-    let fd = unsafe { (l.uv.get_data)(handle) } as isize as Fd;
-    let readable = status < 0 || events & uv::UV_READABLE != 0;
-    let writable = events & uv::UV_WRITABLE != 0;
-    l.batch(|d| d.io_ready(fd, readable, writable));
+    crate::boundary::callback("poll", || {
+        let Some(l) = current() else { return };
+        // SAFETY: the handle is one of this loop's poll handles, its data the watched descriptor.
+        let fd = unsafe { (l.uv.get_data)(handle) } as isize as Fd;
+        let readable = status < 0 || events & uv::UV_READABLE != 0;
+        let writable = events & uv::UV_WRITABLE != 0;
+        l.batch(|d| d.io_ready(fd, readable, writable));
+    })
 }
 
 unsafe extern "C" fn on_async(_handle: *mut uv::Handle) {
-    if let Some(l) = current() {
-        l.batch(|d| d.woken());
-    }
+    crate::boundary::callback("async", || {
+        if let Some(l) = current() {
+            l.batch(|d| d.woken());
+        }
+    })
 }
 
 /// The environment is going away: close the driver (its futures are dropped, its sockets
 /// unwatched and closed), then the async handle; the hook is removed once libuv closed it.
 unsafe extern "C" fn cleanup(hook: sys::napi_async_cleanup_hook_handle, _arg: *mut c_void) {
+    crate::boundary::callback("cleanup", || close_loop(hook))
+}
+
+fn close_loop(hook: sys::napi_async_cleanup_hook_handle) {
     let p = LOOP.with(|l| l.replace(std::ptr::null()));
     // SAFETY: the cell's reference, given up here (the cell is null from now on).
     let Some(l) = (!p.is_null()).then(|| unsafe { Rc::from_raw(p) }) else {
@@ -323,11 +345,13 @@ unsafe extern "C" fn cleanup(hook: sys::napi_async_cleanup_hook_handle, _arg: *m
 }
 
 unsafe extern "C" fn async_closed(handle: *mut uv::Handle) {
-    let Some(uv) = Uv::get() else { return };
-    // SAFETY: the async handle of a cleanup hook, closed; its data is that hook's handle.
-    unsafe {
-        let hook = (uv.get_data)(handle) as sys::napi_async_cleanup_hook_handle;
-        libc::free(handle);
-        sys::napi_remove_async_cleanup_hook(hook);
-    }
+    crate::boundary::callback("close", || {
+        let Some(uv) = Uv::get() else { return };
+        // SAFETY: the async handle of a cleanup hook, closed; its data is that hook's handle.
+        unsafe {
+            let hook = (uv.get_data)(handle) as sys::napi_async_cleanup_hook_handle;
+            libc::free(handle);
+            sys::napi_remove_async_cleanup_hook(hook);
+        }
+    })
 }

@@ -5,8 +5,11 @@
 //! No napi async runtime is used (core owns the only runtime). Calls
 //! resolve an `Outcome` object rather than rejecting, so the JS side can build a
 //! `PolylockError` with the stable `code` of core's error table. One lock handle serves every
-//! lock kind (reentrant lock, mutex, the halves of a read-write lock).
+//! lock kind (reentrant lock, mutex, the halves of a read-write lock). No panic reaches Node: every
+//! entry point, every call's future and every libuv callback is behind the panic boundary of
+//! `boundary.rs`.
 
+mod boundary;
 pub mod cancel;
 pub mod client;
 pub mod convert;
@@ -16,7 +19,11 @@ pub mod outcome;
 pub mod semaphore;
 mod uv;
 
+use napi::bindgen_prelude::*;
 use napi_derive::napi;
+
+use crate::boundary::entry;
+use crate::outcome::{outcome, promise, Outcome};
 
 /// The addon's allocator (Rust's allocations only; Node's own are its own): with many handles in
 /// flight the Node thread spent about a fifth of its time in glibc's malloc and free (polylock's
@@ -24,25 +31,54 @@ use napi_derive::napi;
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
-/// A process-wide fresh owner id (never reused); the JS wrapper gives one to each lock handle.
+/// A process-wide fresh owner id (never reused); the JS wrapper gives one to each acquisition
+/// that does not re-enter a hold of its flow (see index.js).
 #[napi]
-pub fn fresh_owner() -> f64 {
-    polylock::owner::fresh() as f64
+pub fn fresh_owner() -> Result<f64> {
+    entry(|| Ok(polylock::owner::fresh() as f64))
 }
 
 /// The driver this environment's calls take: `loop` (on Node's own event loop) or `runtime`
 /// (on polylock's runtime threads: `POLYLOCK_NODE_DRIVER=runtime`, or no libuv in the host).
 #[napi]
-pub fn driver_name(env: napi::Env) -> &'static str {
-    if driver::node_loop(&env).is_some() {
-        "loop"
-    } else {
-        "runtime"
-    }
+pub fn driver_name(env: Env) -> Result<&'static str> {
+    entry(|| {
+        Ok(if driver::node_loop(&env).is_some() {
+            "loop"
+        } else {
+            "runtime"
+        })
+    })
 }
 
 /// The crate version.
 #[napi]
-pub fn version() -> String {
-    polylock::VERSION.to_string()
+pub fn version() -> Result<String> {
+    entry(|| Ok(polylock::VERSION.to_string()))
+}
+
+/// TEST ONLY, not part of the API: index.js does not export it and index.d.ts does not declare
+/// it. Panics where `at` says, so that test/panic.test.js can check the panic boundary:
+/// `sync` in the call itself, `poll` in the call's future as it is first polled (inside the call
+/// on the loop driver), `callback` in the future after a timer woke it (in a libuv callback on
+/// the loop driver, on a runtime thread on the runtime driver).
+#[napi(js_name = "__testPanic")]
+pub fn test_panic<'e>(env: &'e Env, at: String) -> Result<Object<'e>> {
+    fn boom(at: &str) -> Outcome {
+        panic!("the test panic at '{at}'")
+    }
+    entry(|| match at.as_str() {
+        "sync" => {
+            boom(&at);
+            promise(env, async { outcome(true, None) })
+        }
+        "poll" => promise(env, async move { boom(&at) }),
+        "callback" => promise(env, async move {
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+            boom(&at)
+        }),
+        _ => Err(Error::from_reason(
+            "INVALID_ARGUMENT\u{1}at must be 'sync', 'poll' or 'callback'",
+        )),
+    })
 }

@@ -5,6 +5,7 @@ use napi::bindgen_prelude::*;
 use napi_derive::napi;
 use polylock::{AcquireOptions, ErrorKind, Lock, MultiLock};
 
+use crate::boundary::entry;
 use crate::cancel::{aborted, CancelToken, Ran};
 use crate::convert::{kind_name, ms, wait_arg};
 use crate::outcome::{answer, failed, outcome, promise, sync_err};
@@ -31,30 +32,31 @@ pub struct MultiLockBuilder {
 impl MultiLockBuilder {
     /// No members yet.
     #[napi(constructor)]
-    pub fn new() -> Self {
-        MultiLockBuilder {
-            members: Vec::new(),
-        }
+    pub fn new() -> Result<Self> {
+        entry(|| {
+            Ok(MultiLockBuilder {
+                members: Vec::new(),
+            })
+        })
     }
 
     /// Add a member.
     #[napi]
-    pub fn add(&mut self, lock: &NativeLock) {
-        self.members.push(lock.inner.clone());
+    pub fn add(&mut self, lock: &NativeLock) -> Result<()> {
+        entry(|| {
+            self.members.push(lock.inner.clone());
+            Ok(())
+        })
     }
 
     /// The multi-lock over the members added (see `MultiLock` in index.js).
     #[napi]
     pub fn build(&mut self) -> Result<NativeLock> {
-        MultiLock::new(std::mem::take(&mut self.members))
-            .map(NativeLock::new)
-            .map_err(sync_err)
-    }
-}
-
-impl Default for MultiLockBuilder {
-    fn default() -> Self {
-        Self::new()
+        entry(|| {
+            MultiLock::new(std::mem::take(&mut self.members))
+                .map(NativeLock::new)
+                .map_err(sync_err)
+        })
     }
 }
 
@@ -62,17 +64,20 @@ impl Default for MultiLockBuilder {
 impl NativeLock {
     /// The lock's name.
     #[napi(getter)]
-    pub fn name(&self) -> String {
-        self.inner.name().to_string()
+    pub fn name(&self) -> Result<String> {
+        entry(|| Ok(self.inner.name().to_string()))
     }
 
     /// `reentrant`, `mutex`, `read`, `write` or `fair` (a multi-lock: `multi`).
     #[napi(getter)]
-    pub fn kind(&self) -> &'static str {
-        if self.inner.is_multi() {
-            return "multi";
-        }
-        kind_name(self.inner.kind())
+    pub fn kind(&self) -> Result<&'static str> {
+        entry(|| {
+            Ok(if self.inner.is_multi() {
+                "multi"
+            } else {
+                kind_name(self.inner.kind())
+            })
+        })
     }
 
     /// Acquire: resolves `value` true when held, false when `waitMs` ran out; a cancelled
@@ -86,41 +91,45 @@ impl NativeLock {
         lease_ms: Option<f64>,
         token: Option<&CancelToken>,
     ) -> Result<Object<'e>> {
-        let wait = wait_arg(wait_ms)?;
-        let lease = lease_ms
-            .map(|l| ms(l, "leaseMs"))
-            .transpose()
-            .map_err(sync_err)?;
-        let owner = owner as u64;
-        let lock = self.inner.clone();
-        let token = CancelToken::state_of(token);
-        promise(env, async move {
-            answer(
-                match token
-                    .run(lock.acquire(owner, AcquireOptions { wait, lease }))
-                    .await
-                {
-                    Ran::Aborted => aborted(),
-                    Ran::AbortedAfter(_) => {
-                        let _ = lock.release(owner).await; // aborted as it arrived: give it back
-                        aborted()
-                    }
-                    Ran::Done(Ok(_)) => outcome(true, None),
-                    Ran::Done(Err(e)) if e.kind() == ErrorKind::Timeout => outcome(false, None),
-                    Ran::Done(Err(e)) => failed(&e),
-                },
-            )
+        entry(|| {
+            let wait = wait_arg(wait_ms)?;
+            let lease = lease_ms
+                .map(|l| ms(l, "leaseMs"))
+                .transpose()
+                .map_err(sync_err)?;
+            let owner = owner as u64;
+            let lock = self.inner.clone();
+            let token = CancelToken::state_of(token);
+            promise(env, async move {
+                answer(
+                    match token
+                        .run(lock.acquire(owner, AcquireOptions { wait, lease }))
+                        .await
+                    {
+                        Ran::Aborted => aborted(),
+                        Ran::AbortedAfter(_) => {
+                            let _ = lock.release(owner).await; // aborted as it arrived: give it back
+                            aborted()
+                        }
+                        Ran::Done(Ok(_)) => outcome(true, None),
+                        Ran::Done(Err(e)) if e.kind() == ErrorKind::Timeout => outcome(false, None),
+                        Ran::Done(Err(e)) => failed(&e),
+                    },
+                )
+            })
         })
     }
 
     /// Release one hold of `owner`.
     #[napi]
     pub fn release<'e>(&self, env: &'e Env, owner: f64) -> Result<Object<'e>> {
-        let lock = self.inner.clone();
-        promise(env, async move {
-            answer(match lock.release(owner as u64).await {
-                Ok(r) => outcome(r == polylock::Released::Freed, None),
-                Err(e) => failed(&e),
+        entry(|| {
+            let lock = self.inner.clone();
+            promise(env, async move {
+                answer(match lock.release(owner as u64).await {
+                    Ok(r) => outcome(r == polylock::Released::Freed, None),
+                    Err(e) => failed(&e),
+                })
             })
         })
     }
@@ -128,50 +137,59 @@ impl NativeLock {
     /// Whether anybody holds the lock.
     #[napi]
     pub fn is_locked<'e>(&self, env: &'e Env) -> Result<Object<'e>> {
-        let lock = self.inner.clone();
-        promise(env, async move {
-            match lock.is_locked().await {
-                Ok(b) => outcome(b, None),
-                Err(e) => failed(&e),
-            }
+        entry(|| {
+            let lock = self.inner.clone();
+            promise(env, async move {
+                match lock.is_locked().await {
+                    Ok(b) => outcome(b, None),
+                    Err(e) => failed(&e),
+                }
+            })
         })
     }
 
     /// Delete the lock whoever holds it.
     #[napi]
     pub fn force_unlock<'e>(&self, env: &'e Env) -> Result<Object<'e>> {
-        let lock = self.inner.clone();
-        promise(env, async move {
-            match lock.force_unlock().await {
-                Ok(b) => outcome(b, None),
-                Err(e) => failed(&e),
-            }
+        entry(|| {
+            let lock = self.inner.clone();
+            promise(env, async move {
+                match lock.force_unlock().await {
+                    Ok(b) => outcome(b, None),
+                    Err(e) => failed(&e),
+                }
+            })
         })
     }
 
     /// Remaining lease in ms (`number`), none if free or without a lease.
     #[napi]
     pub fn remaining_lease<'e>(&self, env: &'e Env) -> Result<Object<'e>> {
-        let lock = self.inner.clone();
-        promise(env, async move {
-            match lock.remaining_lease().await {
-                Ok(d) => outcome(d.is_some(), d.map(|d| d.as_millis() as f64)),
-                Err(e) => failed(&e),
-            }
+        entry(|| {
+            let lock = self.inner.clone();
+            promise(env, async move {
+                match lock.remaining_lease().await {
+                    Ok(d) => outcome(d.is_some(), d.map(|d| d.as_millis() as f64)),
+                    Err(e) => failed(&e),
+                }
+            })
         })
     }
 
     /// The fencing token of `owner`'s hold, if it holds one (no round trip).
     #[napi]
-    pub fn fencing_token(&self, owner: f64) -> Option<f64> {
-        self.inner.fencing_token(owner as u64).map(|t| t as f64)
+    pub fn fencing_token(&self, owner: f64) -> Result<Option<f64>> {
+        entry(|| Ok(self.inner.fencing_token(owner as u64).map(|t| t as f64)))
     }
 
     /// True if `owner`'s hold was lost and not yet released.
     #[napi]
-    pub fn is_lost(&self, owner: f64) -> bool {
-        self.inner
-            .lost_signal(owner as u64)
-            .is_some_and(|s| s.is_lost())
+    pub fn is_lost(&self, owner: f64) -> Result<bool> {
+        entry(|| {
+            Ok(self
+                .inner
+                .lost_signal(owner as u64)
+                .is_some_and(|s| s.is_lost()))
+        })
     }
 }

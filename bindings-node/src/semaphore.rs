@@ -1,11 +1,15 @@
 //! `NativeSemaphore` (RSemaphore / InterProcessSemaphoreV2), `NativePermitSemaphore` (expiring
 //! permits, Redis) and `NativeLatch`: every call settles a Promise from polylock's runtime;
-//! waiting calls take a `CancelToken` (for `AbortSignal`).
+//! waiting calls take a `CancelToken` (for `AbortSignal`). `PermitsSlot` keeps the permits of one
+//! acquire, so that their hold gives back exactly those (ZooKeeper: those leases).
+
+use std::sync::{Arc, Mutex};
 
 use napi::bindgen_prelude::*;
 use napi_derive::napi;
-use polylock::{CountDownLatch, ErrorKind, PermitExpirableSemaphore, Semaphore};
+use polylock::{CountDownLatch, ErrorKind, PermitExpirableSemaphore, Permits, Semaphore};
 
+use crate::boundary::entry;
 use crate::cancel::{aborted, CancelToken, Ran};
 use crate::convert::{ms, wait_arg};
 use crate::outcome::{done, failed, number, outcome, outcome_text, promise, sync_err};
@@ -36,36 +40,41 @@ impl NativeSemaphore {
 impl NativeSemaphore {
     /// The semaphore's name.
     #[napi(getter)]
-    pub fn name(&self) -> String {
-        self.inner.name().to_string()
+    pub fn name(&self) -> Result<String> {
+        entry(|| Ok(self.inner.name().to_string()))
     }
 
     /// True when permits taken are leases of this client (ZooKeeper).
     #[napi(getter)]
-    pub fn holds_permits(&self) -> bool {
-        self.inner.holds_permits()
+    pub fn holds_permits(&self) -> Result<bool> {
+        entry(|| Ok(self.inner.holds_permits()))
     }
 
     /// Set the number of permits if nobody set it yet: `value` says whether this call did.
     #[napi]
     pub fn try_set_permits<'e>(&self, env: &'e Env, permits: u32) -> Result<Object<'e>> {
-        let s = self.inner.clone();
-        promise(env, async move {
-            match s.try_set_permits(permits).await {
-                Ok(set) => outcome(set, None),
-                Err(e) => failed(&e),
-            }
+        entry(|| {
+            let s = self.inner.clone();
+            promise(env, async move {
+                match s.try_set_permits(permits).await {
+                    Ok(set) => outcome(set, None),
+                    Err(e) => failed(&e),
+                }
+            })
         })
     }
 
     /// Add permits, or take free ones away with a negative `delta`.
     #[napi]
     pub fn add_permits<'e>(&self, env: &'e Env, delta: i64) -> Result<Object<'e>> {
-        let s = self.inner.clone();
-        promise(env, async move { done(s.add_permits(delta).await) })
+        entry(|| {
+            let s = self.inner.clone();
+            promise(env, async move { done(s.add_permits(delta).await) })
+        })
     }
 
-    /// Take `permits` permits: `value` true when taken, false when `waitMs` ran out.
+    /// Take `permits` permits: `value` true when taken (and put in `slot`), false when
+    /// `waitMs` ran out.
     #[napi]
     pub fn acquire<'e>(
         &self,
@@ -73,45 +82,115 @@ impl NativeSemaphore {
         permits: f64,
         wait_ms: Option<f64>,
         token: Option<&CancelToken>,
+        slot: Option<&PermitsSlot>,
     ) -> Result<Object<'e>> {
-        let (permits, wait) = (count(permits, "permits")?, wait_arg(wait_ms)?);
-        let (s, token) = (self.inner.clone(), CancelToken::state_of(token));
-        promise(env, async move {
-            match token.run(s.acquire(permits, wait)).await {
-                Ran::Aborted => aborted(),
-                Ran::AbortedAfter(p) => {
-                    let _ = p.release(&s).await;
-                    aborted()
+        entry(|| {
+            let (permits, wait) = (count(permits, "permits")?, wait_arg(wait_ms)?);
+            let (s, token) = (self.inner.clone(), CancelToken::state_of(token));
+            let slot = slot.map(|slot| slot.inner.clone());
+            promise(env, async move {
+                match token.run(s.acquire(permits, wait)).await {
+                    Ran::Aborted => aborted(),
+                    Ran::AbortedAfter(p) => {
+                        let _ = p.release(&s).await;
+                        aborted()
+                    }
+                    Ran::Done(Ok(p)) => {
+                        if let Some(slot) = slot {
+                            *slot.lock().unwrap_or_else(|e| e.into_inner()) = Some(p);
+                        }
+                        outcome(true, None)
+                    }
+                    Ran::Done(Err(e)) if e.kind() == ErrorKind::Timeout => outcome(false, None),
+                    Ran::Done(Err(e)) => failed(&e),
                 }
-                Ran::Done(Ok(_)) => outcome(true, None),
-                Ran::Done(Err(e)) if e.kind() == ErrorKind::Timeout => outcome(false, None),
-                Ran::Done(Err(e)) => failed(&e),
-            }
+            })
         })
     }
 
     /// Give back `permits` permits.
     #[napi]
     pub fn release<'e>(&self, env: &'e Env, permits: f64) -> Result<Object<'e>> {
-        let (permits, s) = (count(permits, "permits")?, self.inner.clone());
-        promise(env, async move { done(s.release(permits).await) })
+        entry(|| {
+            let (permits, s) = (count(permits, "permits")?, self.inner.clone());
+            promise(env, async move { done(s.release(permits).await) })
+        })
     }
 
     /// The permits free now (`number`).
     #[napi]
     pub fn available_permits<'e>(&self, env: &'e Env) -> Result<Object<'e>> {
-        let s = self.inner.clone();
-        promise(env, async move {
-            number(s.available_permits().await.map(|n| n as f64))
+        entry(|| {
+            let s = self.inner.clone();
+            promise(env, async move {
+                number(s.available_permits().await.map(|n| n as f64))
+            })
         })
     }
 
     /// Take every permit free now; how many (`number`).
     #[napi]
     pub fn drain_permits<'e>(&self, env: &'e Env) -> Result<Object<'e>> {
-        let s = self.inner.clone();
-        promise(env, async move {
-            number(s.drain_permits().await.map(|n| n as f64))
+        entry(|| {
+            let s = self.inner.clone();
+            promise(env, async move {
+                number(s.drain_permits().await.map(|n| n as f64))
+            })
+        })
+    }
+}
+
+/// The permits of one acquire (filled by `NativeSemaphore::acquire`), given back exactly: on
+/// ZooKeeper the leases that acquire took, not any of this client's.
+#[napi]
+pub struct PermitsSlot {
+    inner: Arc<Mutex<Option<Permits>>>,
+}
+
+#[napi]
+impl PermitsSlot {
+    /// An empty slot.
+    #[napi(constructor)]
+    pub fn new() -> Result<Self> {
+        entry(|| {
+            Ok(PermitsSlot {
+                inner: Arc::default(),
+            })
+        })
+    }
+
+    /// Give the permits back to `semaphore` (once: `NOT_OWNER` after that, or before any were
+    /// put here).
+    #[napi]
+    pub fn release<'e>(&self, env: &'e Env, semaphore: &NativeSemaphore) -> Result<Object<'e>> {
+        entry(|| {
+            let taken = self.inner.lock().unwrap_or_else(|e| e.into_inner()).take();
+            let s = semaphore.inner.clone();
+            promise(env, async move {
+                match taken {
+                    Some(p) => done(p.release(&s).await),
+                    None => failed(&polylock::Error::new(
+                        ErrorKind::NotOwner,
+                        format!(
+                            "these permits of semaphore '{}' were given back already",
+                            s.name()
+                        ),
+                    )),
+                }
+            })
+        })
+    }
+
+    /// True once a lease of these permits was lost (ZooKeeper; never on Redis).
+    #[napi(getter)]
+    pub fn is_lost(&self) -> Result<bool> {
+        entry(|| {
+            Ok(self
+                .inner
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .as_ref()
+                .is_some_and(|p| p.is_lost()))
         })
     }
 }
@@ -132,27 +211,31 @@ impl NativePermitSemaphore {
 impl NativePermitSemaphore {
     /// The semaphore's name.
     #[napi(getter)]
-    pub fn name(&self) -> String {
-        self.inner.name().to_string()
+    pub fn name(&self) -> Result<String> {
+        entry(|| Ok(self.inner.name().to_string()))
     }
 
     /// Set the number of permits if nobody set it yet.
     #[napi]
     pub fn try_set_permits<'e>(&self, env: &'e Env, permits: u32) -> Result<Object<'e>> {
-        let s = self.inner.clone();
-        promise(env, async move {
-            match s.try_set_permits(permits).await {
-                Ok(set) => outcome(set, None),
-                Err(e) => failed(&e),
-            }
+        entry(|| {
+            let s = self.inner.clone();
+            promise(env, async move {
+                match s.try_set_permits(permits).await {
+                    Ok(set) => outcome(set, None),
+                    Err(e) => failed(&e),
+                }
+            })
         })
     }
 
     /// Add permits, or take free ones away.
     #[napi]
     pub fn add_permits<'e>(&self, env: &'e Env, delta: i64) -> Result<Object<'e>> {
-        let s = self.inner.clone();
-        promise(env, async move { done(s.add_permits(delta).await) })
+        entry(|| {
+            let s = self.inner.clone();
+            promise(env, async move { done(s.add_permits(delta).await) })
+        })
     }
 
     /// Take one permit: `text` its id, or `value` false when `waitMs` ran out.
@@ -164,51 +247,59 @@ impl NativePermitSemaphore {
         lease_ms: Option<f64>,
         token: Option<&CancelToken>,
     ) -> Result<Object<'e>> {
-        let wait = wait_arg(wait_ms)?;
-        let lease = lease_ms
-            .map(|l| ms(l, "leaseMs"))
-            .transpose()
-            .map_err(sync_err)?;
-        let (s, token) = (self.inner.clone(), CancelToken::state_of(token));
-        promise(env, async move {
-            match token.run(s.acquire(lease, wait)).await {
-                Ran::Aborted => aborted(),
-                Ran::AbortedAfter(p) => {
-                    let _ = s.release(&p.id).await;
-                    aborted()
+        entry(|| {
+            let wait = wait_arg(wait_ms)?;
+            let lease = lease_ms
+                .map(|l| ms(l, "leaseMs"))
+                .transpose()
+                .map_err(sync_err)?;
+            let (s, token) = (self.inner.clone(), CancelToken::state_of(token));
+            promise(env, async move {
+                match token.run(s.acquire(lease, wait)).await {
+                    Ran::Aborted => aborted(),
+                    Ran::AbortedAfter(p) => {
+                        let _ = s.release(&p.id).await;
+                        aborted()
+                    }
+                    Ran::Done(Ok(p)) => outcome_text(p.id),
+                    Ran::Done(Err(e)) if e.kind() == ErrorKind::Timeout => outcome(false, None),
+                    Ran::Done(Err(e)) => failed(&e),
                 }
-                Ran::Done(Ok(p)) => outcome_text(p.id),
-                Ran::Done(Err(e)) if e.kind() == ErrorKind::Timeout => outcome(false, None),
-                Ran::Done(Err(e)) => failed(&e),
-            }
+            })
         })
     }
 
     /// Give back the permit `id`.
     #[napi]
     pub fn release<'e>(&self, env: &'e Env, id: String) -> Result<Object<'e>> {
-        let s = self.inner.clone();
-        promise(env, async move { done(s.release(&id).await) })
+        entry(|| {
+            let s = self.inner.clone();
+            promise(env, async move { done(s.release(&id).await) })
+        })
     }
 
     /// Redisson's tryRelease: `value` true if the permit was there.
     #[napi]
     pub fn try_release<'e>(&self, env: &'e Env, id: String) -> Result<Object<'e>> {
-        let s = self.inner.clone();
-        promise(env, async move {
-            match s.try_release(&id).await {
-                Ok(b) => outcome(b, None),
-                Err(e) => failed(&e),
-            }
+        entry(|| {
+            let s = self.inner.clone();
+            promise(env, async move {
+                match s.try_release(&id).await {
+                    Ok(b) => outcome(b, None),
+                    Err(e) => failed(&e),
+                }
+            })
         })
     }
 
     /// The permits free now (`number`).
     #[napi]
     pub fn available_permits<'e>(&self, env: &'e Env) -> Result<Object<'e>> {
-        let s = self.inner.clone();
-        promise(env, async move {
-            number(s.available_permits().await.map(|n| n as f64))
+        entry(|| {
+            let s = self.inner.clone();
+            promise(env, async move {
+                number(s.available_permits().await.map(|n| n as f64))
+            })
         })
     }
 }
@@ -229,38 +320,44 @@ impl NativeLatch {
 impl NativeLatch {
     /// The latch's name.
     #[napi(getter)]
-    pub fn name(&self) -> String {
-        self.inner.name().to_string()
+    pub fn name(&self) -> Result<String> {
+        entry(|| Ok(self.inner.name().to_string()))
     }
 
     /// Set the count if the latch is not counting: `value` says whether this call did.
     #[napi]
     pub fn try_set_count<'e>(&self, env: &'e Env, count: f64) -> Result<Object<'e>> {
-        let n = self::count(count, "count")? as u64;
-        let l = self.inner.clone();
-        promise(env, async move {
-            match l.try_set_count(n).await {
-                Ok(set) => outcome(set, None),
-                Err(e) => failed(&e),
-            }
+        entry(|| {
+            let n = self::count(count, "count")? as u64;
+            let l = self.inner.clone();
+            promise(env, async move {
+                match l.try_set_count(n).await {
+                    Ok(set) => outcome(set, None),
+                    Err(e) => failed(&e),
+                }
+            })
         })
     }
 
     /// Count down by one.
     #[napi]
     pub fn count_down<'e>(&self, env: &'e Env) -> Result<Object<'e>> {
-        let l = self.inner.clone();
-        promise(env, async move { done(l.count_down().await) })
+        entry(|| {
+            let l = self.inner.clone();
+            promise(env, async move { done(l.count_down().await) })
+        })
     }
 
     /// The count now (`number`).
     #[napi]
     pub fn count<'e>(&self, env: &'e Env) -> Result<Object<'e>> {
-        let l = self.inner.clone();
-        promise(
-            env,
-            async move { number(l.count().await.map(|n| n as f64)) },
-        )
+        entry(|| {
+            let l = self.inner.clone();
+            promise(
+                env,
+                async move { number(l.count().await.map(|n| n as f64)) },
+            )
+        })
     }
 
     /// Wait until the count is zero: `value` true when open, false when `waitMs` ran out.
@@ -271,26 +368,30 @@ impl NativeLatch {
         wait_ms: Option<f64>,
         token: Option<&CancelToken>,
     ) -> Result<Object<'e>> {
-        let wait = wait_arg(wait_ms)?;
-        let (l, token) = (self.inner.clone(), CancelToken::state_of(token));
-        promise(env, async move {
-            match token.run(l.wait(wait)).await {
-                Ran::Aborted | Ran::AbortedAfter(_) => aborted(),
-                Ran::Done(Ok(open)) => outcome(open, None),
-                Ran::Done(Err(e)) => failed(&e),
-            }
+        entry(|| {
+            let wait = wait_arg(wait_ms)?;
+            let (l, token) = (self.inner.clone(), CancelToken::state_of(token));
+            promise(env, async move {
+                match token.run(l.wait(wait)).await {
+                    Ran::Aborted | Ran::AbortedAfter(_) => aborted(),
+                    Ran::Done(Ok(open)) => outcome(open, None),
+                    Ran::Done(Err(e)) => failed(&e),
+                }
+            })
         })
     }
 
     /// Delete the latch: `value` true if it was counting.
     #[napi]
     pub fn delete<'e>(&self, env: &'e Env) -> Result<Object<'e>> {
-        let l = self.inner.clone();
-        promise(env, async move {
-            match l.delete().await {
-                Ok(b) => outcome(b, None),
-                Err(e) => failed(&e),
-            }
+        entry(|| {
+            let l = self.inner.clone();
+            promise(env, async move {
+                match l.delete().await {
+                    Ok(b) => outcome(b, None),
+                    Err(e) => failed(&e),
+                }
+            })
         })
     }
 }

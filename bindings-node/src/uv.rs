@@ -89,6 +89,8 @@ pub(crate) fn alloc(uv: &Uv, kind: c_int) -> *mut Handle {
 
 /// The close callback of every handle [`alloc`] made.
 pub(crate) unsafe extern "C" fn free_handle(handle: *mut Handle) {
-    // SAFETY: the handle was allocated by `alloc` and libuv is done with it (closed).
-    unsafe { libc::free(handle) }
+    crate::boundary::callback("close", || {
+        // SAFETY: the handle was allocated by `alloc` and libuv is done with it (closed).
+        unsafe { libc::free(handle) }
+    })
 }

@@ -14,23 +14,25 @@ const REDLOCK = (
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 const unique = (p) => `polylock-node:${p}:${randomUUID()}`;
 const isCode = (code) => (e) => e instanceof polylock.PolylockError && e.code === code;
+const { newFlow } = polylock;
 
 test('a fair lock is granted in the order of asking', async () => {
   const c = await polylock.connect(REDIS);
   const name = unique('fair');
   const holder = c.fairLock(name);
   assert.equal(holder.kind, 'fair');
-  assert.equal(await holder.acquire(), true);
+  assert.ok(await holder.acquire());
   const order = [];
   const waiters = [];
   for (let i = 0; i < 6; i++) {
-    const l = c.fairLock(name); // each handle is its own owner
+    const l = c.fairLock(name);
     waiters.push(
-      l.acquire().then(async (held) => {
-        assert.equal(held, true);
+      // Each waiter a flow of its own (this one holds the lock: its acquires would re-enter).
+      newFlow(() => l.acquire()).then(async (held) => {
+        assert.ok(held);
         order.push(i);
         await sleep(10);
-        await l.release();
+        await held.release();
       }),
     );
     await sleep(100); // each is queued before the next asks
@@ -52,13 +54,16 @@ test('a multi-lock over Redis and ZooKeeper takes all or nothing', async () => {
   assert.ok(both instanceof polylock.Lock);
   assert.equal(both.kind, 'multi');
   assert.deepEqual(both.members, [b, a]);
-  assert.equal(await both.acquire({ waitMs: 5000 }), true);
+  assert.ok(await both.acquire({ waitMs: 5000 }));
   assert.equal(await a.isLocked(), true);
   assert.equal(await b.isLocked(), true);
   const [tb, ta] = both.fencingTokens;
   assert.ok(ta > 0 && tb > 0);
   assert.equal(both.fencingToken, Math.max(ta, tb));
-  assert.equal(await both.acquire({ waitMs: 0 }), true, 're-entry');
+  assert.ok(await both.acquire({ waitMs: 0 }), 're-entry');
+  assert.equal(both.holdCount, 2);
+  assert.ok(await a.acquire({ waitMs: 0 }), 'a member re-enters inside the section');
+  await a.release();
   await both.release();
   await both.release();
   assert.equal(await a.isLocked(), false);
@@ -66,8 +71,8 @@ test('a multi-lock over Redis and ZooKeeper takes all or nothing', async () => {
 
   // The ZooKeeper member held elsewhere: the wait runs out and the Redis member is given back.
   const held = other.lock(bPath);
-  assert.equal(await held.acquire(), true);
-  assert.equal(await both.acquire({ waitMs: 300 }), false);
+  assert.ok(await held.acquire());
+  assert.equal(await both.acquire({ waitMs: 300 }), null);
   assert.equal(await a.isLocked(), false, 'nothing left held');
   // An abort ends the wait the same way.
   const ac = new AbortController();
@@ -80,7 +85,7 @@ test('a multi-lock over Redis and ZooKeeper takes all or nothing', async () => {
 
   // A member lost: the multi-lock emits 'lost'.
   const lost = new Promise((resolve) => both.once('lost', resolve));
-  assert.equal(await both.acquire({ waitMs: 5000 }), true);
+  assert.ok(await both.acquire({ waitMs: 5000 }));
   await r.lock(aName).forceUnlock();
   const keepAlive = setInterval(() => {}, 1000); // 'lost' listeners are weak by design
   const event = await lost;
@@ -97,7 +102,7 @@ test('two multi-locks in opposite orders never deadlock', async () => {
   const work = async (names) => {
     const m = new polylock.MultiLock(names.map((n) => c.lock(n)));
     for (let i = 0; i < 50; i++) {
-      assert.equal(await m.acquire({ waitMs: 20000 }), true);
+      assert.ok(await m.acquire({ waitMs: 20000 }));
       const v = count;
       await sleep(0);
       count = v + 1;
@@ -129,7 +134,7 @@ test('RedLock keeps a counter exact over three masters and releases on each', as
   const work = async (c) => {
     const l = c.lock(name);
     for (let i = 0; i < 15; i++) {
-      assert.equal(await l.acquire({ waitMs: 30000 }), true);
+      assert.ok(await l.acquire({ waitMs: 30000 }));
       inside += 1;
       if (inside > 1) overlaps += 1;
       const v = count;
@@ -142,7 +147,7 @@ test('RedLock keeps a counter exact over three masters and releases on each', as
   await Promise.all([work(clients[0]), work(clients[1]), work(clients[0]), work(clients[1])]);
   assert.deepEqual([count, overlaps], [60, 0]);
   const l = clients[0].lock(name);
-  assert.equal(await l.acquire(), true);
+  assert.ok(await l.acquire());
   for (const m of masters) assert.equal(await m.lock(name).isLocked(), true, 'held on every master');
   assert.ok(l.fencingToken > 0);
   await l.release();

@@ -11,26 +11,35 @@ const REDIS = process.env.POLYLOCK_REDIS_URL || 'redis://127.0.0.1:6379';
 const ZK = process.env.POLYLOCK_ZK_URL || 'zk://127.0.0.1:2181';
 const unique = (p) => `polylock-node:${p}:${randomUUID()}`;
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+const { newFlow } = polylock;
 
-test('a handle is an owner: it re-enters; two handles exclude each other', async () => {
+test('a flow re-enters what it holds; another flow waits, on any handle', async () => {
   const c = await polylock.connect(REDIS);
   const a = c.lock(unique('handles'));
   const b = c.lock(a.name);
-  assert.equal(await a.acquire(), true);
-  assert.equal(await a.acquire(), true);
+  const first = await a.acquire();
+  assert.ok(first instanceof polylock.LockHold);
+  assert.equal(first.lock, a);
+  assert.ok(await a.acquire());
   assert.equal(a.holdCount, 2);
-  assert.equal(await b.acquire({ waitMs: 0 }), false);
-  assert.equal(await b.acquire({ waitMs: 150 }), false);
-  await assert.rejects(b.release(), (e) => e instanceof polylock.PolylockError && e.code === 'ERR_POLYLOCK_NOT_OWNER');
+  assert.equal(b.holdCount, 2, 'the flow holds it, whichever handle asks');
+  assert.equal(await newFlow(() => b.acquire({ waitMs: 0 })), null);
+  assert.equal(await newFlow(() => b.tryLock()), null);
+  assert.equal(await newFlow(() => b.acquire({ waitMs: 150 })), null);
+  await assert.rejects(newFlow(() => c.lock(a.name).release()), (e) => e instanceof polylock.PolylockError && e.code === 'ERR_POLYLOCK_NOT_OWNER');
   const token = a.fencingToken;
   assert.ok(token > 0);
+  assert.equal(first.fencingToken, token);
   await a.release();
   assert.equal(await a.isLocked(), true);
   await a.release();
   assert.equal(await a.isLocked(), false);
-  assert.equal(await b.acquire({ waitMs: 0 }), true);
-  assert.ok(b.fencingToken > token, 'tokens grow with every new holder');
-  await b.release();
+  assert.equal(first.released, true);
+  const other = await newFlow(() => b.tryLock());
+  assert.ok(other);
+  assert.ok(other.fencingToken > token, 'tokens grow with every new holder');
+  await b.release(); // the handle's one acquisition, from any flow
+  assert.equal(await a.isLocked(), false);
   await c.close();
 });
 
@@ -41,11 +50,11 @@ test('a waiter is woken by the release, and the event loop keeps running meanwhi
   await a.acquire();
   let ticks = 0;
   const timer = setInterval(() => ticks++, 5);
-  const waiting = b.acquire();
+  const waiting = newFlow(() => b.acquire());
   await sleep(200);
   const released = Date.now();
   await a.release();
-  assert.equal(await waiting, true);
+  assert.ok(await waiting);
   const latency = Date.now() - released;
   clearInterval(timer);
   assert.ok(latency < 150, `woken after ${latency} ms`);
@@ -61,8 +70,8 @@ test('AbortSignal cancels a wait and leaves nothing behind', async () => {
   await a.acquire();
   const ac = new AbortController();
   setTimeout(() => ac.abort(), 100);
-  await assert.rejects(b.acquire({ signal: ac.signal }), { name: 'AbortError' });
-  await assert.rejects(b.acquire({ signal: ac.signal }), { name: 'AbortError' }, 'an aborted signal rejects at once');
+  await assert.rejects(newFlow(() => b.acquire({ signal: ac.signal })), { name: 'AbortError' });
+  await assert.rejects(newFlow(() => b.acquire({ signal: ac.signal })), { name: 'AbortError' }, 'an aborted signal rejects at once');
   await a.release();
   await sleep(100);
   assert.equal(await a.isLocked(), false, 'the aborted waiter must not take the lock afterwards');
@@ -94,6 +103,7 @@ test('hold() is disposable with Symbol.asyncDispose', async () => {
   const c = await polylock.connect(REDIS);
   const lock = c.lock(unique('dispose'));
   const held = await lock.hold();
+  assert.ok(held instanceof polylock.LockHold);
   assert.ok(held.fencingToken > 0);
   assert.equal(await lock.isLocked(), true);
   const dispose = held[Symbol.asyncDispose || Symbol.for('nodejs.asyncDispose')];
@@ -108,7 +118,7 @@ test('a fixed lease expires; the handle learns it', async () => {
   const c = await polylock.connect(REDIS);
   const lock = c.lock(unique('lease'));
   const lost = new Promise((resolve) => lock.once('lost', resolve));
-  assert.equal(await lock.acquire({ leaseMs: 300 }), true);
+  assert.ok(await lock.acquire({ leaseMs: 300 }));
   const ttl = await lock.remainingLeaseMs();
   assert.ok(ttl > 0 && ttl <= 300, `ttl ${ttl}`);
   const keepAlive = setInterval(() => {}, 1000); // 'lost' listeners are weak by design
@@ -146,14 +156,14 @@ test('ZooKeeper lock and mutex', async () => {
   const p = `/polylock-node/${randomUUID()}`;
   const a = z.lock(p);
   const b = z.lock(p);
-  assert.equal(await a.acquire(), true);
-  assert.equal(await b.acquire({ waitMs: 100 }), false);
+  assert.ok(await a.acquire());
+  assert.equal(await newFlow(() => b.acquire({ waitMs: 100 })), null);
   await assert.rejects(a.acquire({ leaseMs: 1000 }), { code: 'ERR_POLYLOCK_UNSUPPORTED' });
   await a.release();
   assert.throws(() => z.lock('relative'), { code: 'ERR_POLYLOCK_INVALID_ARGUMENT' });
   const m = z.mutex(`${p}-m`);
-  assert.equal(await m.acquire(), true);
-  assert.equal(await m.acquire({ waitMs: 100 }), false, 'not reentrant');
+  assert.ok(await m.acquire());
+  assert.equal(await m.acquire({ waitMs: 100 }), null, 'not reentrant, not even in its own flow');
   await m.release();
   const r = await polylock.connect(REDIS);
   assert.throws(() => r.mutex('x'), { code: 'ERR_POLYLOCK_UNSUPPORTED' });
@@ -192,7 +202,7 @@ test('a process that exits without close() leaves no ZooKeeper node (the exit ho
   const z = await polylock.connect(ZK);
   const started = Date.now();
   const lock = z.lock(p);
-  assert.equal(await lock.acquire({ waitMs: 2000 }), true, "the exited process's node was still there");
+  assert.ok(await lock.acquire({ waitMs: 2000 }), "the exited process's node was still there");
   assert.ok(Date.now() - started < 1000);
   await lock.release();
   await z.close();

@@ -10,6 +10,7 @@ const ZK = process.env.POLYLOCK_ZK_URL || 'zk://127.0.0.1:2181';
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 const nameFor = (url, p) => (url.startsWith('zk') ? `/polylock-node/${p}-${randomUUID()}` : `polylock-node:${p}:${randomUUID()}`);
 const isCode = (code) => (e) => e instanceof polylock.PolylockError && e.code === code;
+const { newFlow } = polylock;
 
 for (const [server, url] of [
   ['redis', REDIS],
@@ -22,20 +23,23 @@ for (const [server, url] of [
     assert.ok(a instanceof polylock.ReadWriteLock);
     assert.equal(a.readLock().kind, 'read');
     assert.equal(a.writeLock().kind, 'write');
-    assert.equal(await a.readLock().acquire({ waitMs: 0 }), true);
-    assert.equal(await b.readLock().acquire({ waitMs: 0 }), true);
+    // Each reader in a flow of its own (one flow would re-enter its read hold).
+    const ra = await newFlow(() => a.readLock().acquire({ waitMs: 0 }));
+    const rb = await newFlow(() => b.readLock().acquire({ waitMs: 0 }));
+    assert.ok(ra && rb, 'readers share');
     assert.equal(await a.readLock().isLocked(), true);
-    assert.equal(await w.writeLock().acquire({ waitMs: 0 }), false);
-    const waiting = w.writeLock().acquire({ waitMs: 10000 });
-    await a.readLock().release();
+    assert.equal(await newFlow(() => w.writeLock().acquire({ waitMs: 0 })), null);
+    const waiting = newFlow(() => w.writeLock().acquire({ waitMs: 10000 }));
+    await ra.release();
     await sleep(100);
     const released = Date.now();
-    await b.readLock().release();
-    assert.equal(await waiting, true);
+    await rb.release();
+    const held = await waiting;
+    assert.ok(held);
     assert.ok(Date.now() - released < 1000, 'woken by the release');
-    assert.equal(await a.readLock().acquire({ waitMs: 0 }), false);
-    assert.equal(await b.writeLock().acquire({ waitMs: 0 }), false);
-    await w.writeLock().release();
+    assert.equal(await newFlow(() => a.readLock().acquire({ waitMs: 0 })), null);
+    assert.equal(await newFlow(() => b.writeLock().acquire({ waitMs: 0 })), null);
+    await held.release();
     await c.close();
   });
 
@@ -46,8 +50,8 @@ for (const [server, url] of [
     const rw = c.readWriteLock(name);
     const r = rw.readLock();
     const w = rw.writeLock();
-    assert.equal(await r.acquire(), true);
-    assert.equal(await r.acquire(), true);
+    assert.ok(await r.acquire());
+    assert.ok(await r.acquire());
     assert.equal(r.holdCount, 2);
     const started = Date.now();
     await assert.rejects(w.acquire(), isCode('ERR_POLYLOCK_UPGRADE_NOT_SUPPORTED'));
@@ -56,19 +60,20 @@ for (const [server, url] of [
     await r.release();
     await r.release();
     await assert.rejects(r.release(), isCode('ERR_POLYLOCK_NOT_OWNER'));
-    assert.equal(await w.acquire(), true);
+    assert.ok(await w.acquire());
     const token = w.fencingToken;
     assert.ok(token > 0);
-    assert.equal(await r.acquire({ waitMs: 0 }), true, 'the writer may read');
+    assert.ok(await r.acquire({ waitMs: 0 }), 'the writer may read');
+    assert.equal(await newFlow(() => rw.readLock().acquire({ waitMs: 0 })), null, 'another flow may not, on the same handle');
     const stranger = other.readWriteLock(name);
-    assert.equal(await stranger.readLock().acquire({ waitMs: 0 }), false);
+    assert.equal(await stranger.readLock().acquire({ waitMs: 0 }), null);
     await w.release();
-    assert.equal(await stranger.readLock().acquire({ waitMs: 2000 }), true, 'readers share after the downgrade');
+    assert.ok(await stranger.readLock().acquire({ waitMs: 2000 }), 'readers share after the downgrade');
     const writer = other.readWriteLock(name);
-    assert.equal(await writer.writeLock().acquire({ waitMs: 0 }), false);
+    assert.equal(await newFlow(() => writer.writeLock().acquire({ waitMs: 0 })), null);
     await stranger.readLock().release();
     await r.release();
-    assert.equal(await writer.writeLock().acquire({ waitMs: 2000 }), true);
+    assert.ok(await newFlow(() => writer.writeLock().acquire({ waitMs: 2000 })));
     await writer.writeLock().release();
     await other.close();
     await c.close();
@@ -119,12 +124,12 @@ for (const [server, url] of [
     await reader.readLock().acquire();
     const writer = c.readWriteLock(name);
     await assert.rejects(
-      writer.writeLock().acquire({ signal: AbortSignal.timeout(150) }),
+      newFlow(() => writer.writeLock().acquire({ signal: AbortSignal.timeout(150) })),
       (e) => e.name === 'TimeoutError',
     );
     await reader.readLock().release();
     const next = c.readWriteLock(name);
-    assert.equal(await next.writeLock().acquire({ waitMs: 2000 }), true, 'nothing left behind');
+    assert.ok(await newFlow(() => next.writeLock().acquire({ waitMs: 2000 })), 'nothing left behind');
     await next.writeLock().release();
     await c.close();
   });
@@ -141,7 +146,7 @@ for (const [server, url] of [
     if (server === 'redis') {
       await sleep(1900); // the watchdog keeps the read hold past three leases
       assert.equal(rw.readLock().isLost, false);
-      assert.equal(await other.readWriteLock(name).writeLock().acquire({ waitMs: 0 }), false);
+      assert.equal(await other.readWriteLock(name).writeLock().acquire({ waitMs: 0 }), null);
     }
     assert.equal(await other.readWriteLock(name).readLock().forceUnlock(), true);
     for (let i = 0; i < 100 && seen.length === 0; i++) await sleep(20);

@@ -37,6 +37,7 @@ for (const [server, url] of [
           for (let waited = 0; waited < 2000 && most < 3; waited++) await sleep(1);
           await sleep(10);
           inside--;
+          assert.equal(permit.isLost, false);
           await permit.release();
         }
         finished++;
