@@ -44,7 +44,8 @@ impl Client {
     /// connections the client opens (64 by default): one for queries, plus one per held or
     /// waiting session lock; an acquire that would need more fails with `InvalidState`. TLS:
     /// `require_ssl=true` (MySQL), `sslmode=require[&sslrootcert=FILE]` (PostgreSQL), through
-    /// rustls.
+    /// rustls. `etcd://[user:password@]host:port[,host:port...][?ttl=SECONDS]` locks in etcd's own
+    /// format (`concurrency.Mutex`, `etcdctl lock`); `etcds://...?tls_ca_file=PATH` over TLS.
     pub async fn connect(url: &str) -> Result<Client> {
         Client::connect_with(url, ClientOptions::default()).await
     }
@@ -63,6 +64,8 @@ impl Client {
             Redis,
             Zk,
             Sql,
+            #[cfg(feature = "etcd")]
+            Etcd,
         }
         let family = match scheme.as_deref() {
             Some(
@@ -71,10 +74,12 @@ impl Client {
             ) => Family::Redis,
             Some("zk" | "zks") => Family::Zk,
             Some("mysql" | "mariadb" | "postgres" | "postgresql") => Family::Sql,
+            #[cfg(feature = "etcd")]
+            Some("etcd" | "etcds") => Family::Etcd,
             _ => {
                 // server_key: the URL without its credentials, never a password.
                 return Err(Error::invalid(format!(
-                    "malformed URL '{}': expected redis://[user:password@]host:port[/db], rediss://..., zk://host:port[,host:port...][/chroot], mysql://user:password@host:port/database or postgres://user:password@host:port/database",
+                    "malformed URL '{}': expected redis://[user:password@]host:port[/db], rediss://..., zk://host:port[,host:port...][/chroot], etcd://host:port[,host:port...] (with the etcd feature), mysql://user:password@host:port/database or postgres://user:password@host:port/database",
                     server_key(&url)
                 )));
             }
@@ -85,6 +90,8 @@ impl Client {
                 Family::Zk => crate::zookeeper::connect(&url, &options).await,
                 Family::Redis => crate::redis::connect(&url, &options, &id).await,
                 Family::Sql => crate::sql::connect(&url, &options, &id).await,
+                #[cfg(feature = "etcd")]
+                Family::Etcd => crate::etcd::connect(&url, &options).await,
             }
         })
         .await
