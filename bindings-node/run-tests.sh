@@ -14,6 +14,8 @@ node --test --test-reporter=spec test/ 2>&1 || suites=1
 echo "== Node suite on the runtime driver (POLYLOCK_NODE_DRIVER=runtime)"
 POLYLOCK_NODE_DRIVER=runtime node --test --test-reporter=spec test/ 2>&1 || suites=1
 cd "$root"
+# protoc and the well-known .proto files: the etcd client crate compiles etcd's .proto files.
+bash scripts/servers.sh install >/dev/null
 url=${POLYLOCK_REDIS_URL:-redis://127.0.0.1:6379}
 (cd examples/node && POLYLOCK_NODE_PROFILE=dev npm install --no-audit --no-fund --loglevel=error >/dev/null)
 node examples/node/quickstart.js "$url"

@@ -4,7 +4,8 @@ a fault is made beside them, then a checker reads the resource's log.
 
 Every server it uses is its own, on free loopback ports, started for the run and stopped after:
 a Redis with an append-only file (fsync always), a Sentinel group (master, two replicas, three
-sentinels), a six-node Redis Cluster, a three-server ZooKeeper ensemble, and a TCP proxy
+sentinels), a six-node Redis Cluster, a three-server ZooKeeper ensemble, a three-member etcd
+cluster (scripts/servers.sh etcd-member), and a TCP proxy
 (a process of this script) that a fault stops with SIGSTOP.
 
 The resource is a line server in this process. Each critical section is BEGIN, three WRITEs and
@@ -131,6 +132,7 @@ class Servers:
         self.dir = Path(tempfile.mkdtemp(prefix="polylock-faults-"))
         self.procs: dict[int, subprocess.Popen] = {}
         self.zk_dirs: list[Path] = []
+        self.etcd_dirs: list[Path] = []
 
     def redis(self, port: int, *args: str) -> None:
         d = self.dir / f"redis-{port}"
@@ -164,7 +166,31 @@ class Servers:
             wait_until(f"zookeeper on {port}", lambda p=port: zk_mode(p) in ("leader", "follower"), 60)
         return ports
 
+    def etcd_cluster(self) -> list[int]:
+        """Three etcd members on free ports (clients; peers on ports of their own)."""
+        ports = [free_port() for _ in range(3)]
+        peers = [free_port() for _ in range(3)]
+        initial = ",".join(f"f{c}=http://127.0.0.1:{p}" for c, p in zip(ports, peers))
+        for c, p in zip(ports, peers):
+            d = self.dir / f"etcd-{c}"
+            self.etcd_dirs.append(d)
+            subprocess.run(["bash", str(ROOT / "scripts/servers.sh"), "etcd-member", str(d), f"f{c}", str(c), str(p),
+                            initial], check=True)
+        wait_until("the etcd cluster's leader", lambda: etcd_leader(ports) is not None, 60)
+        return ports
+
+    def etcd_pid(self, port: int) -> int:
+        return int((self.dir / f"etcd-{port}" / "etcd.pid").read_text().strip())
+
     def stop(self) -> None:
+        for d in self.etcd_dirs:
+            pid = d / "etcd.pid"
+            if pid.exists():
+                try:
+                    os.kill(int(pid.read_text().strip()), signal.SIGCONT)
+                    os.kill(int(pid.read_text().strip()), signal.SIGKILL)
+                except (ProcessLookupError, ValueError):
+                    pass
         for p in self.procs.values():
             if p.poll() is None:
                 p.kill()
@@ -195,6 +221,22 @@ def zk_mode(port: int) -> str:
         if line.startswith("Mode:"):
             return line.split(":", 1)[1].strip()
     return ""
+
+
+def etcd_leader(ports: list[int]) -> Optional[int]:
+    """The client port of the etcd member that is leader, as the members say (etcdctl)."""
+    out = subprocess.run(["etcdctl", "--endpoints=" + ",".join(f"http://127.0.0.1:{p}" for p in ports),
+                          "--dial-timeout=1s", "--command-timeout=1s", "endpoint", "status", "-w", "json"],
+                         env={**os.environ, "ETCDCTL_API": "3"}, capture_output=True, text=True)
+    try:
+        statuses = json.loads(out.stdout or "[]")
+    except json.JSONDecodeError:
+        return None
+    for st in statuses:
+        s = st.get("Status", {})
+        if s.get("leader") and s.get("leader") == s.get("header", {}).get("member_id"):
+            return int(st["Endpoint"].rsplit(":", 1)[1])
+    return None
 
 
 def proxy(listen: int, target: int) -> None:
@@ -360,6 +402,32 @@ def kill_zk_leader(servers: Servers, ports: list[int]) -> Callable[[Run], None]:
     return fault
 
 
+def kill_etcd_leader(servers: Servers, ports: list[int]) -> Callable[[Run], None]:
+    def fault(run: Run) -> None:
+        run.holder()
+        leader = etcd_leader(ports)
+        if leader is None:
+            raise RuntimeError("no etcd leader to kill")
+        os.kill(servers.etcd_pid(leader), signal.SIGKILL)
+    return fault
+
+
+def partition_etcd_member(servers: Servers, ports: list[int], seconds: float) -> Callable[[Run], None]:
+    """A member cut off from the others and from its clients: SIGSTOP, the loopback-only way (no
+    network namespace needed); its peers and clients see it stop answering, as in a partition.
+    The leader is chosen: the others must elect a new one while the holder keeps its lease."""
+    def fault(run: Run) -> None:
+        run.holder()
+        leader = etcd_leader(ports)
+        if leader is None:
+            raise RuntimeError("no etcd leader to partition away")
+        pid = servers.etcd_pid(leader)
+        os.kill(pid, signal.SIGSTOP)
+        time.sleep(seconds)
+        os.kill(pid, signal.SIGCONT)
+    return fault
+
+
 # --- the checker ---------------------------------------------------------------------------------
 
 def check(round_: Round, resource: Resource, workers: list[Worker], fault_ended: float) -> dict:
@@ -491,6 +559,13 @@ def main() -> int:
                 return ports, "zk://" + ",".join(f"127.0.0.1:{p}" for p in ports)
             return once("zk", make)  # type: ignore[return-value]
 
+        def etcd_cluster() -> tuple[list[int], str]:
+            def make() -> tuple[list[int], str]:
+                ports = servers.etcd_cluster()
+                # Leases of 2 s: a holder stopped for longer loses its keys.
+                return ports, "etcd://" + ",".join(f"127.0.0.1:{p}" for p in ports) + "?ttl=2"
+            return once("etcd", make)  # type: ignore[return-value]
+
         lease = WATCHDOG_MS / 1000
         key = "polylock-faults:cluster"
 
@@ -518,6 +593,13 @@ def main() -> int:
              lambda: [zk_ensemble()[1]] * 4),
             ("SIGSTOP the holder past its session", "zookeeper", lambda: pause_holder(7),
              lambda: [zk_ensemble()[1]] * 4),
+            ("SIGSTOP the holder past its lease", "etcd", lambda: pause_holder(5),
+             lambda: [etcd_cluster()[1]] * 4),
+            ("etcd leader partitioned away (SIGSTOP 5 s)", "etcd",
+             lambda: partition_etcd_member(servers, etcd_cluster()[0], 5),
+             lambda: [etcd_cluster()[1]] * 4),
+            ("etcd leader killed", "etcd", lambda: kill_etcd_leader(servers, etcd_cluster()[0]),
+             lambda: [etcd_cluster()[1]] * 4),
         ]
         for i, (title, backend, fault, urls) in enumerate(rounds):
             if only and str(i + 1) not in only and backend not in only:
@@ -544,6 +626,8 @@ def play(rnd: Round, runtimes: list[str], seconds: float, key: Optional[str]) ->
     name = key or f"polylock-faults:{int(time.time() * 1000)}"
     if rnd.backend == "zookeeper":
         name = "/polylock-faults/" + name.replace(":", "-")
+    elif rnd.backend == "etcd":
+        name = "polylock-faults/" + name.replace(":", "-")
     workers = [Worker(rt, url) for rt, url in zip(runtimes, rnd.urls)]
     for w in workers:
         w.start(name, port, seconds)

@@ -10,7 +10,7 @@ cd "$root"
 target=${CARGO_TARGET_DIR:-$root/target}
 py=${PYTHON:-python3}
 
-bash scripts/servers.sh install >/dev/null   # redis-server, zookeeper (the harness starts its own)
+bash scripts/servers.sh install >/dev/null   # redis-server, zookeeper, etcd, protoc (the harness starts its own servers)
 cargo build -p polylock --example fault_worker --quiet
 "$py" -c "import polylock" 2>/dev/null ||
   MATURIN_PEP517_ARGS="--profile dev" "$py" -m pip install --quiet --disable-pip-version-check ./bindings-python

@@ -13,8 +13,11 @@
 # unprivileged user (mysql, postgres) when this script runs as root, never as the system
 # service. Highly available Redis: a master (POLYLOCK_SENTINEL_MASTER_PORT, 6390) with two replicas
 # (6391, 6392) watched by three sentinels (26390-26392, master name "mymaster"), and a six-node
-# cluster, three masters each with a replica (POLYLOCK_CLUSTER_PORTS, 7001-7006). State lives
-# under target/servers/.
+# cluster, three masters each with a replica (POLYLOCK_CLUSTER_PORTS, 7001-7006). etcd (Debian's
+# etcd-server, etcdctl from etcd-client): one member on POLYLOCK_ETCD_PORT (2379, peer port +1), a
+# member with TLS and authentication on POLYLOCK_ETCD_SECURE_PORT (2389: https only, user polylock,
+# the test CA of the SQL servers), and a three-member cluster on POLYLOCK_ETCD_CLUSTER_PORTS
+# (2391-2393, peers on +100) for the failover tests. State lives under target/servers/.
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -28,6 +31,9 @@ pg_port="${POLYLOCK_PG_PORT:-5433}"
 sentinel_master="${POLYLOCK_SENTINEL_MASTER_PORT:-6390}"
 sentinel_ports="${POLYLOCK_SENTINEL_PORTS:-26390 26391 26392}"
 cluster_ports="${POLYLOCK_CLUSTER_PORTS:-7001 7002 7003 7004 7005 7006}"
+etcd_port="${POLYLOCK_ETCD_PORT:-2379}"
+etcd_secure_port="${POLYLOCK_ETCD_SECURE_PORT:-2389}"
+etcd_cluster_ports="${POLYLOCK_ETCD_CLUSTER_PORTS:-2391 2392 2393}"
 # The test database and its user (the same name and password on both servers).
 sql_db=polylock
 sql_user=polylock
@@ -53,6 +59,12 @@ install() {
   # The Java binding's build (usually already there: the JDK and Maven of the machine).
   command -v javac >/dev/null 2>&1 || missing+=(default-jdk-headless)
   command -v mvn >/dev/null 2>&1 || missing+=(maven)
+  # etcd, and protoc with the well-known .proto files: the etcd-client crate compiles etcd's
+  # .proto files when polylock is built (with the default `etcd` feature).
+  command -v etcd >/dev/null 2>&1 || missing+=(etcd-server)
+  command -v etcdctl >/dev/null 2>&1 || missing+=(etcd-client)
+  command -v protoc >/dev/null 2>&1 || missing+=(protobuf-compiler)
+  [ -f /usr/include/google/protobuf/descriptor.proto ] || missing+=(libprotobuf-dev)
   if [ ${#missing[@]} -gt 0 ]; then
     log "installing ${missing[*]}"
     export DEBIAN_FRONTEND=noninteractive
@@ -387,6 +399,110 @@ sql_env() {
   echo "export POLYLOCK_PG_TLS_CA=$(pg_tls_dir)/ca.pem"
 }
 
+# --- etcd ----------------------------------------------------------------------------------------
+
+# True when the member whose client URL is $1 answers a health check (etcdctl; TLS and
+# credentials, if any, follow as etcdctl flags).
+etcd_up() {
+  local url=$1; shift
+  ETCDCTL_API=3 timeout 3 etcdctl --endpoints "$url" --dial-timeout=1s --command-timeout=1s "$@" \
+    endpoint health >/dev/null 2>&1
+}
+
+# Wait up to 30 s for etcd_up with these arguments.
+etcd_wait() {
+  local until=$((SECONDS + 30))
+  while [ $SECONDS -lt $until ]; do etcd_up "$@" && return 0; sleep 0.2; done
+  return 1
+}
+
+# One etcd member, started in the background with its state in DIR (restarted with the same
+# command after a kill: the data directory wins over the initial-cluster flags).
+#   start_etcd_member DIR NAME CLIENT_PORT PEER_PORT INITIAL_CLUSTER [EXTRA ETCD FLAGS...]
+start_etcd_member() {
+  local dir=$1 name=$2 client=$3 peer=$4 cluster=$5 scheme=http
+  shift 5
+  case " $* " in *" --cert-file"*) scheme=https ;; esac
+  mkdir -p "$dir"
+  if [ -f "$dir/etcd.pid" ] && kill -0 "$(cat "$dir/etcd.pid")" 2>/dev/null; then return 0; fi
+  # Short heartbeats and elections: a killed leader is replaced within about a second.
+  setsid etcd --name "$name" --data-dir "$dir/data" \
+    --listen-client-urls "$scheme://127.0.0.1:$client" \
+    --advertise-client-urls "$scheme://127.0.0.1:$client" \
+    --listen-peer-urls "http://127.0.0.1:$peer" \
+    --initial-advertise-peer-urls "http://127.0.0.1:$peer" \
+    --initial-cluster "$cluster" --initial-cluster-state new \
+    --initial-cluster-token "polylock-$(cksum <<<"$cluster" | cut -d' ' -f1)" \
+    --heartbeat-interval 50 --election-timeout 500 \
+    --logger zap --log-outputs "$dir/etcd.log" "$@" </dev/null >/dev/null 2>&1 &
+  echo $! >"$dir/etcd.pid"
+}
+
+start_etcd() {
+  local dir="$state/etcd-$etcd_port" peer=$((etcd_port + 1))
+  if etcd_up "http://127.0.0.1:$etcd_port"; then
+    log "etcd already answering on 127.0.0.1:$etcd_port"
+  else
+    start_etcd_member "$dir" "single-$etcd_port" "$etcd_port" "$peer" \
+      "single-$etcd_port=http://127.0.0.1:$peer"
+    etcd_wait "http://127.0.0.1:$etcd_port" || { log "etcd did not start; see $dir/etcd.log"; exit 1; }
+    log "etcd started on 127.0.0.1:$etcd_port"
+  fi
+  # TLS (the test CA) and authentication: root, and the test user polylock with the root role.
+  local sdir="$state/etcd-$etcd_secure_port" speer=$((etcd_secure_port + 1))
+  local surl="https://127.0.0.1:$etcd_secure_port"
+  if etcd_up "$surl" --cacert "$sdir/tls/ca.pem" --user "$sql_user:$sql_password"; then
+    log "etcd (TLS, auth) already answering on 127.0.0.1:$etcd_secure_port"
+  else
+    server_certs "$sdir/tls" "$(id -un)"
+    start_etcd_member "$sdir" "secure-$etcd_secure_port" "$etcd_secure_port" "$speer" \
+      "secure-$etcd_secure_port=http://127.0.0.1:$speer" \
+      --cert-file "$sdir/tls/cert.pem" --key-file "$sdir/tls/key.pem"
+    local ctl=(env ETCDCTL_API=3 etcdctl --endpoints "$surl" --cacert "$sdir/tls/ca.pem")
+    etcd_wait "$surl" --cacert "$sdir/tls/ca.pem" ||
+      etcd_up "$surl" --cacert "$sdir/tls/ca.pem" --user "$sql_user:$sql_password" || true
+    # Authentication is off while a wrong password still reads (3.4's etcdctl has no auth status).
+    if "${ctl[@]}" --user "$sql_user:wrong-$sql_password" get probe >/dev/null 2>&1; then
+      "${ctl[@]}" user add "root:root-$sql_password" >/dev/null 2>&1 || true
+      "${ctl[@]}" user add "$sql_user:$sql_password" >/dev/null 2>&1 || true
+      "${ctl[@]}" user grant-role "$sql_user" root >/dev/null 2>&1 || true
+      "${ctl[@]}" auth enable >/dev/null 2>&1 || true
+    fi
+    etcd_up "$surl" --cacert "$sdir/tls/ca.pem" --user "$sql_user:$sql_password" ||
+      { log "etcd (TLS, auth) did not start; see $sdir/etcd.log"; exit 1; }
+    log "etcd (TLS, auth) started on 127.0.0.1:$etcd_secure_port"
+  fi
+  # The three-member cluster: peers on client port + 100.
+  local port initial="" members=()
+  for port in $etcd_cluster_ports; do
+    initial+="${initial:+,}m$port=http://127.0.0.1:$((port + 100))"
+  done
+  for port in $etcd_cluster_ports; do
+    etcd_up "http://127.0.0.1:$port" && continue
+    start_etcd_member "$state/etcd-$port" "m$port" "$port" "$((port + 100))" "$initial"
+    members+=("$port")
+  done
+  for port in $etcd_cluster_ports; do
+    etcd_wait "http://127.0.0.1:$port" || { log "etcd member $port did not start; see $state/etcd-$port/etcd.log"; exit 1; }
+  done
+  [ ${#members[@]} -eq 0 ] && log "etcd cluster already answering on $etcd_cluster_ports" ||
+    log "etcd cluster on $etcd_cluster_ports is up"
+}
+
+stop_etcd() {
+  local port pidfile
+  for port in $etcd_port $etcd_secure_port $etcd_cluster_ports; do
+    pidfile="$state/etcd-$port/etcd.pid"
+    if [ -f "$pidfile" ]; then kill "$(cat "$pidfile")" 2>/dev/null || true; rm -f "$pidfile"; fi
+  done
+}
+
+etcd_env() {
+  echo "export POLYLOCK_ETCD_URL=etcd://127.0.0.1:$etcd_port"
+  echo "export POLYLOCK_ETCD_CLUSTER_URL=etcd://$(printf '127.0.0.1:%s,' $etcd_cluster_ports | sed 's/,$//')"
+  echo "export POLYLOCK_ETCD_TLS_URL=etcds://$sql_user:$sql_password@127.0.0.1:$etcd_secure_port?tls_ca_file=$state/etcd-$etcd_secure_port/tls/ca.pem"
+}
+
 case "${1:-start}" in
   install) install; install_sql ;;
   start)
@@ -398,9 +514,11 @@ case "${1:-start}" in
     start_mysql; start_pg
     start_sentinel
     start_cluster
+    start_etcd
     ;;
   zk-server) shift; start_zk_server "$@" ;; # used by the ensemble tests
-  stop) stop; stop_mysql; stop_pg ;;
+  etcd-member) shift; start_etcd_member "$@" ;; # used by the fault harness and failover tests
+  stop) stop; stop_mysql; stop_pg; stop_etcd ;;
   env)
     echo "export POLYLOCK_REDIS_URL=redis://127.0.0.1:$redis_port"
     echo "export POLYLOCK_ZK_URL=zk://127.0.0.1:$zk_port"
@@ -408,6 +526,7 @@ case "${1:-start}" in
     echo "export POLYLOCK_SENTINEL_URL=redis+sentinel://$(printf '127.0.0.1:%s,' $sentinel_ports | sed 's/,$//')/mymaster"
     echo "export POLYLOCK_CLUSTER_URL=redis+cluster://$(printf '127.0.0.1:%s,' $cluster_ports | sed 's/,$//')"
     sql_env
+    etcd_env
     ;;
-  *) echo "usage: $0 install|start|stop|env|zk-server DIR PORT [MYID SERVERS]" >&2; exit 64 ;;
+  *) echo "usage: $0 install|start|stop|env|zk-server DIR PORT [MYID SERVERS]|etcd-member DIR NAME CLIENT PEER CLUSTER [FLAGS]" >&2; exit 64 ;;
 esac

@@ -48,6 +48,11 @@ static const char *zk_url(void) {
     return u ? u : "zk://127.0.0.1:2181";
 }
 
+static const char *etcd_url(void) {
+    const char *u = getenv("POLYLOCK_ETCD_URL");
+    return u ? u : "etcd://127.0.0.1:2379";
+}
+
 static void unique(char *buf, size_t len, const char *prefix) {
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
@@ -336,6 +341,33 @@ static void test_a_thousand_lock_free_cycles(void) {
         polylock_lock_free(l);
     }
     polylock_client_free(c);
+}
+
+/* etcd (etcd's own lock format): re-entry per owner, another owner of the client is excluded, a
+ * lease is unsupported. */
+static void test_etcd(void) {
+    polylock_client *e = NULL;
+    CHECK(polylock_client_connect(etcd_url(), &e) == POLYLOCK_OK);
+    if (!e) return;
+    char name[96], id[64];
+    unique(id, sizeof id, "c");
+    snprintf(name, sizeof name, "polylock-c-test/%s", id);
+    polylock_lock *l = NULL;
+    CHECK(polylock_lock_new(e, name, &l) == POLYLOCK_OK);
+    CHECK(polylock_lock_acquire(l, 1, 0, 1000) == POLYLOCK_UNSUPPORTED);
+    CHECK(polylock_lock_acquire(l, 1, 0, -1) == POLYLOCK_OK);
+    CHECK(polylock_lock_acquire(l, 1, 0, -1) == POLYLOCK_OK);
+    CHECK(polylock_lock_acquire(l, 2, 100, -1) == POLYLOCK_TIMEOUT);
+    uint32_t n = 0;
+    CHECK(polylock_lock_hold_count(l, 1, &n) == POLYLOCK_OK && n == 2);
+    CHECK(polylock_lock_release(l, 1) == POLYLOCK_OK);
+    CHECK(polylock_lock_release(l, 1) == POLYLOCK_OK);
+    bool locked = true;
+    CHECK(polylock_lock_is_locked(l, &locked) == POLYLOCK_OK && !locked);
+    CHECK(polylock_lock_acquire(l, 2, 0, -1) == POLYLOCK_OK);
+    CHECK(polylock_lock_release(l, 2) == POLYLOCK_OK);
+    polylock_lock_free(l);
+    polylock_client_free(e);
 }
 
 static void test_zookeeper(void) {
@@ -1049,6 +1081,7 @@ int main(void) {
     RUN(test_lost_callback_fires);
     RUN(test_a_thousand_lock_free_cycles);
     RUN(test_zookeeper);
+    RUN(test_etcd);
     RUN(test_read_write_lock_on_redis);
     RUN(test_read_write_lock_on_zookeeper);
     RUN(test_read_hold_watchdog_and_lost_signal);

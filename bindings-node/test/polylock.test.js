@@ -9,6 +9,7 @@ const polylock = require('..');
 
 const REDIS = process.env.POLYLOCK_REDIS_URL || 'redis://127.0.0.1:6379';
 const ZK = process.env.POLYLOCK_ZK_URL || 'zk://127.0.0.1:2181';
+const ETCD = process.env.POLYLOCK_ETCD_URL || 'etcd://127.0.0.1:2379';
 const unique = (p) => `polylock-node:${p}:${randomUUID()}`;
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 const { newFlow } = polylock;
@@ -169,6 +170,25 @@ test('ZooKeeper lock and mutex', async () => {
   assert.throws(() => r.mutex('x'), { code: 'ERR_POLYLOCK_UNSUPPORTED' });
   await r.close();
   await z.close();
+});
+
+test('etcd lock', async () => {
+  const e = await polylock.connect(ETCD);
+  const a = e.lock(`polylock-node/${randomUUID()}`);
+  const b = e.lock(a.name);
+  assert.equal(await a.acquire(), true);
+  assert.equal(await a.acquire(), true);
+  assert.equal(a.holdCount, 2);
+  assert.equal(await b.acquire({ waitMs: 100 }), false);
+  await assert.rejects(a.acquire({ leaseMs: 1000 }), { code: 'ERR_POLYLOCK_UNSUPPORTED' });
+  const token = a.fencingToken;
+  await a.release();
+  await a.release();
+  assert.equal(await b.acquire({ waitMs: 1000 }), true);
+  assert.ok(b.fencingToken > token);
+  await b.release();
+  assert.throws(() => e.mutex('x'), { code: 'ERR_POLYLOCK_UNSUPPORTED' });
+  await e.close();
 });
 
 test('a process holding a lock exits once the client is closed (nothing keeps the loop alive)', () => {

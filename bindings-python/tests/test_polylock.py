@@ -19,6 +19,7 @@ import polylock
 
 REDIS = os.environ.get("POLYLOCK_REDIS_URL", "redis://127.0.0.1:6379")
 ZK = os.environ.get("POLYLOCK_ZK_URL", "zk://127.0.0.1:2181")
+ETCD = os.environ.get("POLYLOCK_ETCD_URL", "etcd://127.0.0.1:2379")
 
 
 def unique(prefix: str) -> str:
@@ -508,6 +509,22 @@ def test_zookeeper_lock_and_mutex():
         assert not m.locked()
     with polylock.connect(REDIS) as c, pytest.raises(polylock.UnsupportedError):
         c.mutex("x")
+
+
+def test_etcd_lock():
+    with polylock.connect(ETCD) as e:
+        lock = e.lock(f"polylock-py/{uuid.uuid4().hex}")
+        with lock:
+            with lock:
+                assert lock.hold_count == 2
+            assert in_thread(lambda: lock.acquire(blocking=False)) is False
+        assert not lock.locked()
+        with pytest.raises(polylock.UnsupportedError):
+            lock.acquire(lease=1.0)
+        assert in_thread(lambda: lock.acquire(blocking=False)) is True
+        assert lock.locked()
+        with pytest.raises(polylock.UnsupportedError):
+            e.mutex("x")
 
 
 def test_error_classes_match_the_core_table():

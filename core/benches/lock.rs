@@ -23,6 +23,7 @@ struct Opts {
     seconds: f64,
     child: Option<String>,
     zk_url: String,
+    etcd_url: String,
     only: Option<String>,
 }
 
@@ -33,6 +34,8 @@ fn opts() -> Opts {
         seconds: 3.0,
         child: None,
         zk_url: std::env::var("POLYLOCK_ZK_URL").unwrap_or_else(|_| "zk://127.0.0.1:2181".into()),
+        etcd_url: std::env::var("POLYLOCK_ETCD_URL")
+            .unwrap_or_else(|_| "etcd://127.0.0.1:2379".into()),
         only: None,
     };
     let mut it = std::env::args().skip(1);
@@ -42,7 +45,8 @@ fn opts() -> Opts {
             "--seconds" => o.seconds = it.next().expect("--seconds N").parse().expect("seconds"),
             "--child" => o.child = it.next(),
             "--zk-url" => o.zk_url = it.next().expect("--zk-url URL"),
-            "--only" => o.only = it.next(), // redis | zk
+            "--etcd-url" => o.etcd_url = it.next().expect("--etcd-url URL"),
+            "--only" => o.only = it.next(), // redis | zk | etcd
             _ => {}                         // cargo bench passes --bench
         }
     }
@@ -74,12 +78,126 @@ fn main() {
         return;
     }
     let only = o.only.clone();
-    if only.as_deref() != Some("zk") {
+    let runs = |what: &str| only.as_deref().is_none_or(|o| o == what);
+    if runs("redis") {
         polylock::runtime::block_on(run(o.clone())).unwrap();
     }
-    if only.as_deref() != Some("redis") {
-        polylock::runtime::block_on(run_zk(o)).unwrap();
+    if runs("zk") {
+        polylock::runtime::block_on(run_zk(o.clone())).unwrap();
     }
+    if runs("etcd") {
+        polylock::runtime::block_on(run_etcd(o)).unwrap();
+    }
+}
+
+/// etcd: polylock's pair beside the same two transactions sent by a bare etcd-client loop, and
+/// beside `etcdctl lock NAME -- true` (its own session, lock, unlock and revoke, per process).
+async fn run_etcd(o: Opts) {
+    use etcd_client::{
+        Compare, CompareOp, GetOptions, PutOptions, SortOrder, SortTarget, Txn, TxnOp,
+    };
+    let client = Client::connect(&o.etcd_url)
+        .await
+        .expect("connect (scripts/servers.sh start)");
+    let n = 1000;
+    let name = format!("polylock-bench/uncontended-{}", std::process::id());
+    let lock = client.lock(&name).unwrap();
+    let me = owner::fresh();
+    for _ in 0..100 {
+        client.ping().await.unwrap();
+        lock.acquire(me, AcquireOptions::forever()).await.unwrap();
+        lock.release(me).await.unwrap();
+    }
+    let ping_p50 = ping_p50(&client, n).await;
+    let (p50, p99, rate) = uncontended(&lock, n).await;
+    // The bare loop: the same enqueue transaction and guarded delete, on one lease.
+    let hosts = o.etcd_url.trim_start_matches("etcd://");
+    let hosts = hosts.split('?').next().unwrap();
+    let endpoints: Vec<String> = hosts.split(',').map(|h| format!("http://{h}")).collect();
+    let mut raw = etcd_client::Client::connect(endpoints, None).await.unwrap();
+    let lease = raw.lease_grant(30, None).await.unwrap().id();
+    let bare_name = format!("polylock-bench/bare-{}", std::process::id());
+    let prefix = format!("{bare_name}/");
+    let key = format!("{prefix}{lease:x}");
+    let first = GetOptions::new()
+        .with_prefix()
+        .with_sort(SortTarget::Create, SortOrder::Ascend)
+        .with_limit(1)
+        .with_keys_only();
+    let mut bare = Vec::with_capacity(n);
+    for i in 0..n + 100 {
+        let t = Instant::now();
+        let txn = Txn::new()
+            .when([Compare::create_revision(key.as_str(), CompareOp::Equal, 0)])
+            .and_then([
+                TxnOp::put(key.as_str(), "", Some(PutOptions::new().with_lease(lease))),
+                TxnOp::get(prefix.as_str(), Some(first.clone())),
+            ])
+            .or_else([
+                TxnOp::get(key.as_str(), None),
+                TxnOp::get(prefix.as_str(), Some(first.clone())),
+            ]);
+        let r = raw.txn(txn).await.unwrap();
+        let rev = r.header().unwrap().revision();
+        let del = Txn::new()
+            .when([Compare::create_revision(
+                key.as_str(),
+                CompareOp::Equal,
+                rev,
+            )])
+            .and_then([TxnOp::delete(key.as_str(), None)]);
+        assert!(raw.txn(del).await.unwrap().succeeded());
+        if i >= 100 {
+            bare.push(t.elapsed());
+        }
+    }
+    raw.lease_revoke(lease).await.unwrap();
+    // etcdctl lock's own round trips: one process per lock+unlock.
+    let endpoint = endpoints_arg(hosts);
+    let mut ctl = Vec::new();
+    for _ in 0..30 {
+        let t = Instant::now();
+        let ok = std::process::Command::new("etcdctl")
+            .env("ETCDCTL_API", "3")
+            .args([&endpoint, "lock", &bare_name, "--", "true"])
+            .status()
+            .expect("etcdctl (scripts/servers.sh install)")
+            .success();
+        assert!(ok);
+        ctl.push(t.elapsed());
+    }
+    let contended = contended(
+        &o.etcd_url,
+        &format!("polylock-bench/contended-{}", std::process::id()),
+        o.seconds,
+    )
+    .await;
+    println!("polylock benchmark, etcd");
+    println!(
+        "  etcd count-only get round trip   p50 {:>8.1} us   (the physical limit; a pair is 2 transactions: put+look, guarded delete)",
+        us(ping_p50)
+    );
+    println!(
+        "  uncontended lock+unlock pair     p50 {:>8.1} us   p99 {:>8.1} us   {:>8.0} pairs/s",
+        us(p50),
+        us(p99),
+        rate
+    );
+    println!(
+        "  bare etcd-client, same 2 txns    p50 {:>8.1} us   (polylock adds {:.1} us per pair)",
+        us(pct(&mut bare, 0.5)),
+        us(p50) - us(pct(&mut bare, 0.5))
+    );
+    println!(
+        "  etcdctl lock NAME -- true        p50 {:>8.1} us   (a process: connect, grant a session lease, lock, run, unlock, revoke)",
+        us(pct(&mut ctl, 0.5))
+    );
+    println!("{contended}");
+}
+
+fn endpoints_arg(hosts: &str) -> String {
+    let list: Vec<String> = hosts.split(',').map(|h| format!("http://{h}")).collect();
+    format!("--endpoints={}", list.join(","))
 }
 
 async fn run(o: Opts) {

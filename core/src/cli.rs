@@ -40,6 +40,7 @@ struct Cli {
 struct Target {
     /// Lock server: redis://[user:password@]host:port[/db], rediss://...,
     /// zk://[user:password@]host:port[,host:port...][/chroot] (the name is then a znode path),
+    /// etcd://[user:password@]host:port[,host:port...] (etcd's own lock, as `etcdctl lock`),
     /// mysql://user:password@host:port/db (GET_LOCK) or postgres://user:password@host:port/db
     /// (advisory locks; ?mode=table on either: ShedLock's lease table).
     /// Given 3 or more times (redis:// URLs of independent masters): a RedLock across them.
@@ -155,7 +156,8 @@ enum Command {
         cmd: Vec<std::ffi::OsString>,
     },
     /// Print one line of JSON: locked, the mode of a read-write lock, holders with counts and
-    /// modes, remaining TTL in ms (Redis), and the contenders waiting in order (ZooKeeper). With
+    /// modes, remaining TTL in ms (Redis, etcd), and the contenders waiting in order (ZooKeeper,
+    /// etcd; on etcd each contender is `<lease id>@<create revision> ttl=<seconds left>s`). With
     /// --permits: the semaphore's free and taken permits.
     Status {
         #[command(flatten)]

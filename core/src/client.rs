@@ -44,7 +44,8 @@ impl Client {
     /// connections the client opens (64 by default): one for queries, plus one per held or
     /// waiting session lock; an acquire that would need more fails with `InvalidState`. TLS:
     /// `require_ssl=true` (MySQL), `sslmode=require[&sslrootcert=FILE]` (PostgreSQL), through
-    /// rustls.
+    /// rustls. `etcd://[user:password@]host:port[,host:port...][?ttl=SECONDS]` locks in etcd's own
+    /// format (`concurrency.Mutex`, `etcdctl lock`); `etcds://...?tls_ca_file=PATH` over TLS.
     pub async fn connect(url: &str) -> Result<Client> {
         Client::connect_with(url, ClientOptions::default()).await
     }
@@ -386,6 +387,7 @@ impl Client {
 pub(crate) const URL_FORMS: &str = "expected redis://[user:password@]host:port[/db], rediss://..., \
      redis+sentinel://host:port[,host:port...]/<master>[/db], redis+cluster://host:port[,host:port...], \
      zk://host:port[,host:port...][/chroot], zks://...?tls_ca_file=PATH, \
+     etcd://host:port[,host:port...], etcds://...?tls_ca_file=PATH, \
      mysql://user:password@host:port/database (also mariadb://) or \
      postgres://user:password@host:port/database (also postgresql://); see the URL table in the README";
 
@@ -398,6 +400,7 @@ enum Family {
     ZooKeeper,
     MySql,
     Postgres,
+    Etcd,
 }
 
 impl Family {
@@ -408,6 +411,7 @@ impl Family {
             "zk" | "zks" => Family::ZooKeeper,
             "mysql" | "mariadb" => Family::MySql,
             "postgres" | "postgresql" => Family::Postgres,
+            "etcd" | "etcds" => Family::Etcd,
             _ => return None,
         })
     }
@@ -419,6 +423,7 @@ impl Family {
             Family::ZooKeeper => "zookeeper",
             Family::MySql => "mysql",
             Family::Postgres => "postgres",
+            Family::Etcd => "etcd",
         }
     }
 
@@ -428,6 +433,7 @@ impl Family {
             Family::ZooKeeper => cfg!(feature = "zookeeper"),
             Family::MySql => cfg!(feature = "mysql"),
             Family::Postgres => cfg!(feature = "postgres"),
+            Family::Etcd => cfg!(feature = "etcd"),
         }
     }
 
@@ -458,6 +464,8 @@ impl Family {
             Family::ZooKeeper => crate::zookeeper::connect(url, options).await,
             #[cfg(feature = "sql")]
             Family::MySql | Family::Postgres => crate::sql::connect(url, options, id).await,
+            #[cfg(feature = "etcd")]
+            Family::Etcd => crate::etcd::connect(url, options).await,
             #[allow(unreachable_patterns)]
             _ => Err(self
                 .check_compiled()
@@ -489,6 +497,7 @@ mod tests {
             "zk://127.0.0.1:1",
             "mysql://u:p@127.0.0.1:1/db",
             "postgres://u:p@127.0.0.1:1/db",
+            "etcd://127.0.0.1:1",
         ];
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_all()

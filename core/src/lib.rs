@@ -1,6 +1,7 @@
 //! polylock: distributed locks with one Rust core, used from Rust, C, Python, Node and Java.
 //!
-//! Locks live on Redis in Redisson's formats, on ZooKeeper in Curator's, and on MySQL/MariaDB
+//! Locks live on Redis in Redisson's formats, on ZooKeeper in Curator's, on etcd in etcd's own
+//! (`concurrency.Mutex`, `etcdctl lock`), and on MySQL/MariaDB
 //! (`GET_LOCK`) and PostgreSQL (advisory locks, or ShedLock's lease table) by the rules of
 //! DistributedLock and ShedLock, so polylock and those libraries exclude each other on the same
 //! name. They are reentrant per owner, kept alive
@@ -35,7 +36,8 @@
         feature = "redis",
         feature = "zookeeper",
         feature = "mysql",
-        feature = "postgres"
+        feature = "postgres",
+        feature = "etcd"
     )),
     allow(dead_code, unused_imports)
 )]
@@ -47,6 +49,8 @@ pub mod cli;
 mod client;
 #[cfg(feature = "redis")]
 pub mod driver;
+#[cfg(feature = "etcd")]
+mod etcd;
 mod hold;
 mod model;
 mod primitives;

@@ -517,9 +517,18 @@ impl OneLock {
         // holders' counts are known here.
         let map = self.core.holds.lock();
         for holder in &mut status.holders {
+            // A backend may describe a holder by its node followed by more words (etcd: the
+            // lease's TTL left).
+            let described = |node: &str| {
+                holder.owner == node
+                    || holder
+                        .owner
+                        .strip_prefix(node)
+                        .is_some_and(|rest| rest.starts_with(' '))
+            };
             if let Some(h) = map
                 .iter()
-                .find(|(k, h)| *k.0 == *self.name && h.node.as_deref() == Some(&holder.owner))
+                .find(|(k, h)| *k.0 == *self.name && h.node.as_deref().is_some_and(described))
             {
                 holder.count = h.1.count;
             }

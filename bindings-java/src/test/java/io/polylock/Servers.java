@@ -19,6 +19,11 @@ final class Servers {
         return u == null || u.isEmpty() ? "zk://127.0.0.1:2181" : u;
     }
 
+    static String etcdUrl() {
+        String u = System.getenv("POLYLOCK_ETCD_URL");
+        return u == null || u.isEmpty() ? "etcd://127.0.0.1:2379" : u;
+    }
+
     /** host:port of the ZooKeeper URL, for Curator. */
     static String zkConnect() {
         String rest = zkUrl().substring("zk://".length());

@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# The one build of polylock that the tests, the fault harness, the demo, chaos and the packages
+# share: the workspace's release profile (optimised, with line tables), one feature set for every
+# crate (see workspace-hack/Cargo.toml), in one target directory ($CARGO_TARGET_DIR, default
+# target/). What each consumer finds afterwards, with nothing left for it to compile:
+#   target/release/polylock                  the CLI
+#   target/release/libpolylock.{so,a}        the C library (include/polylock.h regenerated)
+#   target/release/examples/                 the Rust seckill buyer and the fault worker
+#   target/release/deps/<test>-*             the Rust test binaries (scripts/test-rust.sh)
+#   target/wheels/polylock-*.whl             the Python wheel (maturin, as scripts/package.sh ships
+#                                            it), installed into the current Python
+#   bindings-node/polylock.node              the Node addon (build.js: cargo finds it built)
+#   bindings-java/target/polylock-*.jar      the JAR, also installed into ~/.m2 for the Spring
+#                                            starter and the examples
+# Later cargo, maturin, napi and Maven runs of the same profile reuse all of it.
+#
+#   scripts/build.sh [cargo] [python] [node] [java]    only these parts (all by default)
+# A suite's run-tests.sh builds its part this way unless POLYLOCK_SKIP_BUILD=1 (scripts/test.sh
+# builds everything first, then runs the suites side by side).
+set -euo pipefail
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$root"
+py=${PYTHON:-python3}
+target="${CARGO_TARGET_DIR:-$root/target}"
+t0=$SECONDS
+took() { printf 'build: %-28s %4ds\n' "$1" $((SECONDS - t0)); t0=$SECONDS; }
+
+parts=" ${*:-cargo python node java} "
+part() { [[ "$parts" == *" $1 "* ]]; }
+
+if part cargo; then
+  cargo build --workspace --release --quiet
+  cargo test --workspace --release --no-run --quiet 2>/dev/null ||
+    cargo test --workspace --release --no-run # again, to show the errors
+  took "cargo (release, all targets)"
+fi
+
+if part python; then
+  "$py" -m pip install --quiet --disable-pip-version-check "maturin>=1.9,<2"
+  rm -rf "$target/wheels"
+  "$py" -m maturin build --release --strip --quiet -m bindings-python/Cargo.toml -o "$target/wheels"
+  "$py" -m pip install --quiet --disable-pip-version-check --force-reinstall --no-deps "$target"/wheels/polylock-*.whl
+  took "python wheel"
+fi
+
+if part node; then
+  (cd bindings-node && POLYLOCK_NODE_PROFILE=release npm install --no-audit --no-fund --loglevel=error >/dev/null)
+  (cd examples/node && POLYLOCK_NODE_PROFILE=release npm install --no-audit --no-fund --loglevel=error >/dev/null)
+  took "node addon"
+fi
+
+if part java; then
+  mvn -B -q -Dstyle.color=never -f bindings-java/pom.xml install -DskipTests
+  took "java jar"
+fi
