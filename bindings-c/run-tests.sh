@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Build libpolylock (debug), check the committed header, run the C suite under
+# Build libpolylock (release: the one build, scripts/build.sh), run the C suite under
 # AddressSanitizer + UndefinedBehaviorSanitizer (LeakSanitizer included), and build and run the
 # C examples with -Wall -Wextra -Werror -std=c11. Needs the servers of scripts/servers.sh.
 set -euo pipefail
@@ -11,19 +11,20 @@ target="${CARGO_TARGET_DIR:-$root/target}"
 out="$target/c"
 mkdir -p "$out"
 
-cargo build -p polylock-c --quiet
+[ "${POLYLOCK_SKIP_BUILD:-}" = 1 ] || cargo build -p polylock-c --release --quiet
+lib="$target/release"
 version=$(sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -1)
 
 cc -std=c11 -Wall -Wextra -Werror -g -O1 -fsanitize=address,undefined -fno-omit-frame-pointer \
   -fno-sanitize-recover=undefined -DCARGO_VERSION="\"$version\"" -Iinclude \
-  bindings-c/tests/test_polylock.c "$target/debug/libpolylock.a" -lpthread -ldl -lm \
+  bindings-c/tests/test_polylock.c "$lib/libpolylock.a" -lpthread -ldl -lm \
   -o "$out/test_polylock"
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 "$out/test_polylock"
 
 # Examples: the shared library for the quick start, the static one for the buyer.
-cc -std=c11 -Wall -Wextra -Werror -Iinclude examples/c/quickstart.c -L"$target/debug" -lpolylock \
-  -Wl,-rpath,"$target/debug" -o "$out/quickstart"
-cc -std=c11 -Wall -Wextra -Werror -Iinclude examples/c/seckill_buyer.c "$target/debug/libpolylock.a" \
+cc -std=c11 -Wall -Wextra -Werror -Iinclude examples/c/quickstart.c -L"$lib" -lpolylock \
+  -Wl,-rpath,"$lib" -o "$out/quickstart"
+cc -std=c11 -Wall -Wextra -Werror -Iinclude examples/c/seckill_buyer.c "$lib/libpolylock.a" \
   -lhiredis -lpthread -ldl -lm -o "$out/seckill_buyer"
 "$out/quickstart" "${POLYLOCK_REDIS_URL:-redis://127.0.0.1:6379}"
 "$out/quickstart" "${POLYLOCK_ZK_URL:-zk://127.0.0.1:2181}"
@@ -32,7 +33,7 @@ cc -std=c11 -Wall -Wextra -Werror -Iinclude examples/c/seckill_buyer.c "$target/
 # through pkg-config: shared (run from the prefix) and static (the archive and Libs.private).
 prefix="$out/prefix"
 rm -rf "$prefix"
-make --no-print-directory -s install PREFIX="$prefix" PROFILE=debug >/dev/null
+make --no-print-directory -s install PREFIX="$prefix" PROFILE=release >/dev/null
 export PKG_CONFIG_PATH="$prefix/lib/pkgconfig"
 [ "$(pkg-config --modversion polylock)" = "$version" ]
 # shellcheck disable=SC2046

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Build the JAR the way a user does (mvn package builds the native library into it; -Pdev: a debug
-# build in the workspace's one target directory), run the unit tests (Surefire) and the suites
+# Build the JAR the way a user does (mvn package builds the native library into it: the release
+# build in the workspace's one target directory, scripts/build.sh), run the unit tests (Surefire) and the suites
 # against the servers of scripts/servers.sh, Redisson, Curator, ShedLock and plain-JDBC interop included (Failsafe, from
 # the packaged JAR), then build the examples against the installed JAR and run them as smoke
 # tests. Prints "N passed, N failed" (JUnit's counts; a skipped test counts as failed).
@@ -14,11 +14,11 @@ zk=${POLYLOCK_ZK_URL:-zk://127.0.0.1:2181}
 mvn=(mvn -B -q -Dstyle.color=never)
 
 status=0
-# The Curator interop suite runs the polylock command beside Curator (debug build, shared target).
-cargo build -p polylock --bin polylock --quiet || status=1
-export POLYLOCK_CLI="${CARGO_TARGET_DIR:-$root/target}/debug/polylock"
+# The Curator interop suite runs the polylock command beside Curator (the release build).
+[ "${POLYLOCK_SKIP_BUILD:-}" = 1 ] || cargo build --workspace --release --bin polylock --quiet || status=1
+export POLYLOCK_CLI="${CARGO_TARGET_DIR:-$root/target}/release/polylock"
 rm -rf bindings-java/target/surefire-reports bindings-java/target/failsafe-reports
-"${mvn[@]}" -Pdev -f bindings-java/pom.xml verify || status=1
+"${mvn[@]}" -f bindings-java/pom.xml verify || status=1
 # Virtual threads need Java 21+: run VirtualThreadIT (and the unit tests again) on the newest JDK
 # of the machine (this kind of machine has a Temurin JDK beside its default one).
 newer=""
@@ -28,7 +28,7 @@ for j in /usr/lib/jvm/*/bin/java; do
 done
 if [ -n "$newer" ]; then
   echo "== VirtualThreadIT on $("$newer" -version 2>&1 | head -1)"
-  "${mvn[@]}" -Pdev -f bindings-java/pom.xml verify -Dit.test=VirtualThreadIT -Djvm="$newer" \
+  "${mvn[@]}" -f bindings-java/pom.xml verify -Dit.test=VirtualThreadIT -Djvm="$newer" \
     -DargLine=--enable-native-access=ALL-UNNAMED || status=1
 else
   echo "no JDK 21 or newer under /usr/lib/jvm: the virtual-thread tests could not run"
@@ -42,7 +42,9 @@ echo # Maven leaves colour resets without a newline: start the count on its own 
 echo "${passed:-0} passed, ${failed:-0} failed (Java: JUnit)"
 
 smoke() {
-  "${mvn[@]}" -Pdev -f bindings-java/pom.xml install -DskipTests || return 1
+  if [ "${POLYLOCK_SKIP_BUILD:-}" != 1 ]; then
+    "${mvn[@]}" -f bindings-java/pom.xml install -DskipTests || return 1
+  fi
   "${mvn[@]}" -f examples/java/pom.xml package dependency:build-classpath \
     -Dmdep.outputFile=target/classpath.txt || return 1
   local cp="examples/java/target/classes:$(cat examples/java/target/classpath.txt)"

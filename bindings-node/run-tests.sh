@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
-# Build the addon the way `npm install` does (debug for tests), run the node:test suite against
-# the servers of scripts/servers.sh, and run the Node examples as smoke tests.
+# Build the addon the way `npm install` does (release: scripts/build.sh node, unless
+# POLYLOCK_SKIP_BUILD=1), run the node:test suite against the servers of scripts/servers.sh, and
+# run the Node examples as smoke tests.
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 root=$(cd "$here/.." && pwd)
+[ "${POLYLOCK_SKIP_BUILD:-}" = 1 ] || bash "$root/scripts/build.sh" node
 cd "$here"
-POLYLOCK_NODE_PROFILE=dev npm install --no-audit --no-fund --loglevel=error >/dev/null
 # Both drivers: the loop driver (Redis I/O on Node's own event loop, the default) and the
 # runtime driver (every call on polylock's runtime threads).
 echo "== Node suite on the loop driver"
@@ -17,12 +18,11 @@ cd "$root"
 # protoc and the well-known .proto files: the etcd client crate compiles etcd's .proto files.
 bash scripts/servers.sh install >/dev/null
 url=${POLYLOCK_REDIS_URL:-redis://127.0.0.1:6379}
-(cd examples/node && POLYLOCK_NODE_PROFILE=dev npm install --no-audit --no-fund --loglevel=error >/dev/null)
 node examples/node/quickstart.js "$url"
 node examples/node/quickstart.js "${POLYLOCK_ZK_URL:-zk://127.0.0.1:2181}"
-# npm install ./bindings-node from another project (examples/node), and two Node buyers sell 20.
+# npm install ./bindings-node from another project (examples/node, installed by scripts/build.sh
+# node), and two Node buyers sell 20.
 cd "$root/examples/node"
-POLYLOCK_NODE_PROFILE=dev npm install --no-audit --no-fund --loglevel=error >/dev/null
 name="node-smoke-$$"
 redis-cli -u "$url" SET "seckill:$name:stock" 20 >/dev/null
 node seckill_buyer.js --url "$url" --name "$name" >/tmp/polylock-node-b1.json &

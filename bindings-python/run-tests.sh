@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Install the Python package the way a user does (pip install ./bindings-python; maturin is the
-# build backend, debug profile for tests, the workspace's target directory), run the pytest suite
+# Install the Python package the way a user does (the wheel maturin builds, as scripts/package.sh
+# ships it; scripts/build.sh python, unless POLYLOCK_SKIP_BUILD=1), run the pytest suite
 # against the servers of scripts/servers.sh, type-check the examples with mypy --strict, and run
 # the examples as smoke tests.
 set -euo pipefail
@@ -11,7 +11,7 @@ bash scripts/servers.sh install >/dev/null
 py=${PYTHON:-python3}
 url=${POLYLOCK_REDIS_URL:-redis://127.0.0.1:6379}
 
-MATURIN_PEP517_ARGS="--profile dev" $py -m pip install --quiet --disable-pip-version-check ./bindings-python
+[ "${POLYLOCK_SKIP_BUILD:-}" = 1 ] || bash scripts/build.sh python
 $py -m pip install --quiet --disable-pip-version-check pytest mypy redis types-redis uvloop >/dev/null 2>&1 ||
   $py -m pip install --quiet --disable-pip-version-check pytest mypy redis uvloop
 cd bindings-python

@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
-# The one build of polylock that the tests, the fault harness, the demo, chaos and the packages
-# share: the workspace's release profile (optimised, with line tables), one feature set for every
-# crate (see workspace-hack/Cargo.toml), in one target directory ($CARGO_TARGET_DIR, default
-# target/). What each consumer finds afterwards, with nothing left for it to compile:
+# The one release build of polylock that the bindings' test suites, the fault harness, the demo,
+# chaos and the packages share (optimised, with line tables), with one feature set for every crate
+# (see workspace-hack/Cargo.toml), in one target directory ($CARGO_TARGET_DIR, default target/);
+# and the Rust test binaries, which build in the dev profile (debug assertions on, a third of the
+# release profile's compile time for two dozen test crates). What each consumer finds afterwards,
+# with nothing left for it to compile:
 #   target/release/polylock                  the CLI
 #   target/release/libpolylock.{so,a}        the C library (include/polylock.h regenerated)
 #   target/release/examples/                 the Rust seckill buyer and the fault worker
-#   target/release/deps/<test>-*             the Rust test binaries (scripts/test-rust.sh)
+#   target/debug/deps/<test>-*               the Rust test binaries (scripts/test-rust.sh)
 #   target/wheels/polylock-*.whl             the Python wheel (maturin, as scripts/package.sh ships
 #                                            it), installed into the current Python
 #   bindings-node/polylock.node              the Node addon (build.js: cargo finds it built)
@@ -28,11 +30,13 @@ took() { printf 'build: %-28s %4ds\n' "$1" $((SECONDS - t0)); t0=$SECONDS; }
 parts=" ${*:-cargo python node java} "
 part() { [[ "$parts" == *" $1 "* ]]; }
 
+bash scripts/servers.sh install >/dev/null # the build tools too (protoc for etcd's client)
 if part cargo; then
-  cargo build --workspace --release --quiet
-  cargo test --workspace --release --no-run --quiet 2>/dev/null ||
-    cargo test --workspace --release --no-run # again, to show the errors
-  took "cargo (release, all targets)"
+  cargo build --workspace --release --examples --quiet
+  took "cargo release (libraries, CLI, examples)"
+  cargo test --workspace --no-run --quiet 2>/dev/null ||
+    cargo test --workspace --no-run # again, to show the errors
+  took "cargo dev (Rust test binaries)"
 fi
 
 if part python; then

@@ -49,7 +49,7 @@ def command(b: Buyer, redis_url: str, lock_url: str, name: str, delay_ms: int, s
     common = ["--url", redis_url, "--lock-url", lock_url, "--name", name, "--delay-ms", str(delay_ms),
               "--sections", b.sections_file, "--start-at", str(start_at)]
     if b.runtime == "rust":
-        return [os.environ.get("POLYLOCK_DEMO_RUST", str(ROOT / "target/debug/examples/seckill")), *common, "buyer"]
+        return [os.environ.get("POLYLOCK_DEMO_RUST", str(Path(os.environ.get("CARGO_TARGET_DIR", ROOT / "target")) / "release/examples/seckill")), *common, "buyer"]
     if b.runtime == "c":
         return [os.environ.get("POLYLOCK_DEMO_C", str(ROOT / "target/demo/seckill_buyer_c")), *common]
     if b.runtime == "python":

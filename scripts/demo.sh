@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The main demo: one flash sale (seed 002), five runtimes, one lock. Installs and starts Redis,
 # ZooKeeper, MariaDB and PostgreSQL on 127.0.0.1 when they are missing, builds the buyers
-# of examples/ (Rust, C, Python, Node, Java; debug builds in the one target directory), then runs
+# of examples/ (Rust, C, Python, Node, Java) from the one release build (scripts/build.sh), then runs
 # scripts/demo.py: round 1 on Redis, round 2 on ZooKeeper, round 3 on MariaDB, round 4 on
 # PostgreSQL (servers.sh starts both), a table, the overlap and fencing-token checks, and
 # demo-timeline.svg. Options go to demo.py (try --help).
@@ -18,20 +18,16 @@ eval "$(bash scripts/servers.sh env)"
 target="${CARGO_TARGET_DIR:-$root/target}"
 quiet=(--quiet)
 
-log "building the Rust buyer"
-cargo build "${quiet[@]}" --example seckill
-log "building the C buyer"
-cargo build "${quiet[@]}" -p polylock-c
+log "building the Rust buyer and the C library (release)"
+cargo build "${quiet[@]}" --workspace --release --example seckill
+cargo build "${quiet[@]}" -p polylock-c --release
 mkdir -p "$target/demo"
-cc -std=c11 -Wall -Wextra -Werror -Iinclude examples/c/seckill_buyer.c "$target/debug/libpolylock.a" \
+cc -std=c11 -Wall -Wextra -Werror -Iinclude examples/c/seckill_buyer.c "$target/release/libpolylock.a" \
   -lhiredis -lpthread -ldl -lm -o "$target/demo/seckill_buyer_c"
-log "installing the Python package (pip install ./bindings-python)"
-MATURIN_PEP517_ARGS="--profile dev" python3 -m pip install --quiet --disable-pip-version-check ./bindings-python redis >&2
-log "installing the Node example (npm install, builds the addon)"
-(cd examples/node && POLYLOCK_NODE_PROFILE=dev npm install --no-audit --no-fund --loglevel=error >/dev/null)
-log "building the Java JAR and example (mvn)"
-mvn -B -q -Pdev -f bindings-java/pom.xml install -DskipTests >&2
+log "installing the Python package, the Node example and the JAR (scripts/build.sh; cargo finds them built)"
+bash scripts/build.sh python node java >&2
+python3 -m pip install --quiet --disable-pip-version-check redis >&2
 mvn -B -q -f examples/java/pom.xml package dependency:build-classpath -Dmdep.outputFile=target/classpath.txt >&2
 export POLYLOCK_DEMO_JAVA_CP="$root/examples/java/target/classes:$(cat examples/java/target/classpath.txt)"
-export POLYLOCK_DEMO_RUST="$target/debug/examples/seckill" POLYLOCK_DEMO_C="$target/demo/seckill_buyer_c"
+export POLYLOCK_DEMO_RUST="$target/release/examples/seckill" POLYLOCK_DEMO_C="$target/demo/seckill_buyer_c"
 exec python3 scripts/demo.py --url "$POLYLOCK_REDIS_URL" --url "$POLYLOCK_ZK_URL" "$@"

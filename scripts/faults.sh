@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# The fault harness (faults/harness.py): builds its workers (Rust example, the Python package, the
-# Java JAR and faults/FaultWorker.java), then plays each fault against servers of its own on free
+# The fault harness (faults/harness.py): its workers come from the one release build
+# (scripts/build.sh: the Rust example, the Python package, the Java JAR; built here if missing) and
+# faults/FaultWorker.java, then it plays each fault against servers of its own on free
 # loopback ports and prints a table per fault. Arguments go to the harness (--only, --seconds,
 # --no-java). Exit status 1 when a fault found a double holder, an untold loss, a token that did
 # not rise, or no section accepted after the fault.
@@ -11,13 +12,12 @@ target=${CARGO_TARGET_DIR:-$root/target}
 py=${PYTHON:-python3}
 
 bash scripts/servers.sh install >/dev/null   # redis-server, zookeeper, etcd, protoc (the harness starts its own servers)
-cargo build -p polylock --example fault_worker --quiet
-"$py" -c "import polylock" 2>/dev/null ||
-  MATURIN_PEP517_ARGS="--profile dev" "$py" -m pip install --quiet --disable-pip-version-check ./bindings-python
+cargo build --workspace --release --example fault_worker --quiet
+"$py" -c "import polylock" 2>/dev/null || bash scripts/build.sh python
 java_args=()
 if command -v mvn >/dev/null && command -v javac >/dev/null; then
   jar=bindings-java/target/polylock-0.1.0.jar
-  [ -f "$jar" ] || mvn -B -q -Dstyle.color=never -Pdev -f bindings-java/pom.xml package -DskipTests
+  [ -f "$jar" ] || bash scripts/build.sh java
   mkdir -p "$target/faults-java"
   javac -d "$target/faults-java" -cp "$jar" faults/FaultWorker.java
 else

@@ -313,13 +313,16 @@ SQL
   log "mariadb started on 127.0.0.1:$mysql_port"
 }
 
+# Every MariaDB this script started (the default one and any extra set of start-sql).
 stop_mysql() {
-  local pidfile="$state/mariadb-$mysql_port/mariadbd.pid" pid
-  [ -f "$pidfile" ] || return 0
-  pid=$(cat "$pidfile")
-  kill "$pid" 2>/dev/null || true
-  for _ in $(seq 1 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-  rm -f "$pidfile"
+  local pidfile pid
+  for pidfile in "$state"/mariadb-*/mariadbd.pid; do
+    [ -f "$pidfile" ] || continue
+    pid=$(cat "$pidfile")
+    kill "$pid" 2>/dev/null || true
+    for _ in $(seq 1 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+    rm -f "$pidfile"
+  done
 }
 
 pg_up() { "$(pg_bin)/pg_isready" -q -h 127.0.0.1 -p "$pg_port" -t 2 >/dev/null 2>&1; }
@@ -362,11 +365,14 @@ SQL
   log "postgresql started on 127.0.0.1:$pg_port"
 }
 
+# Every PostgreSQL this script started (the default one and any extra set of start-sql).
 stop_pg() {
-  local dir="$state/postgres-$pg_port" user
-  [ -f "$dir/data/postmaster.pid" ] || return 0
+  local dir user
   user=$([ "$(id -u)" = 0 ] && echo postgres || id -un)
-  as_user "$user" "$(pg_bin)/pg_ctl" -D "$dir/data" -m fast -w stop >/dev/null 2>&1 || true
+  for dir in "$state"/postgres-*; do
+    [ -f "$dir/data/postmaster.pid" ] || continue
+    as_user "$user" "$(pg_bin)/pg_ctl" -D "$dir/data" -m fast -w stop >/dev/null 2>&1 || true
+  done
 }
 
 # The folder of the running MariaDB's certificate (started by another checkout's servers.sh, it
@@ -516,6 +522,11 @@ case "${1:-start}" in
     start_cluster
     start_etcd
     ;;
+  # A MariaDB and a PostgreSQL of their own for a suite that looks at the whole server (its
+  # sessions, waiters and locks) while other suites run beside it: POLYLOCK_MYSQL_PORT and
+  # POLYLOCK_PG_PORT name them (scripts/test.sh); env-sql prints their URLs.
+  start-sql) install_sql; start_mysql; start_pg ;;
+  env-sql) sql_env ;;
   zk-server) shift; start_zk_server "$@" ;; # used by the ensemble tests
   etcd-member) shift; start_etcd_member "$@" ;; # used by the fault harness and failover tests
   stop) stop; stop_mysql; stop_pg; stop_etcd ;;
@@ -528,5 +539,5 @@ case "${1:-start}" in
     sql_env
     etcd_env
     ;;
-  *) echo "usage: $0 install|start|stop|env|zk-server DIR PORT [MYID SERVERS]|etcd-member DIR NAME CLIENT PEER CLUSTER [FLAGS]" >&2; exit 64 ;;
+  *) echo "usage: $0 install|start|stop|env|start-sql|env-sql|zk-server DIR PORT [MYID SERVERS]|etcd-member DIR NAME CLIENT PEER CLUSTER [FLAGS]" >&2; exit 64 ;;
 esac

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The Rust tests of the workspace (release, the one build of scripts/build.sh): the test binaries
+# The Rust tests of the workspace (dev profile, built by scripts/build.sh): the test binaries
 # run POLYLOCK_RUST_JOBS at a time (default 3: they wait on servers, not on the CPU), each in its
 # package's directory as `cargo test` runs them, its output kept together; then the doc tests.
 # Needs the servers of scripts/servers.sh.
@@ -11,7 +11,7 @@ out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 
 # The binaries and their packages' directories, from cargo's own list (builds what is missing).
-cargo test --workspace --release --no-run --message-format=json 2>/dev/null |
+cargo test --workspace --no-run --message-format=json 2>/dev/null |
   python3 -c '
 import json, os, sys
 for line in sys.stdin:
@@ -21,7 +21,7 @@ for line in sys.stdin:
 ' >"$out/list"
 if [ ! -s "$out/list" ]; then
   echo "no Rust test binaries (the build failed?)"
-  cargo test --workspace --release --no-run
+  cargo test --workspace --no-run
   exit 1
 fi
 
@@ -37,5 +37,5 @@ status=0
 tr '\t' '\n' <"$out/list" | xargs -d '\n' -n 3 -P "$jobs" bash -c 'run_one "$@"' _ || status=1
 
 echo "== Rust: doc tests"
-cargo test --workspace --release --doc 2>&1 || status=1
+cargo test --workspace --doc 2>&1 || status=1
 exit $status

@@ -1,34 +1,104 @@
 #!/usr/bin/env bash
-# Every test of polylock, against real servers this script installs and starts on 127.0.0.1:
-# the Rust suites (cargo test, debug builds, one shared target directory), the C suite under
-# AddressSanitizer, the Python suite (pytest), the Node suite (node --test), the Java suite (JUnit) and the Spring Boot starter's. Ends with one line: "N passed, N failed".
+# Every test of polylock, against real servers this script installs and starts on 127.0.0.1.
+#
+# One build serves every suite: the workspace's release profile (the profile users run), built
+# once in the build stage (the Rust test binaries and examples, the C library, the Python wheel,
+# the Node addon, the JAR), then the suites run side by side, since they wait on servers far more
+# than they compute: the Rust test binaries (several at once), the C suite under AddressSanitizer,
+# the Python suite (pytest), the Node suite (node --test, both drivers), the Java suite (JUnit,
+# Redisson and Curator interop) and the Spring Boot starter's. Each suite's output goes to
+# target/test-logs/<suite>.log and is printed when it ends. Ends with each stage's wall time and
+# one line: "N passed, N failed".
+#
+#   POLYLOCK_TEST_ONLY="rust python"   run only these suites (rust c python node java spring)
+#   POLYLOCK_RUST_JOBS=3               Rust test binaries run at once
 set -uo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
+target="${CARGO_TARGET_DIR:-$root/target}"
+logs="$target/test-logs"
+rm -rf "$logs"
+mkdir -p "$logs"
+only=" ${POLYLOCK_TEST_ONLY:-rust c python node java spring} "
+wanted() { [[ "$only" == *" $1 "* ]]; }
+
+stages=()
+stage_start=$SECONDS
+stage() { # stage NAME: close the current stage's clock under NAME
+  stages+=("$(printf '%-34s %5ds' "$1" $((SECONDS - stage_start)))")
+  stage_start=$SECONDS
+}
 
 bash scripts/servers.sh start || { echo "0 passed, 1 failed"; exit 1; }
 eval "$(bash scripts/servers.sh env)"
+# The Rust and Java suites look at the whole SQL server (its sessions, waiters and locks) to
+# prove that nothing is left behind: each gets a MariaDB and a PostgreSQL of its own, so that the
+# suites running beside it cannot change what it counts.
+sql_set() { # MYSQL_PORT PG_PORT start-sql|env-sql
+  POLYLOCK_MYSQL_PORT=$1 POLYLOCK_PG_PORT=$2 bash scripts/servers.sh "$3"
+}
+sql_set 3317 5443 start-sql && sql_set 3327 5453 start-sql || { echo "0 passed, 1 failed"; exit 1; }
+rust_sql=$(sql_set 3317 5443 env-sql)
+java_sql=$(sql_set 3327 5453 env-sql)
+stage "servers"
 
-log=$(mktemp)
 status=0
-cargo test --workspace --no-fail-fast --color never 2>&1 | tee "$log" || status=$?
-echo "== C suite (bindings-c, ASan + UBSan)"
-bash bindings-c/run-tests.sh 2>&1 | tee -a "$log" || status=1
-echo "== Python suite (pip install ./bindings-python, pytest, mypy --strict on the examples)"
-bash bindings-python/run-tests.sh 2>&1 | tee -a "$log" || status=1
-echo "== Node suite (npm install in bindings-node, node --test)"
-bash bindings-node/run-tests.sh 2>&1 | tee -a "$log" || status=1
-echo "== Java suite (mvn verify in bindings-java: JUnit, Redisson and Curator interop; examples)"
-bash bindings-java/run-tests.sh 2>&1 | tee -a "$log" || status=1
-echo "== Java Spring Boot starter (bindings-java/spring: @DistributedLocked, auto-configuration)"
-bash bindings-java/spring/run-tests.sh 2>&1 | tee -a "$log" || status=1
+echo "== build (release, once for every suite)"
+bash scripts/build.sh || { echo "the build failed"; echo; echo "0 passed, 1 failed"; exit 1; }
+stage "build"
 
-# cargo ("test result: ok. N passed; N failed"), the C and Java runners and pytest ("N passed, N failed"),
-# node --test ("ℹ pass N", "ℹ fail N").
-passed=$( (grep -Eo '(^test result: .* |^)[0-9]+ passed' "$log" | grep -Eo '[0-9]+'; grep -Eo '^ℹ pass [0-9]+' "$log" | grep -Eo '[0-9]+') | awk '{s+=$1} END {print s+0}')
-failed=$( (grep -Eo '(; |, |^)[0-9]+ failed' "$log" | grep -Eo '[0-9]+'; grep -Eo '^ℹ fail [0-9]+' "$log" | grep -Eo '[0-9]+') | awk '{s+=$1} END {print s+0}')
-rm -f "$log"
+# A suite runs in the background, its output in its log; `finish` prints it and keeps its status.
+declare -A pids=()
+run_suite() { # run_suite NAME COMMAND...
+  local name=$1
+  shift
+  ("$@") >"$logs/$name.log" 2>&1 &
+  pids[$name]=$!
+}
+started=$SECONDS
+export POLYLOCK_SKIP_BUILD=1
+if wanted rust; then run_suite rust bash -c "$rust_sql; exec bash scripts/test-rust.sh"; fi
+if wanted c; then run_suite c bash bindings-c/run-tests.sh; fi
+if wanted python; then run_suite python bash bindings-python/run-tests.sh; fi
+if wanted node; then run_suite node bash bindings-node/run-tests.sh; fi
+if wanted java || wanted spring; then
+  java_lane() {
+    local s=0
+    eval "$java_sql"
+    if wanted java; then bash bindings-java/run-tests.sh || s=1; fi
+    if wanted spring; then bash bindings-java/spring/run-tests.sh || s=1; fi
+    return $s
+  }
+  run_suite java java_lane
+fi
+# Print each suite as it ends (in the order they end).
+declare -A took=()
+while [ ${#pids[@]} -gt 0 ]; do
+  wait -n -p done_pid "${pids[@]}"
+  rc=$?
+  for name in "${!pids[@]}"; do
+    [ "${pids[$name]}" = "$done_pid" ] || continue
+    took[$name]=$((SECONDS - started))
+    echo "== $name suite (exit $rc, ${took[$name]}s)"
+    cat "$logs/$name.log"
+    [ "$rc" = 0 ] || { status=1; echo "== $name suite FAILED (exit $rc)"; }
+    unset "pids[$name]"
+  done
+done
+for name in rust c python node java; do
+  [ -n "${took[$name]:-}" ] && stages+=("$(printf '  %-32s %5ds' "$name suite (side by side)" "${took[$name]}")")
+done
+stage "suites (side by side)"
+
+# cargo ("test result: ok. N passed; N failed"), the C and Java runners and pytest ("N passed, N
+# failed"), node --test ("ℹ pass N", "ℹ fail N").
+cat "$logs"/*.log >"$logs/all.txt"
+passed=$( (grep -Eo '(^test result: .* |^)[0-9]+ passed' "$logs/all.txt" | grep -Eo '[0-9]+'; grep -Eo '^ℹ pass [0-9]+' "$logs/all.txt" | grep -Eo '[0-9]+') | awk '{s+=$1} END {print s+0}')
+failed=$( (grep -Eo '(; |, |^)[0-9]+ failed' "$logs/all.txt" | grep -Eo '[0-9]+'; grep -Eo '^ℹ fail [0-9]+' "$logs/all.txt" | grep -Eo '[0-9]+') | awk '{s+=$1} END {print s+0}')
 if [ "$status" -ne 0 ] && [ "$failed" -eq 0 ]; then failed=1; fi # a build or script failure counts
+echo
+echo "== stage times (wall)"
+printf '%s\n' "${stages[@]}"
 echo
 echo "${passed} passed, ${failed} failed"
 [ "$passed" -gt 0 ] || exit 1

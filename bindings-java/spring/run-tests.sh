@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The Spring Boot starter's tests: install the binding's JAR into ~/.m2 the way the starter's pom
-# takes it (-Pdev: a debug native library in the workspace's one target directory), then run the
+# takes it (the release native library of the workspace's one build; skipped when
+# POLYLOCK_SKIP_BUILD=1: scripts/build.sh installed it), then run the
 # starter's Spring Boot tests against the real Redis of scripts/servers.sh (POLYLOCK_REDIS_URL,
 # default redis://127.0.0.1:6379). Prints "N passed, N failed" (JUnit's counts from the Surefire
 # reports; a skipped test counts as failed).
@@ -12,7 +13,7 @@ mvn=(mvn -B -q -Dstyle.color=never)
 status=0
 reports=bindings-java/spring/target/surefire-reports
 rm -rf "$reports"
-"${mvn[@]}" -Pdev -f bindings-java/pom.xml install -DskipTests || status=1
+[ "${POLYLOCK_SKIP_BUILD:-}" = 1 ] || "${mvn[@]}" -f bindings-java/pom.xml install -DskipTests || status=1
 if [ $status = 0 ]; then
   "${mvn[@]}" -f bindings-java/spring/pom.xml verify || status=1
 fi
