@@ -71,8 +71,38 @@ pub(crate) fn process_id() -> u32 {
     }
 }
 
+/// zookeeper-client spawns its tasks through the `spawns` crate, which finds tokio through a
+/// table the linker collects (linkme). A C program linked against the static library
+/// (libpolylock.a) does not carry that table's entries, since the linker takes from an archive
+/// only the objects something refers to, and the ZooKeeper client then panicked with "no
+/// spawner". Every thread that runs polylock's futures names polylock's runtime as its spawner
+/// instead: the runtime's workers when they start, any other thread (a blocked caller, a host
+/// loop driving a call) on its first call.
+#[cfg(feature = "zookeeper")]
+pub(crate) fn name_spawner() {
+    struct Polylock;
+    impl spawns_core::Spawn for Polylock {
+        fn spawn(&self, task: spawns_core::Task) {
+            let spawns_core::Task { future, .. } = task;
+            handle().spawn(Box::into_pin(future));
+        }
+    }
+    static POLYLOCK: Polylock = Polylock;
+    thread_local! {
+        static NAMED: Cell<bool> = const { Cell::new(false) };
+    }
+    if !NAMED.with(|n| n.replace(true)) {
+        // For the thread's whole life: the scope is never left.
+        std::mem::forget(spawns_core::enter(&POLYLOCK));
+    }
+}
+
+#[cfg(not(feature = "zookeeper"))]
+pub(crate) fn name_spawner() {}
+
 /// The handle of the process-wide runtime, created on first use (again in a forked child).
 pub fn handle() -> Handle {
+    name_spawner();
     let pid = process_id();
     let mut slot = RUNTIME.lock().unwrap_or_else(|e| e.into_inner());
     if let Some((owner_pid, rt)) = *slot {
@@ -89,7 +119,10 @@ pub fn handle() -> Handle {
     let rt = Builder::new_multi_thread()
         .worker_threads(worker_threads())
         .thread_name("polylock-worker")
-        .on_thread_start(|| ON_WORKER.with(|w| w.set(true)))
+        .on_thread_start(|| {
+            ON_WORKER.with(|w| w.set(true));
+            name_spawner();
+        })
         .enable_all()
         .build()
         .expect("failed to start the polylock runtime");

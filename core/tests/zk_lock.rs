@@ -585,3 +585,60 @@ async fn a_release_stalled_across_a_session_expiry_reports_the_loss() {
     assert!(zk_children(&path).await.is_empty());
     c.close().await.unwrap();
 }
+
+/// A connection blip while a hold's deletion watch is being set: the watch is set again once the
+/// client is through, so a force unlock by another client after the blip is still told as a loss.
+/// Before, a watch whose setting failed was never set again, and the holder never heard of the
+/// force unlock.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_force_unlock_after_a_blip_that_failed_the_watch_is_told() {
+    let server = zk_url()
+        .trim_start_matches("zk://")
+        .split(',')
+        .next()
+        .unwrap()
+        .to_string();
+    let proxy = proxy::Proxy::start(&server).await;
+    let options = ClientOptions {
+        session_timeout: Duration::from_secs(8),
+        ..ClientOptions::default()
+    };
+    let c = Client::connect_with(&format!("zk://127.0.0.1:{}", proxy.port), options)
+        .await
+        .unwrap();
+    let path = zk_path("blip");
+    let lock = c.lock(&path).unwrap();
+    // Replies take 300 ms: the hold's watch request, sent as the acquire returns, is still
+    // unanswered when the connection stops delivering, and fails with it.
+    proxy.delay_replies(Duration::from_millis(300));
+    let held = lock.acquire(1, AcquireOptions::forever()).await.unwrap();
+    let before = proxy.connections();
+    proxy.freeze();
+    proxy.delay_replies(Duration::ZERO);
+    // The client gives up the silent connection and reconnects within the session.
+    let deadline = Instant::now() + Duration::from_secs(15);
+    while proxy.connections() == before && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(proxy.connections() > before, "the client reconnected");
+    while c.is_suspended() && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    tokio::time::sleep(Duration::from_secs(1)).await; // the watch's backoff
+    assert_eq!(
+        held.lost.state(),
+        HoldState::Held,
+        "a blip within the session loses nothing"
+    );
+    // Another client deletes the lock: the holder is told.
+    let other = zk_client().await;
+    assert!(other.lock(&path).unwrap().force_unlock().await.unwrap());
+    let told = tokio::time::timeout(Duration::from_secs(10), held.lost.wait()).await;
+    assert_eq!(
+        told.ok().flatten(),
+        Some(LostReason::Deleted),
+        "the force unlock after the blip was told"
+    );
+    other.close().await.unwrap();
+    c.close().await.unwrap();
+}

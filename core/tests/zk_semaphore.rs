@@ -191,3 +191,59 @@ fn concurrent_releases_give_back_different_leases() {
         .unwrap()
         .unwrap();
 }
+
+/// A release whose delete fails keeps the lease: it stays registered as this client's (held,
+/// releasable later) and its node stays on the server, so nothing is forgotten. Before, the lease
+/// left the registry before the server deleted it, and a failed delete left its node for the
+/// session's life with nobody knowing of it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_release_keeps_the_lease() {
+    let server = zk_url()
+        .trim_start_matches("zk://")
+        .split(',')
+        .next()
+        .unwrap()
+        .to_string();
+    let proxy = proxy::Proxy::start(&server).await;
+    let options = ClientOptions {
+        command_timeout: Duration::from_millis(500),
+        session_timeout: Duration::from_secs(30),
+        ..ClientOptions::default()
+    };
+    let c = Client::connect_with(&format!("zk://127.0.0.1:{}", proxy.port), options)
+        .await
+        .unwrap();
+    let path = zk_path("sem-failed-release");
+    let s = c.semaphore(&path).unwrap();
+    s.try_set_permits(3).await.unwrap();
+    let _p = s.acquire(2, Wait::Never).await.unwrap();
+    assert_eq!(zk_children(&format!("{path}/leases")).await.len(), 2);
+    // The connection stops delivering: the delete cannot reach the server.
+    proxy.freeze();
+    let failed = tokio::time::timeout(Duration::from_secs(60), s.release(1))
+        .await
+        .expect("the release ends");
+    assert!(
+        failed.is_err(),
+        "a release through a dead connection: {failed:?}"
+    );
+    assert_eq!(
+        s.held_permits(),
+        2,
+        "the lease whose delete failed is still ours"
+    );
+    proxy.thaw();
+    // Once the client is through again, both leases are still there and can be given back.
+    let mut released = s.release(2).await;
+    for _ in 0..100 {
+        if released.is_ok() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        released = s.release(2).await;
+    }
+    released.expect("both leases are given back after the connection came back");
+    assert_eq!(s.held_permits(), 0);
+    zk_children_until(&format!("{path}/leases"), |l| l.is_empty()).await;
+    c.close().await.unwrap();
+}

@@ -7,6 +7,8 @@
 //! between servers are stated by the operations themselves ([`Reentry`], [`LeaseSupport`],
 //! [`LockOps::queues_waiters`]) so that the one lock primitive can follow them.
 
+pub(crate) mod cleanup;
+
 use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 

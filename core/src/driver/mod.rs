@@ -560,6 +560,7 @@ impl Drop for Driver {
 impl Inner {
     /// Poll `first` (if given) and every woken future until none is ready.
     fn turn(self: &Rc<Self>, first: Option<usize>) {
+        runtime::name_spawner();
         let _turning = self.turning();
         if let Some(id) = first {
             self.poll(id);

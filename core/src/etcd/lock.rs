@@ -28,6 +28,7 @@ use ec::{Compare, CompareOp, GetOptions, PutOptions, SortOrder, SortTarget, Txn,
 use etcd_client as ec;
 
 use super::{watch_for, EtcdSession, LeaseRef, Watched};
+use crate::backend::cleanup::{clean_up, CleanUp};
 use crate::backend::{
     AcquireRequest, Gone, Granted, HoldOps, LeaseSupport, LockOps, Reentry, ReleaseRequest,
     UnlockReply,
@@ -182,9 +183,6 @@ impl Drop for Cleanup {
         if !self.armed {
             return;
         }
-        let Ok(rt) = tokio::runtime::Handle::try_current() else {
-            return;
-        };
         let session = self.session.clone();
         let (name, key, lease, rev) = (
             self.name.take(),
@@ -192,20 +190,22 @@ impl Drop for Cleanup {
             self.lease,
             self.rev,
         );
-        rt.spawn(async move {
-            let mut delay = Duration::from_millis(50);
-            loop {
-                if delete_guarded(&session, &key, rev).await.is_ok()
-                    || session.stop.is_cancelled()
-                    || session.epoch() != lease.epoch
-                {
-                    break; // gone, or gone with its lease
+        let what = format!("the etcd contender key {key}");
+        clean_up(what, move || {
+            let (session, name, key) = (session.clone(), name.clone(), key.clone());
+            async move {
+                let outcome = if session.stop.is_cancelled() || session.epoch() != lease.epoch {
+                    CleanUp::Moot // gone with its lease
+                } else {
+                    match delete_guarded(&session, &key, rev).await {
+                        Ok(_) => CleanUp::Done,
+                        Err(e) => return CleanUp::Retry(e.to_string()),
+                    }
+                };
+                if let Some(name) = name {
+                    session.checkin(lease.id, &name);
                 }
-                tokio::time::sleep(delay).await;
-                delay = (delay * 2).min(Duration::from_secs(2));
-            }
-            if let Some(name) = name {
-                session.checkin(lease.id, &name);
+                outcome
             }
         });
     }

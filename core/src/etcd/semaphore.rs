@@ -235,7 +235,14 @@ impl SemaphoreOps for EtcdSemaphore {
                 other => {
                     let nodes: Vec<String> = taken.drain(..).filter_map(|g| g.node).collect();
                     for node in &nodes {
-                        let _ = self.drop_hold(req.name, 0, Some(node)).await;
+                        if let Err(e) = self.drop_hold(req.name, 0, Some(node)).await {
+                            tracing::warn!(
+                                semaphore = req.name,
+                                "polylock: giving back permit key {node} of '{}' after a failed \
+                                 acquire failed ({e}); it ends with its lease",
+                                req.name
+                            );
+                        }
                     }
                     return other.map(|_| None);
                 }

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
+use super::gate::Gates;
 use super::Holds;
 use crate::backend::{Backend, HoldOps, LockOps, SessionSink};
 use crate::model::error::{Error, Result};
@@ -22,6 +23,8 @@ pub(crate) struct ClientCore {
     pub(crate) options: ClientOptions,
     pub(crate) backend: Box<dyn Backend>,
     pub(crate) holds: Holds,
+    /// One acquire or release at a time per hold key (see [`super::gate`]).
+    pub(crate) gates: Gates,
     /// Wakes the watchdog (a fixed lease was added).
     pub(crate) wake: Arc<Notify>,
     /// Cancelled when the client closes: ends the watchdog and every waiting acquire.
@@ -45,6 +48,7 @@ impl ClientCore {
             options,
             backend,
             holds: Holds::default(),
+            gates: Gates::default(),
             wake: Arc::new(Notify::new()),
             stop: CancellationToken::new(),
             pid: crate::runtime::process_id(),

@@ -9,6 +9,7 @@
 //! returns `LockLost`.
 
 mod client_core;
+pub(crate) mod gate;
 pub(crate) mod watchdog;
 
 // foldhash: seeded at random per process (colliding lock names cannot be prepared in advance)

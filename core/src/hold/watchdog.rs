@@ -57,6 +57,22 @@ pub(crate) async fn run(client: Weak<ClientCore>) {
     }
 }
 
+/// The names of a batch of holds, for the log (the first few).
+fn names(batch: &[(HoldKey, u64, Option<String>)]) -> String {
+    let mut out: Vec<&str> = batch
+        .iter()
+        .take(5)
+        .map(|((name, _, _), _, _)| &**name)
+        .collect();
+    out.dedup();
+    let more = batch.len().saturating_sub(5);
+    let mut s = out.join(", ");
+    if more > 0 {
+        s.push_str(&format!(" and {more} more"));
+    }
+    s
+}
+
 /// Renew every live watchdog hold; false if any batch failed (the next round comes sooner).
 async fn renew_round(core: &Arc<ClientCore>, lease: Duration, interval: Duration) -> bool {
     // Each entry remembers the hold's fencing token: a reply that comes back after the hold was
@@ -79,7 +95,18 @@ async fn renew_round(core: &Arc<ClientCore>, lease: Duration, interval: Duration
     for (kind, batch) in by_kind {
         let ops = match core.hold_ops(kind) {
             Ok(ops) => ops,
-            Err(_) => continue,
+            Err(e) => {
+                // Not expected (a hold exists only where its kind has operations); the holds
+                // run out at their deadline and are then declared lost, never kept silently.
+                tracing::error!(
+                    kind = kind.word(),
+                    "polylock watchdog: cannot renew {} hold(s) ({}): {e}",
+                    batch.len(),
+                    names(&batch)
+                );
+                ok = false;
+                continue;
+            }
         };
         for chunk in batch.chunks(RENEW_BATCH) {
             let sent_at = Instant::now();
@@ -114,11 +141,18 @@ async fn renew_round(core: &Arc<ClientCore>, lease: Duration, interval: Duration
                     }
                 }
                 Ok(Err(e)) => {
-                    tracing::warn!("polylock watchdog: renewal failed: {e}");
+                    tracing::warn!(
+                        "polylock watchdog: renewing {} failed: {e}; trying again in {:?}",
+                        names(chunk),
+                        interval.min((lease / 10).max(Duration::from_millis(50)))
+                    );
                     ok = false;
                 }
                 Err(_) => {
-                    tracing::warn!("polylock watchdog: renewal got no answer within {limit:?}");
+                    tracing::warn!(
+                        "polylock watchdog: renewing {} got no answer within {limit:?}",
+                        names(chunk)
+                    );
                     ok = false;
                 }
             }

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::backend::{AcquireRequest, LeaseSupport, LockOps, Reentry, ReleaseRequest, UnlockReply};
+use crate::hold::gate::Entry;
 use crate::hold::{watch_gone, ClientCore, Hold, HoldKey, LeaseMode};
 use crate::model::error::{Error, ErrorKind, Result};
 use crate::model::kind::{HoldKind, LockKind};
@@ -125,10 +126,11 @@ impl OneLock {
             let hold = self.core.holds.lock().remove(&key);
             if let Some(mut h) = hold {
                 h.mark_lost(&key, LostReason::ClientClosed);
-                let _ = self
+                let dropped = self
                     .ops
                     .drop_hold(&self.name, key.2, h.node.as_deref())
                     .await;
+                self.log_left_behind(dropped, "granted while the client closed");
             }
             return Err(closed_while_waiting());
         }
@@ -156,6 +158,17 @@ impl OneLock {
         }
         let key = self.key(owner);
         let reentry = self.ops.reentry();
+        // One acquire or release of this owner's hold at a time: a second first acquire waits for
+        // the first's outcome and then re-enters (hold::gate). A mutex has no re-entry: its
+        // acquires are anybody's and wait on the server.
+        let asked = wait;
+        let (_passage, wait) = match reentry {
+            Reentry::None => (None, wait),
+            _ => match self.core.gates.enter(&key, wait).await {
+                Entry::Through(passage, wait) => (Some(passage), wait),
+                Entry::Busy => return Err(self.timeout_error(asked)),
+            },
+        };
         let (held, mode) = {
             let mut map = self.core.holds.lock();
             match map.get_mut(&key).filter(|_| reentry != Reentry::None) {
@@ -203,7 +216,7 @@ impl OneLock {
             })
             .await?;
         let Some(mut granted) = granted else {
-            return Err(self.timeout_error(wait));
+            return Err(self.timeout_error(asked));
         };
         let deadline = match mode {
             LeaseMode::Session => sent_at + MAX_DURATION,
@@ -298,6 +311,13 @@ impl OneLock {
         if reentry == Reentry::None {
             return self.release_client_hold(key).await;
         }
+        if !self.core.holds.lock().contains_key(&key) {
+            return Err(Error::not_owner(&self.name, owner));
+        }
+        // After any acquire of the same owner that is under way (hold::gate).
+        let Entry::Through(_passage, _) = self.core.gates.enter(&key, Wait::Forever).await else {
+            return Err(Error::internal("a release was turned away at its gate"));
+        };
         let held = {
             let mut map = self.core.holds.lock();
             let Some(h) = map.get_mut(&key) else {
@@ -330,8 +350,10 @@ impl OneLock {
             Ok(held) => held,
             Err((reason, node)) => {
                 // Remove what may be left on the server (the loss may have been declared while
-                // it was unreachable) before returning, so that it cannot race a new acquire.
-                let _ = self.ops.drop_hold(&self.name, owner, node.as_deref()).await;
+                // it was unreachable) before returning, so that it cannot race a new acquire
+                // (which is also why a failure is told, not tried again later).
+                let dropped = self.ops.drop_hold(&self.name, owner, node.as_deref()).await;
+                self.log_left_behind(dropped, "a lost hold, at its release");
                 return Err(self.lost_error(reason));
             }
         };
@@ -419,7 +441,8 @@ impl OneLock {
             retry: h.releasing,
         };
         if let Some(reason) = h.lost {
-            let _ = self.ops.drop_hold(&self.name, key.2, req.node).await;
+            let dropped = self.ops.drop_hold(&self.name, key.2, req.node).await;
+            self.log_left_behind(dropped, "a lost mutex hold, at its release");
             return Err(self.lost_error(reason));
         }
         match self.ops.release(&req).await {
@@ -436,6 +459,19 @@ impl OneLock {
                 self.core.holds.lock().insert(key, h);
                 Err(e)
             }
+        }
+    }
+
+    /// Tell when what a hold left on the server could not be removed: it then ends with its lease
+    /// or session, and the log says which lock it was.
+    fn log_left_behind(&self, dropped: Result<bool>, what: &str) {
+        if let Err(e) = dropped {
+            tracing::warn!(
+                lock = &*self.name,
+                "polylock: removing what is left on the server of {what} of '{}' failed ({e}); \
+                 it ends with its lease or session",
+                self.name
+            );
         }
     }
 

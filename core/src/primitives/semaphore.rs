@@ -9,7 +9,7 @@ use crate::backend::{Granted, PermitRequest, SemaphoreOps};
 use crate::hold::{watch_gone, ClientCore, Hold, HoldKey, LeaseMode};
 use crate::model::error::{Error, ErrorKind, Result};
 use crate::model::kind::HoldKind;
-use crate::model::lost::{LostReason, LostSignal};
+use crate::model::lost::LostSignal;
 use crate::model::options::{Wait, MAX_DURATION};
 use crate::model::outcome::SemaphoreStatus;
 use crate::model::owner::{self, OwnerId};
@@ -57,15 +57,6 @@ fn check_permits(permits: u32, what: &str) -> Result<u32> {
         )));
     }
     Ok(permits)
-}
-
-/// Permit holds taken out of the registry by one release, before their lease nodes are deleted
-/// on the server.
-struct Detached {
-    /// The lease nodes to delete (ZooKeeper; none on Redis, where permits are a count).
-    nodes: Vec<String>,
-    /// Why a hold among them was lost, if one was: the release then says so.
-    lost: Option<LostReason>,
 }
 
 impl Semaphore {
@@ -190,13 +181,14 @@ impl Semaphore {
         if !self.ops.holds_permits() {
             return self.ops.release(&self.name, permits, &[]).await;
         }
-        // Pick and detach the leases under one lock: two releases at once must give back two
-        // different leases, never the same one twice (which would leave the other held forever).
-        let detached = {
+        // Pick the leases and mark them as being released under one lock: two releases at once
+        // give back two different leases, never the same one twice (which would leave the other
+        // held forever).
+        let picked = {
             let mut map = self.core.holds.lock();
             let mut mine: Vec<(OwnerId, bool)> = map
                 .iter()
-                .filter(|(k, _)| *k.0 == *self.name && k.1 == HoldKind::Permit)
+                .filter(|(k, h)| *k.0 == *self.name && k.1 == HoldKind::Permit && !h.releasing)
                 .map(|(k, h)| (k.2, h.lost.is_some()))
                 .collect();
             if mine.len() < permits as usize {
@@ -216,38 +208,80 @@ impl Semaphore {
                 .take(permits as usize)
                 .map(|(o, _)| o)
                 .collect();
-            self.detach(&mut map, &owners)
+            self.mark_releasing(&mut map, &owners)
         };
-        self.give_back(detached).await
+        self.give_back(&picked).await
     }
 
-    /// Take the holds of `owners` (registry owners of this semaphore's permit holds) out of the
-    /// registry: the nodes to delete, and the reason if one of them was lost.
-    fn detach(&self, map: &mut HashMap<HoldKey, Hold>, owners: &[OwnerId]) -> Detached {
-        let mut out = Detached {
-            nodes: Vec::new(),
-            lost: None,
-        };
-        for o in owners {
-            let Some(mut h) = map.remove(&(self.name.clone(), HoldKind::Permit, *o)) else {
-                continue;
+    /// Mark the holds of `owners` (registry owners of this semaphore's permit holds) as being
+    /// released; the ones that were there and not being released already.
+    fn mark_releasing(&self, map: &mut HashMap<HoldKey, Hold>, owners: &[OwnerId]) -> Vec<OwnerId> {
+        owners
+            .iter()
+            .copied()
+            .filter(|o| {
+                map.get_mut(&(self.name.clone(), HoldKind::Permit, *o))
+                    .filter(|h| !h.releasing)
+                    .map(|h| h.releasing = true)
+                    .is_some()
+            })
+            .collect()
+    }
+
+    /// Give back the leases of `owners` (marked as being released). A lease leaves the registry
+    /// only once its node is gone from the server: one whose delete failed stays held, and the
+    /// first error is returned after the others were tried. `LockLost` if one of them was lost.
+    async fn give_back(&self, owners: &[OwnerId]) -> Result<()> {
+        let mut first_err = None;
+        let mut lost = None;
+        for owner in owners {
+            let key: HoldKey = (self.name.clone(), HoldKind::Permit, *owner);
+            let node = {
+                let mut map = self.core.holds.lock();
+                let Some(h) = map.get(&key) else { continue };
+                if let Some(reason) = h.lost {
+                    // Lost: gone with its session or deleted; nothing to give back.
+                    lost = Some(reason);
+                    map.remove(&key);
+                    continue;
+                }
+                h.node.clone()
             };
-            match h.lost {
-                Some(reason) => out.lost = Some(reason),
-                None => {
-                    h.mark_released();
-                    out.nodes.extend(h.node.take());
+            let deleted = match &node {
+                Some(node) => {
+                    self.ops
+                        .release(&self.name, 1, std::slice::from_ref(node))
+                        .await
+                }
+                None => Ok(()),
+            };
+            let mut map = self.core.holds.lock();
+            match deleted {
+                Ok(()) => {
+                    if let Some(h) = map.remove(&key) {
+                        match h.lost {
+                            Some(reason) => lost = Some(reason),
+                            None => h.mark_released(),
+                        }
+                    }
+                }
+                Err(e) => {
+                    if let Some(h) = map.get_mut(&key) {
+                        h.releasing = false;
+                    }
+                    tracing::warn!(
+                        semaphore = &*self.name,
+                        "polylock: giving back a lease of semaphore '{}' failed ({e}); it stays \
+                         held by this client",
+                        self.name
+                    );
+                    first_err.get_or_insert(e);
                 }
             }
         }
-        out
-    }
-
-    /// Delete detached lease nodes on the server; `LockLost` if one of them was lost.
-    async fn give_back(&self, Detached { nodes, lost }: Detached) -> Result<()> {
-        self.ops
-            .release(&self.name, nodes.len() as u32, &nodes)
-            .await?;
+        if let Some(e) = first_err {
+            return Err(e);
+        }
         match lost {
             Some(reason) => Err(reason.error_for(HoldKind::Permit, &self.name)),
             None => Ok(()),
@@ -297,8 +331,8 @@ impl Permits {
                 .release(&semaphore.name, self.count, &[])
                 .await;
         }
-        let detached = semaphore.detach(&mut semaphore.core.holds.lock(), &self.leases);
-        semaphore.give_back(detached).await
+        let picked = semaphore.mark_releasing(&mut semaphore.core.holds.lock(), &self.leases);
+        semaphore.give_back(&picked).await
     }
 
     /// True once one of the leases is lost (ZooKeeper).

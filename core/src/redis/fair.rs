@@ -28,6 +28,7 @@ use super::lock::{
 };
 use super::pubsub::Wake;
 use super::{backoff, epoch_ms, map_err, ms, prefixed, retryable, RedisConn, RETRIES};
+use crate::backend::cleanup::{clean_up, CleanUp};
 use crate::backend::{
     AcquireRequest, Granted, HoldOps, LeaseSupport, LockOps, Reentry, ReleaseRequest, RenewItem,
     UnlockReply,
@@ -217,23 +218,32 @@ impl Drop for GiveUp<'_> {
         if !self.armed {
             return;
         }
-        let Ok(rt) = tokio::runtime::Handle::try_current() else {
-            return;
-        };
         let scripts = self.lock.scripts.clone();
         let (name, field, undo) = (self.name.to_string(), self.field.to_string(), self.undo);
-        let mut conn = self.lock.conn.conn();
+        let conn = self.lock.conn.conn();
         let publish = self.lock.conn.publish;
-        rt.spawn(async move {
-            if let Some(expected) = undo {
-                let _: redis::RedisResult<i64> =
+        // Both scripts are safe to run again: the undo removes a hold only while the field has
+        // exactly the holds it had with it, and leaving the queue twice is leaving it once.
+        let what = format!("the fair-lock queue entry {field} of '{name}'");
+        clean_up(what, move || {
+            let (scripts, name, field, mut conn) =
+                (scripts.clone(), name.clone(), field.clone(), conn.clone());
+            let undone = async move {
+                if let Some(expected) = undo {
                     drop_call(&scripts, &name, &field, Some(expected), publish)
-                        .invoke_async(&mut conn)
-                        .await;
+                        .invoke_async::<i64>(&mut conn)
+                        .await?;
+                }
+                give_up_call(&scripts, &name, &field, publish)
+                    .invoke_async::<i64>(&mut conn)
+                    .await
+            };
+            async move {
+                match undone.await {
+                    Ok(_) => CleanUp::Done,
+                    Err(e) => CleanUp::Retry(e.to_string()),
+                }
             }
-            let _: redis::RedisResult<i64> = give_up_call(&scripts, &name, &field, publish)
-                .invoke_async(&mut conn)
-                .await;
         });
     }
 }

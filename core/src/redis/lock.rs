@@ -305,9 +305,6 @@ impl RedisLock {
     /// owner's next acquire of `name` waits for it ([`RedisLock::wait_for_undo`]), so it can
     /// never remove a newer hold.
     pub(super) fn undo_in_background(&self, name: &str, field: &str, expected: u32) {
-        let Ok(rt) = tokio::runtime::Handle::try_current() else {
-            return;
-        };
         let scripts = self.scripts.clone();
         let flavor = self.flavor;
         let (name, field) = (name.to_string(), field.to_string());
@@ -320,12 +317,31 @@ impl RedisLock {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .insert(key.clone(), done.clone());
-        rt.spawn(async move {
+        // On polylock's runtime (the caller's may end with the cancelled acquire). The undo is
+        // safe to run again (it removes a hold only while the field has exactly `expected`).
+        crate::runtime::handle().spawn(async move {
             let _clear = ClearUndo { undos, key, done };
-            let _: redis::RedisResult<i64> =
-                drop_call(&scripts, flavor, &name, &field, Some(expected), publish)
-                    .invoke_async(&mut conn)
+            let mut attempt = 0;
+            loop {
+                let undo = drop_call(&scripts, flavor, &name, &field, Some(expected), publish)
+                    .invoke_async::<i64>(&mut conn)
                     .await;
+                match undo {
+                    Ok(_) => return,
+                    Err(e) if retryable(&e) && attempt < RETRIES => {
+                        attempt += 1;
+                        tokio::time::sleep(backoff(attempt)).await;
+                    }
+                    Err(e) => {
+                        tracing::error!(
+                            lock = name.as_str(),
+                            "polylock: undoing the hold a cancelled acquire of '{name}' may have \
+                             taken failed ({e}); if it was taken, its lease ends it"
+                        );
+                        return;
+                    }
+                }
+            }
         });
     }
 

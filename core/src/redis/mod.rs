@@ -151,9 +151,8 @@ where
             if !self.sent {
                 return; // never polled: never sent
             }
-            if let Ok(rt) = tokio::runtime::Handle::try_current() {
-                rt.spawn(async move { orphaned(fut.await).await });
-            }
+            // On polylock's runtime: the caller's may be gone by the time the reply comes.
+            crate::runtime::handle().spawn(async move { orphaned(fut.await).await });
         }
     }
     let mut guard = Guard {

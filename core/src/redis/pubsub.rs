@@ -211,6 +211,23 @@ impl Subscriptions {
             name: channel.to_string(),
             channel: state.clone(),
         };
+        if state.subscribed.try_lock().is_ok_and(|s| *s) {
+            return Ok(guard); // the common case of a second waiter: nothing to send
+        }
+        // Subscribe in a task of polylock's runtime: a waiter dropped while its SUBSCRIBE is in
+        // flight must not leave the subscription behind. The task finishes it, and takes it back
+        // if every waiter left meanwhile.
+        let (subs, name) = (self.clone(), channel.to_string());
+        let subscribing =
+            crate::runtime::handle().spawn(async move { subs.subscribe_for(&state, &name).await });
+        subscribing
+            .await
+            .map_err(|_| crate::model::error::Error::internal("the subscribe task panicked"))??;
+        Ok(guard)
+    }
+
+    /// Make sure `channel` is subscribed, unless no waiter is left by the time it is.
+    async fn subscribe_for(&self, state: &Channel, channel: &str) -> Result<()> {
         let mut subscribed = state.subscribed.lock().await;
         if !*subscribed {
             let mut conn = self.conn().await?;
@@ -219,7 +236,18 @@ impl Subscriptions {
                 .map_err(|e| map_err(e, "subscribe to the lock's channel"))?;
             *subscribed = true;
         }
-        Ok(guard)
+        if state.waiters.load(std::sync::atomic::Ordering::SeqCst) == 0 {
+            // Every waiter left while this subscription was made (their guards' clean-up found it
+            // not made yet): take it back.
+            let conn = self.conn.lock().await.clone();
+            if let Some(mut conn) = conn {
+                if let Err(e) = conn.unsubscribe(channel).await {
+                    tracing::debug!("polylock: unsubscribe from {channel} failed: {e}");
+                }
+            }
+            *subscribed = false;
+        }
+        Ok(())
     }
 
     /// Number of channels with waiters or a live subscription (for tests and diagnostics).
@@ -244,10 +272,9 @@ impl Drop for WaitGuard {
         let subs = self.subs.clone();
         let name = std::mem::take(&mut self.name);
         let channel = self.channel.clone();
-        let Ok(rt) = tokio::runtime::Handle::try_current() else {
-            return;
-        };
-        rt.spawn(async move {
+        // On polylock's runtime: the waiter may have been dropped outside any runtime, or in a
+        // caller's runtime that ends with it.
+        crate::runtime::handle().spawn(async move {
             let mut subscribed = channel.subscribed.lock().await;
             if channel.waiters.load(std::sync::atomic::Ordering::SeqCst) > 0 {
                 return; // a new waiter arrived meanwhile and keeps the subscription
@@ -255,7 +282,11 @@ impl Drop for WaitGuard {
             if *subscribed {
                 let conn = subs.conn.lock().await.clone();
                 if let Some(mut conn) = conn {
-                    let _ = conn.unsubscribe(&name).await;
+                    if let Err(e) = conn.unsubscribe(&name).await {
+                        // The connection is broken: its replacement subscribes afresh, to the
+                        // channels that still have waiters only.
+                        tracing::debug!("polylock: unsubscribe from {name} failed: {e}");
+                    }
                 }
                 *subscribed = false;
             }

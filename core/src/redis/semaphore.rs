@@ -160,9 +160,31 @@ impl RedisSemaphore {
                 if permits <= 0 {
                     return;
                 }
-                let mut inv = scripts.release.key(&name);
-                inv.key(channel(&name)).arg(permits).arg(publish);
-                let _: redis::RedisResult<i64> = inv.invoke_async(&mut conn).await;
+                // A give-back adds to the count: it is tried again only when the server surely
+                // did not run it (the connection was refused), never after an answer was lost,
+                // which could give the permits back twice.
+                let mut attempt = 0;
+                loop {
+                    let mut inv = scripts.release.key(&name);
+                    inv.key(channel(&name)).arg(permits).arg(publish);
+                    match inv.invoke_async::<i64>(&mut conn).await {
+                        Ok(_) => return,
+                        Err(e) if e.is_connection_refusal() && attempt < RETRIES => {
+                            attempt += 1;
+                            tokio::time::sleep(backoff(attempt)).await;
+                        }
+                        Err(e) => {
+                            tracing::error!(
+                                semaphore = name.as_str(),
+                                permits,
+                                "polylock: giving back {permits} permit(s) of semaphore '{name}' \
+                                 that a cancelled acquire took failed ({e}); they stay taken \
+                                 until someone adds them back (add_permits)"
+                            );
+                            return;
+                        }
+                    }
+                }
             })
         }
     }
@@ -178,6 +200,7 @@ impl RedisSemaphore {
             return Ok(n == 1);
         }
         let (scripts, mut conn, key) = (self.scripts.clone(), self.conn.conn(), name.to_string());
+        let key_shown = key.clone();
         let give_back = self.give_back_later(name);
         let n = hand_over_on_drop(
             async move {
@@ -186,6 +209,15 @@ impl RedisSemaphore {
                 inv.invoke_async::<i64>(&mut conn).await
             },
             move |reply| {
+                if let Err(e) = &reply {
+                    tracing::warn!(
+                        semaphore = %key_shown,
+                        permits,
+                        "polylock: a cancelled acquire of {permits} permit(s) of semaphore \
+                         '{key_shown}' lost its answer ({e}); if the server ran it, those permits \
+                         are taken by nobody: compare available_permits with what is held"
+                    );
+                }
                 give_back(if matches!(reply, Ok(1)) {
                     permits as i64
                 } else {
@@ -266,14 +298,34 @@ impl RedisSemaphore {
                     if !matches!(reply.as_deref(), Ok([1])) {
                         return;
                     }
+                    // Releasing a permit by its id is idempotent: tried again on any error a
+                    // retry can cure, then told; the permit's own lease ends it at the latest.
                     for id in ids2 {
-                        let mut inv = scripts2.permit_release.key(&key2);
-                        inv.key(timeout_key(&key2))
-                            .key(channel(&key2))
-                            .arg(id)
-                            .arg(epoch_ms())
-                            .arg(publish);
-                        let _: redis::RedisResult<i64> = inv.invoke_async(&mut conn2).await;
+                        let mut attempt = 0;
+                        loop {
+                            let mut inv = scripts2.permit_release.key(&key2);
+                            inv.key(timeout_key(&key2))
+                                .key(channel(&key2))
+                                .arg(id.as_slice())
+                                .arg(epoch_ms())
+                                .arg(publish);
+                            match inv.invoke_async::<i64>(&mut conn2).await {
+                                Ok(_) => break,
+                                Err(e) if retryable(&e) && attempt < RETRIES => {
+                                    attempt += 1;
+                                    tokio::time::sleep(backoff(attempt)).await;
+                                }
+                                Err(e) => {
+                                    tracing::error!(
+                                        semaphore = key2.as_str(),
+                                        "polylock: giving back a permit of semaphore '{key2}' \
+                                         that a cancelled acquire took failed ({e}); it stays \
+                                         taken until its lease ends"
+                                    );
+                                    break;
+                                }
+                            }
+                        }
                     }
                 },
             )

@@ -27,6 +27,7 @@ use async_trait::async_trait;
 use tokio_util::sync::CancellationToken;
 use zookeeper_client as zk;
 
+use crate::backend::cleanup::{clean_up, CleanUp};
 use crate::backend::{Backend, HoldOps, LatchOps, LockOps, SemaphoreOps, SessionSink};
 use crate::model::error::{Error, ErrorKind, Result};
 use crate::model::kind::{HoldKind, LockKind};
@@ -521,18 +522,37 @@ impl ZkSession {
         let session = Arc::downgrade(self);
         let full = format!("{path}/{node}");
         crate::backend::Gone::Watch(Box::pin(async move {
+            // After a blip (the watch could not be set, or the connection dropped while it was
+            // set), the watch is set again with backoff: a force unlock after the blip is still
+            // told. It ends when the session does (the session watch tells that).
+            let first = Duration::from_millis(50);
+            let mut delay = first;
+            let mut blip = false;
             loop {
+                if blip {
+                    tokio::time::sleep(delay).await;
+                    delay = (delay * 2).min(Duration::from_secs(2));
+                }
+                blip = true;
                 let Some(client) = session.upgrade().and_then(|s| s.client().ok()) else {
                     return false; // closed: nothing to tell
                 };
+                if matches!(
+                    client.state(),
+                    zk::SessionState::Expired
+                        | zk::SessionState::Closed
+                        | zk::SessionState::AuthFailed
+                ) {
+                    return false; // the session watch reports it
+                }
                 let watched = client.check_and_watch_stat(&full).await;
                 drop(client);
                 let watcher = match watched {
                     Ok((Some(_), watcher)) => watcher,
                     Ok((None, _)) => return true, // already gone
-                    // Connection trouble: the session watch reports what follows.
-                    Err(_) => return false,
+                    Err(_) => continue,           // connection trouble: set it again
                 };
+                delay = first;
                 match watcher.changed().await.event_type {
                     // Deleted while our session lives (a force unlock), or deleted because our
                     // session was closed (the event can come before the session's own expiry
@@ -544,14 +564,15 @@ impl ZkSession {
                         };
                         match client.check_stat(&full).await {
                             Ok(None) => return true,
-                            Ok(Some(_)) => continue,
-                            Err(_) => return false,
+                            Ok(Some(_)) => blip = false,
+                            Err(_) => {}
                         }
                     }
                     // Its data changed (nobody's business here): watch again.
-                    zk::EventType::NodeDataChanged => continue,
-                    // A session event: the session watch decides whether the hold is lost.
-                    _ => return false,
+                    zk::EventType::NodeDataChanged => blip = false,
+                    // A session event (the connection dropped): watch again once it is back;
+                    // an expiry is the session watch's to report.
+                    _ => {}
                 }
             }
         }))
@@ -795,16 +816,26 @@ impl Drop for Cleanup {
         if !self.armed {
             return;
         }
-        let Ok(rt) = tokio::runtime::Handle::try_current() else {
-            return;
-        };
         let client = self.client.clone();
         let path = std::mem::take(&mut self.path);
         let uuid = std::mem::take(&mut self.uuid);
         let node = self.node.take();
-        rt.spawn(async move {
-            let mut delay = Duration::from_millis(50);
-            loop {
+        let what = format!(
+            "the ZooKeeper contender node {path}/{}",
+            node.as_deref().unwrap_or(&format!("*{uuid}*"))
+        );
+        clean_up(what, move || {
+            let (client, path, uuid, node) =
+                (client.clone(), path.clone(), uuid.clone(), node.clone());
+            async move {
+                if matches!(
+                    client.state(),
+                    zk::SessionState::Expired
+                        | zk::SessionState::Closed
+                        | zk::SessionState::AuthFailed
+                ) {
+                    return CleanUp::Moot; // ephemeral nodes die with the session
+                }
                 // The node name may be unknown if the create was cancelled in flight: find it
                 // by our uuid (the whole point of Curator's protected mode).
                 let names = match &node {
@@ -815,33 +846,18 @@ impl Drop for Cleanup {
                         .await
                         .map(|(c, _)| c.into_iter().filter(|n| n.contains(&uuid)).collect()),
                 };
-                let done = match names {
-                    Ok(names) => {
-                        let mut ok = true;
-                        for n in names {
-                            match client.delete(&format!("{path}/{n}"), None).await {
-                                Ok(()) | Err(zk::Error::NoNode) => {}
-                                Err(_) => ok = false,
-                            }
-                        }
-                        ok
-                    }
-                    Err(zk::Error::NoNode) => true,
-                    Err(_) => false,
+                let names = match names {
+                    Ok(names) => names,
+                    Err(zk::Error::NoNode) => return CleanUp::Done,
+                    Err(e) => return CleanUp::Retry(e.to_string()),
                 };
-                if done {
-                    return;
+                for n in names {
+                    match client.delete(&format!("{path}/{n}"), None).await {
+                        Ok(()) | Err(zk::Error::NoNode) => {}
+                        Err(e) => return CleanUp::Retry(e.to_string()),
+                    }
                 }
-                if matches!(
-                    client.state(),
-                    zk::SessionState::Expired
-                        | zk::SessionState::Closed
-                        | zk::SessionState::AuthFailed
-                ) {
-                    return; // ephemeral nodes die with the session
-                }
-                tokio::time::sleep(delay).await;
-                delay = (delay * 2).min(Duration::from_secs(2));
+                CleanUp::Done
             }
         });
     }

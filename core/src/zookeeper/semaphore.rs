@@ -311,13 +311,27 @@ impl SemaphoreOps for ZkSemaphore {
         let mut taken = Vec::new();
         loop {
             let max_sleep = self.session.options.watchdog_timeout;
-            match self
+            let next = self
                 .leases
                 .acquire(name, 1, Wait::Never, max_sleep, Permits::Counted)
-                .await?
-            {
-                Some(mut g) => taken.append(&mut g),
-                None => return Ok((taken.len() as i64, taken)),
+                .await;
+            match next {
+                Ok(Some(mut g)) => taken.append(&mut g),
+                Ok(None) => return Ok((taken.len() as i64, taken)),
+                Err(e) => {
+                    // Give back what this drain took before the failure: nobody would know of it.
+                    let nodes: Vec<String> = taken.into_iter().filter_map(|g| g.node).collect();
+                    for node in &nodes {
+                        if let Err(why) = self.session.release(name, node, false).await {
+                            tracing::error!(
+                                semaphore = name,
+                                "polylock: a failed drain of '{name}' could not give back its \
+                                 lease {node} ({why}); it ends with this client's session"
+                            );
+                        }
+                    }
+                    return Err(e);
+                }
             }
         }
     }

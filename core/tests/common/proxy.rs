@@ -13,6 +13,8 @@ use tokio::sync::watch;
 
 pub struct Proxy {
     pub port: u16,
+    /// How long bytes from the server wait before they are passed on (none by default).
+    delay: watch::Sender<std::time::Duration>,
     /// Connections numbered below this forward nothing.
     frozen_below: watch::Sender<u64>,
     opened: Arc<AtomicU64>,
@@ -25,6 +27,7 @@ impl Proxy {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let port = listener.local_addr().unwrap().port();
         let (frozen_below, watching) = watch::channel(0u64);
+        let (delay, delaying) = watch::channel(std::time::Duration::ZERO);
         let opened = Arc::new(AtomicU64::new(0));
         let target = target.to_string();
         let task = tokio::spawn({
@@ -33,6 +36,7 @@ impl Proxy {
                 while let Ok((inbound, _)) = listener.accept().await {
                     let id = opened.fetch_add(1, Ordering::SeqCst);
                     let watching = watching.clone();
+                    let delaying = delaying.clone();
                     let target = target.clone();
                     tokio::spawn(async move {
                         let Ok(outbound) = TcpStream::connect(&target).await else {
@@ -41,8 +45,8 @@ impl Proxy {
                         let (ri, wi) = inbound.into_split();
                         let (ro, wo) = outbound.into_split();
                         tokio::join!(
-                            pipe(id, ri, wo, watching.clone()),
-                            pipe(id, ro, wi, watching)
+                            pipe(id, ri, wo, watching.clone(), None),
+                            pipe(id, ro, wi, watching, Some(delaying))
                         );
                     });
                 }
@@ -50,6 +54,7 @@ impl Proxy {
         });
         Proxy {
             port,
+            delay,
             frozen_below,
             opened,
             task,
@@ -60,6 +65,17 @@ impl Proxy {
     pub fn freeze(&self) {
         self.frozen_below
             .send_replace(self.opened.load(Ordering::SeqCst));
+    }
+
+    /// Hold what the server sends for `d` before passing it on (a slow network): what is in
+    /// flight when the proxy freezes is then never delivered.
+    pub fn delay_replies(&self, d: std::time::Duration) {
+        self.delay.send_replace(d);
+    }
+
+    /// Connections opened through the proxy so far.
+    pub fn connections(&self) -> u64 {
+        self.opened.load(Ordering::SeqCst)
     }
 
     pub fn thaw(&self) {
@@ -78,6 +94,7 @@ async fn pipe(
     mut from: tokio::net::tcp::OwnedReadHalf,
     mut to: tokio::net::tcp::OwnedWriteHalf,
     mut frozen_below: watch::Receiver<u64>,
+    delay: Option<watch::Receiver<std::time::Duration>>,
 ) {
     let mut buf = vec![0u8; 16 * 1024];
     loop {
@@ -85,6 +102,12 @@ async fn pipe(
             Ok(0) | Err(_) => break,
             Ok(n) => n,
         };
+        let d = delay
+            .as_ref()
+            .map_or(std::time::Duration::ZERO, |d| *d.borrow());
+        if !d.is_zero() {
+            tokio::time::sleep(d).await;
+        }
         if frozen_below.wait_for(|&f| id >= f).await.is_err()
             || to.write_all(&buf[..n]).await.is_err()
         {
