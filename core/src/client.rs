@@ -341,8 +341,10 @@ impl Client {
         self.core.is_closed()
     }
 
-    /// Close the client: stop the watchdog and release every lock its owners still hold (their
-    /// lost signals fire with [`LostReason::ClientClosed`]). Idempotent. Later calls on the client
+    /// Close the client: stop the watchdog, end the waits of its acquires, release every lock its
+    /// owners still hold (their lost signals fire with [`LostReason::ClientClosed`]), and wait (up
+    /// to the command timeout) for the process's clean-ups of cancelled waits to finish on their
+    /// servers. Idempotent. Later calls on the client
     /// or its locks fail with `InvalidState`.
     pub async fn close(&self) -> Result<()> {
         if !self.core.set_closed() {
@@ -370,6 +372,15 @@ impl Client {
             {
                 first_err.get_or_insert(e);
             }
+        }
+        // The waits that closing cancelled (and any other clean-up of this process) finish on
+        // the server before its connections close: a process that closes its clients as it
+        // ends (every binding's exit hook does) leaves no server-side wait behind.
+        if !runtime::clean_ups_finished(self.core.options.command_timeout).await {
+            tracing::warn!(
+                "polylock: clean-ups still running after {:?} while closing a client",
+                self.core.options.command_timeout
+            );
         }
         self.core.backend.close().await;
         first_err.map_or(Ok(()), Err)

@@ -131,6 +131,67 @@ pub fn handle() -> Handle {
     rt.handle().clone()
 }
 
+/// Clean-ups in flight in this process: what cancelled or failed operations left on a server
+/// being removed (a SQL wait cancelled on the server, a contender node deleted). A client's
+/// `close` waits for them, so that a process that closes its clients as it ends (every binding
+/// does, from its exit hook) cancels its server-side waits before it is gone.
+struct CleanUps {
+    /// The process they were counted in (a forked child starts with none).
+    pid: std::sync::atomic::AtomicU32,
+    running: std::sync::atomic::AtomicUsize,
+    done: tokio::sync::Notify,
+}
+
+static CLEAN_UPS: CleanUps = CleanUps {
+    pid: std::sync::atomic::AtomicU32::new(0),
+    running: std::sync::atomic::AtomicUsize::new(0),
+    done: tokio::sync::Notify::const_new(),
+};
+
+/// Run `fut`, a clean-up, on polylock's runtime, counted until it ends (see
+/// [`clean_ups_finished`]).
+pub(crate) fn spawn_clean_up<F>(fut: F)
+where
+    F: Future<Output = ()> + Send + 'static,
+{
+    use std::sync::atomic::Ordering::SeqCst;
+    struct Counted;
+    impl Drop for Counted {
+        fn drop(&mut self) {
+            if CLEAN_UPS.running.fetch_sub(1, SeqCst) == 1 {
+                CLEAN_UPS.done.notify_waiters();
+            }
+        }
+    }
+    let pid = process_id();
+    if CLEAN_UPS.pid.swap(pid, SeqCst) != pid {
+        CLEAN_UPS.running.store(0, SeqCst); // the parent's, before a fork: not ours to wait for
+    }
+    CLEAN_UPS.running.fetch_add(1, SeqCst);
+    let counted = Counted;
+    handle().spawn(async move {
+        let _counted = counted;
+        fut.await;
+    });
+}
+
+/// Wait until no clean-up of this process is running, at most `limit`; false if some still were.
+pub(crate) async fn clean_ups_finished(limit: Duration) -> bool {
+    use std::sync::atomic::Ordering::SeqCst;
+    let deadline = tokio::time::Instant::now() + limit;
+    loop {
+        let notified = CLEAN_UPS.done.notified();
+        tokio::pin!(notified);
+        notified.as_mut().enable();
+        if CLEAN_UPS.running.load(SeqCst) == 0 || CLEAN_UPS.pid.load(SeqCst) != process_id() {
+            return true;
+        }
+        if tokio::time::timeout_at(deadline, notified).await.is_err() {
+            return false;
+        }
+    }
+}
+
 fn worker_threads() -> usize {
     if let Some(n) = std::env::var("POLYLOCK_WORKER_THREADS")
         .ok()

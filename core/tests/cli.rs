@@ -8,8 +8,10 @@ use std::time::{Duration, Instant};
 use common::*;
 use redis::AsyncCommands;
 
+/// The command under test: this build's, or the one POLYLOCK_TEST_CLI names (a release build).
 fn polylock() -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_polylock"));
+    let exe = std::env::var("POLYLOCK_TEST_CLI").unwrap_or(env!("CARGO_BIN_EXE_polylock").into());
+    let mut c = Command::new(exe);
     c.env("POLYLOCK_URL", url());
     c
 }
@@ -776,4 +778,87 @@ async fn three_urls_take_a_redlock() {
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(64));
+}
+
+#[path = "sql_common/mod.rs"]
+mod sql_common;
+
+/// A `polylock run` waiting on MariaDB or PostgreSQL and stopped with Ctrl-C cancels its wait on
+/// the server before it exits. Before, it exited 130 and left its GET_LOCK / pg_advisory_lock
+/// running: that orphan was granted the lock when the holder let go and kept it until the server
+/// noticed the closed socket, so a third client still found the lock taken.
+async fn ctrl_c_cancels_the_servers_wait(url: &str) {
+    let name = sql_common::unique("cli-ctrl-c");
+    let holder = sql_common::client(url).await;
+    let lock = holder.lock(&name).unwrap();
+    let owner = polylock::owner::fresh();
+    lock.acquire(owner, polylock::AcquireOptions::forever())
+        .await
+        .unwrap();
+    let child = polylock()
+        .args([
+            "run", "--url", url, "--name", &name, "--wait", "20s", "--", "true",
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Its wait is on the server (its connection waits in the lock statement).
+    let waiting = if url.starts_with("mysql") {
+        sql_common::eventually(Duration::from_secs(10), || async {
+            sql_common::my_all_waiters().await >= 1
+        })
+        .await
+    } else {
+        sql_common::eventually(Duration::from_secs(10), || async {
+            sql_common::pg_waiters().await >= 1
+        })
+        .await
+    };
+    assert!(
+        waiting.is_some(),
+        "{url}: the command never waited on the server"
+    );
+    let ok = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(ok.success());
+    let out = tokio::task::spawn_blocking(move || child.wait_with_output())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(130), "{url}: {out:?}");
+    // The holder lets go: nobody else may be granted the lock now.
+    lock.release(owner).await.unwrap();
+    let third = sql_common::client(url).await;
+    let theirs = third.lock(&name).unwrap();
+    let got = sql_common::eventually(Duration::from_secs(1), || async {
+        let o = polylock::owner::fresh();
+        match theirs.try_acquire(o, None).await.unwrap() {
+            Some(_) => {
+                theirs.release(o).await.unwrap();
+                true
+            }
+            None => false,
+        }
+    })
+    .await;
+    assert!(
+        got.is_some(),
+        "{url}: the lock is still taken 1 s after the holder let go: the stopped command's wait \
+         was left on the server and granted"
+    );
+    third.close().await.unwrap();
+    holder.close().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ctrl_c_cancels_a_mysql_wait_on_the_server() {
+    ctrl_c_cancels_the_servers_wait(&sql_common::mysql_url()).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ctrl_c_cancels_a_postgres_wait_on_the_server() {
+    ctrl_c_cancels_the_servers_wait(&sql_common::pg_url()).await;
 }

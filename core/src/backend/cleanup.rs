@@ -31,7 +31,7 @@ where
     F: FnMut() -> Fut + Send + 'static,
     Fut: Future<Output = CleanUp> + Send + 'static,
 {
-    crate::runtime::handle().spawn(async move {
+    crate::runtime::spawn_clean_up(async move {
         let mut delay = Duration::from_millis(50);
         for n in 1..=ATTEMPTS {
             match attempt().await {

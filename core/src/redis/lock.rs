@@ -319,7 +319,7 @@ impl RedisLock {
             .insert(key.clone(), done.clone());
         // On polylock's runtime (the caller's may end with the cancelled acquire). The undo is
         // safe to run again (it removes a hold only while the field has exactly `expected`).
-        crate::runtime::handle().spawn(async move {
+        crate::runtime::spawn_clean_up(async move {
             let _clear = ClearUndo { undos, key, done };
             let mut attempt = 0;
             loop {

@@ -152,7 +152,7 @@ where
                 return; // never polled: never sent
             }
             // On polylock's runtime: the caller's may be gone by the time the reply comes.
-            crate::runtime::handle().spawn(async move { orphaned(fut.await).await });
+            crate::runtime::spawn_clean_up(async move { orphaned(fut.await).await });
         }
     }
     let mut guard = Guard {

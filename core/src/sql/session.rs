@@ -62,7 +62,7 @@ impl<C: SessionConn, U: FnOnce(C, Slot) -> BoxFuture<'static, ()>> InFlight<C, U
 impl<C: SessionConn, U: FnOnce(C, Slot) -> BoxFuture<'static, ()>> Drop for InFlight<C, U> {
     fn drop(&mut self) {
         if let (Some((conn, slot)), Some(undo)) = (self.lent.take(), self.undo.take()) {
-            crate::runtime::handle().spawn(undo(conn, slot));
+            crate::runtime::spawn_clean_up(undo(conn, slot));
         }
     }
 }
