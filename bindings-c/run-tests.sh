@@ -28,6 +28,10 @@ echo "== C suite, static library (libpolylock.a)"
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 "$out/test_polylock_static"
 echo "== C suite, shared library (libpolylock.so)"
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 "$out/test_polylock_shared"
+echo "== C fork cases (no sanitizer: ASan's allocator is not fork-safe)"
+cc -std=c11 -Wall -Wextra -Werror -O1 -Iinclude bindings-c/tests/fork.c "$lib/libpolylock.a" \
+  -lpthread -ldl -lm -o "$out/fork_cases"
+"$out/fork_cases"
 
 # Examples: the shared library for the quick start, the static one for the buyer.
 cc -std=c11 -Wall -Wextra -Werror -Iinclude examples/c/quickstart.c -L"$lib" -lpolylock \

@@ -170,6 +170,32 @@ impl ZkUrl {
     }
 }
 
+/// The process that first connected to ZooKeeper (0: none yet).
+static ZK_USED_IN: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+
+/// A process forked after its parent connected to ZooKeeper cannot connect to ZooKeeper: tell it
+/// at once, with what to do instead. zookeeper-client does its I/O on async-io's process-wide
+/// reactor, which the parent's first connection started: its driver thread waits while holding
+/// the reactor's lock, and in the child that thread does not exist while the lock is still held,
+/// so no thread of the child can ever drive the reactor again (every connect would time out).
+/// Every other backend works in such a child, and a child of a parent that never used ZooKeeper
+/// can use it.
+fn refuse_after_fork() -> Result<()> {
+    use std::sync::atomic::Ordering;
+    let pid = crate::runtime::process_id();
+    match ZK_USED_IN.compare_exchange(0, pid, Ordering::AcqRel, Ordering::Acquire) {
+        Ok(_) => Ok(()),
+        Err(first) if first == pid => Ok(()),
+        Err(_) => Err(Error::unsupported(
+            "this process was forked after its parent connected to ZooKeeper, and ZooKeeper \
+             cannot be used in it (the ZooKeeper client's I/O reactor is process-wide and does not \
+             survive fork()). Connect to ZooKeeper only after forking (gunicorn without --preload, \
+             multiprocessing's 'spawn' or 'forkserver' start method), or fork before the first \
+             ZooKeeper connection; the other backends work in a forked child",
+        )),
+    }
+}
+
 /// zookeeper-client's TLS options from the files of a `zks://` URL.
 #[cfg(feature = "tls")]
 fn tls_options(tls: &ZkTls) -> Result<zk::TlsOptions> {
@@ -614,6 +640,7 @@ pub(crate) struct ZkBackend {
 /// Connect to a `zk://` URL.
 pub(crate) async fn connect(url: &str, options: &ClientOptions) -> Result<Box<dyn Backend>> {
     let parsed = ZkUrl::parse(url)?;
+    refuse_after_fork()?;
     let client = ZkSession::open(&parsed, options).await?;
     let session = Arc::new(ZkSession {
         client: RwLock::new(Some(client)),
