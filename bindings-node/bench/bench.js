@@ -50,7 +50,12 @@ async function concurrent(makePair, handles) {
 async function polylockFigures(url, others = {}) {
   const client = await connect(url);
   const pl = client.lock(`bench-node:${run}:polylock:${process.pid}`);
-  const cases = { polylock: async () => { await pl.acquire(); await pl.release(); }, ...others };
+  const fl = client.fairLock(`bench-node:${run}:fair:${process.pid}`);
+  const cases = {
+    polylock: async () => { await pl.acquire(); await pl.release(); },
+    fair: async () => { await fl.acquire(); await fl.release(); },
+    ...others,
+  };
   const rounds = Object.fromEntries(Object.keys(cases).map((k) => [k, []]));
   for (let round = 0; round < 5; round++) {
     for (const [k, pair] of Object.entries(cases)) rounds[k].push(await pairs(pair, 600));
@@ -59,7 +64,7 @@ async function polylockFigures(url, others = {}) {
   const pairsOf = Object.fromEntries(Object.entries(rounds).map(([k, rs]) => [k, { p50: median(rs.map((r) => r.p50)), rate: median(rs.map((r) => r.rate)) }]));
   const c64 = await concurrent((i) => { const l = client.lock(`bench-node:${run}:pl:${process.pid}:${i}`); return async () => { await l.acquire(); await l.release(); }; }, 64);
   await client.close();
-  return { driver: polylock.driver(), pair: pairsOf.polylock, c64, others: pairsOf };
+  return { driver: polylock.driver(), pair: pairsOf.polylock, fair: pairsOf.fair, c64, others: pairsOf };
 }
 
 // The runtime driver's figures, from a child process (the driver is chosen per process).
@@ -96,6 +101,9 @@ async function main() {
   console.log(`  ioredis PING round trip                   p50 ${f(ping.p50)} us   (the limit, through ioredis)`);
   for (const [label, x] of [[`polylock, ${loop.driver} driver`, loop], [`polylock, ${rt.driver} driver`, rt]]) {
     console.log(`  uncontended pair, ${label.padEnd(24)} p50 ${f(x.pair.p50)} us   ${r(x.pair.rate)} pairs/s   64 handles ${r(x.c64)} pairs/s`);
+  }
+  for (const x of [loop, rt]) {
+    console.log(`  fair-lock pair, ${(x.driver + ' driver').padEnd(25)} p50 ${f(x.fair.p50)} us   ${(x.fair.p50 / x.pair.p50).toFixed(2)} x the plain pair (target <= 1.3)`);
   }
   console.log(`  uncontended pair, node-redlock             p50 ${f(b.p50)} us   ${r(b.rate)} pairs/s   64 handles ${r(rl64)} pairs/s`);
   console.log(`  uncontended pair, redis-semaphore          p50 ${f(s.p50)} us   ${r(s.rate)} pairs/s   64 handles ${r(sem64)} pairs/s`);

@@ -195,26 +195,26 @@ impl NativeCall {
 /// How often a blocking wait looks for Ctrl-C (the issue asks for ≤ 100 ms).
 const SIGNAL_POLL: std::time::Duration = std::time::Duration::from_millis(50);
 
-/// Run a wait on the runtime with the GIL released, looking for Python signals (Ctrl-C) every
-/// 50 ms. On a signal the wait is cancelled (the core leaves nothing behind); if it completed
-/// anyway, `give_back` gives back what it took; then the signal's exception is raised.
+/// Run a wait on this thread with the GIL released (runtime::block_on_for), looking for Python
+/// signals (Ctrl-C) every 50 ms: a release wakes this thread directly, and the waiter's next
+/// attempt runs on this thread's own connection, with no hand-over between threads. On a signal
+/// the wait is dropped here, which cancels it (the core leaves nothing behind and gives back a
+/// grant that raced the cancel), and the signal's exception is raised.
 pub(crate) fn interruptible<T: Send + 'static>(
     py: Python<'_>,
     fut: impl Future<Output = polylock::Result<T>> + Send + 'static,
-    give_back: impl FnOnce(T) + Send,
 ) -> PyResult<polylock::Result<T>> {
-    let pending = polylock::runtime::spawn(fut).map_err(|e| to_py(py, e))?;
-    py.detach(move || loop {
-        match pending.wait_timeout(SIGNAL_POLL) {
-            Ok(Some(r)) => return Ok(r),
-            Ok(None) => {}
-            Err(e) => return Ok(Err(e)),
-        }
-        if let Err(signal) = Python::attach(|py| py.check_signals()) {
-            if let Some(Ok(taken)) = pending.cancel() {
-                give_back(taken);
+    py.detach(move || {
+        let mut fut = std::pin::pin!(fut);
+        loop {
+            match polylock::runtime::block_on_for(fut.as_mut(), SIGNAL_POLL) {
+                Ok(Some(r)) => return Ok(r),
+                Ok(None) => {}
+                Err(e) => return Ok(Err(e)),
             }
-            return Err(signal);
+            if let Err(signal) = Python::attach(|py| py.check_signals()) {
+                return Err(signal);
+            }
         }
     })
 }

@@ -1,7 +1,7 @@
 //! `NativeLock`: one handle for every lock kind; blocking calls release the GIL, async calls
 //! run on polylock's runtime and report to asyncio through a callback.
 
-use polylock::{runtime, AcquireOptions, ErrorKind, Lock, MultiLock, Wait};
+use polylock::{AcquireOptions, ErrorKind, Lock, MultiLock, Wait};
 use pyo3::prelude::*;
 
 use crate::call::{interruptible, NativeCall, Outcome, Reply};
@@ -60,30 +60,19 @@ impl NativeLock {
             lease: lease_arg(lease)?,
         };
         let lock = self.inner.clone();
-        // The uncontended case is one round trip: no need for the interruptible machinery. Not
-        // on ZooKeeper, where a try and then a wait would queue twice and lose the FIFO place.
-        let first = if lock.queues_waiters() && options.wait != Wait::Never {
-            None
-        } else {
-            let (l, lease) = (lock.clone(), options.lease);
-            blocking(py, async move { l.try_acquire(owner, lease).await })?
-        };
-        match first {
-            Some(_) => Ok(true),
-            None if options.wait == Wait::Never => Ok(false),
-            None => {
-                let l = lock.clone();
-                let outcome =
-                    interruptible(py, async move { l.acquire(owner, options).await }, |_| {
-                        // It was acquired just before the cancel: give it back.
-                        let _ = runtime::block_on(async move { lock.release(owner).await });
-                    })?;
-                match outcome {
-                    Ok(_) => Ok(true),
-                    Err(e) if e.kind() == ErrorKind::Timeout => Ok(false),
-                    Err(e) => Err(to_py(py, e)),
-                }
-            }
+        if options.wait == Wait::Never {
+            let lease = options.lease;
+            return blocking(py, async move { lock.try_acquire(owner, lease).await })
+                .map(|got| got.is_some());
+        }
+        // An acquire that may wait runs on this thread and stays interruptible: the uncontended
+        // case is one round trip, for every kind of lock, with one place in a queue where waiters
+        // queue (no try first that would queue twice).
+        let outcome = interruptible(py, async move { lock.acquire(owner, options).await })?;
+        match outcome {
+            Ok(_) => Ok(true),
+            Err(e) if e.kind() == ErrorKind::Timeout => Ok(false),
+            Err(e) => Err(to_py(py, e)),
         }
     }
 

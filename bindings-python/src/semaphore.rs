@@ -69,25 +69,12 @@ impl NativeSemaphore {
     fn acquire(&self, py: Python<'_>, permits: u32, wait: Option<f64>) -> PyResult<bool> {
         let wait = wait_arg(wait)?;
         let s = self.inner.clone();
-        // One try first: the uncontended case is one round trip. Not on ZooKeeper, where a try
-        // queues on the internal mutex like a wait does.
-        if !s.holds_permits() || wait == Wait::Never {
-            let t = s.clone();
-            if blocking(py, async move { t.try_acquire(permits, Wait::Never).await })?.is_some() {
-                return Ok(true);
-            }
-            if wait == Wait::Never {
-                return Ok(false);
-            }
+        if wait == Wait::Never {
+            let got = blocking(py, async move { s.try_acquire(permits, Wait::Never).await })?;
+            return Ok(got.is_some());
         }
-        let back = s.clone();
-        let outcome = interruptible(
-            py,
-            async move { s.acquire(permits, wait).await },
-            move |p| {
-                let _ = polylock::runtime::block_on(async move { p.release(&back).await });
-            },
-        )?;
+        // On this thread, interruptible: the uncontended case is one round trip.
+        let outcome = interruptible(py, async move { s.acquire(permits, wait).await })?;
         match outcome {
             Ok(_) => Ok(true),
             Err(e) if e.kind() == ErrorKind::Timeout => Ok(false),
@@ -178,10 +165,7 @@ impl NativePermitSemaphore {
     ) -> PyResult<Option<String>> {
         let (wait, lease) = (wait_arg(wait)?, lease_arg(lease)?);
         let s = self.inner.clone();
-        let back = s.clone();
-        let outcome = interruptible(py, async move { s.acquire(lease, wait).await }, move |p| {
-            let _ = polylock::runtime::block_on(async move { back.release(&p.id).await });
-        })?;
+        let outcome = interruptible(py, async move { s.acquire(lease, wait).await })?;
         match outcome {
             Ok(p) => Ok(Some(p.id)),
             Err(e) if e.kind() == ErrorKind::Timeout => Ok(None),
@@ -280,7 +264,7 @@ impl NativeLatch {
     fn wait(&self, py: Python<'_>, wait: Option<f64>) -> PyResult<bool> {
         let wait = wait_arg(wait)?;
         let l = self.inner.clone();
-        interruptible(py, async move { l.wait(wait).await }, |_| {})?.map_err(|e| to_py(py, e))
+        interruptible(py, async move { l.wait(wait).await })?.map_err(|e| to_py(py, e))
     }
 
     /// Start a wait; `done(ok, value)`: True when open, False when the wait ran out.

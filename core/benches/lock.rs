@@ -25,6 +25,8 @@ struct Opts {
     zk_url: String,
     etcd_url: String,
     only: Option<String>,
+    /// A contending child takes the fair lock.
+    fair: bool,
 }
 
 fn opts() -> Opts {
@@ -37,6 +39,7 @@ fn opts() -> Opts {
         etcd_url: std::env::var("POLYLOCK_ETCD_URL")
             .unwrap_or_else(|_| "etcd://127.0.0.1:2379".into()),
         only: None,
+        fair: false,
     };
     let mut it = std::env::args().skip(1);
     while let Some(a) = it.next() {
@@ -47,7 +50,8 @@ fn opts() -> Opts {
             "--zk-url" => o.zk_url = it.next().expect("--zk-url URL"),
             "--etcd-url" => o.etcd_url = it.next().expect("--etcd-url URL"),
             "--only" => o.only = it.next(), // redis | zk | etcd
-            _ => {}                         // cargo bench passes --bench
+            "--fair" => o.fair = true,
+            _ => {} // cargo bench passes --bench
         }
     }
     o
@@ -278,10 +282,18 @@ async fn run(o: Opts) {
     let lock64 = parallel(&client, 64, secs, false).await;
     let readers64 = readers(&rw, 64, secs).await;
 
-    let contended = contended(
+    let (contended, plain_rate) = contended_kind(
         &o.url,
         &format!("polylock-bench:contended:{}", std::process::id()),
         o.seconds,
+        false,
+    )
+    .await;
+    let (contended_fair, fair_rate) = contended_kind(
+        &o.url,
+        &format!("polylock-bench:contended-fair:{}", std::process::id()),
+        o.seconds,
+        true,
     )
     .await;
 
@@ -360,6 +372,10 @@ async fn run(o: Opts) {
         None => println!("  RedLock pair: no RedLock masters (scripts/servers.sh start; POLYLOCK_REDLOCK_URLS)"),
     }
     println!("{contended}");
+    println!(
+        "{contended_fair}\n  fair beside plain, 4 processes    {:.2} x the plain lock's sections/s   (target >= 0.8, >= 90% handed over, longest wait <= the plain lock's)",
+        fair_rate / plain_rate
+    );
 }
 
 /// The RedLock pair over the masters of `POLYLOCK_REDLOCK_URLS` (scripts/servers.sh), beside a
@@ -571,6 +587,11 @@ async fn parallel(client: &Client, tasks: usize, secs: Duration, ping: bool) -> 
 
 /// 4 processes on one lock; each section is recorded as (acquired, released, waited) in µs.
 async fn contended(url: &str, name: &str, seconds: f64) -> String {
+    contended_kind(url, name, seconds, false).await.0
+}
+
+/// 4 processes on one lock (the fair lock with `fair`): the summary line and sections/s.
+async fn contended_kind(url: &str, name: &str, seconds: f64, fair: bool) -> (String, f64) {
     let exe = std::env::current_exe().unwrap();
     let children: Vec<_> = (0..4)
         .map(|_| {
@@ -583,6 +604,7 @@ async fn contended(url: &str, name: &str, seconds: f64) -> String {
                     "--child",
                     name,
                 ])
+                .args(fair.then_some("--fair"))
                 .stdout(std::process::Stdio::piped())
                 .spawn()
                 .unwrap()
@@ -622,20 +644,28 @@ async fn contended(url: &str, name: &str, seconds: f64) -> String {
     } else {
         pct(&mut handoffs, 0.5)
     };
-    format!(
-        "  contended, 4 processes, 1 lock   handoff p50 {:>8.1} us   {} sections, {:.1}% handed to another process, longest wait {:.1} ms, overlapping sections {}",
+    let rate = total as f64 / seconds;
+    let line = format!(
+        "  contended, 4 processes, 1 {}  handoff p50 {:>8.1} us   {} sections ({:.0}/s), {:.1}% handed to another process, longest wait {:.1} ms, overlapping sections {}",
+        if fair { "fair " } else { "lock " },
         us(p50),
         total,
+        rate,
         frac * 100.0,
         longest as f64 / 1e3,
         overlaps
-    )
+    );
+    (line, rate)
 }
 
 /// A contending process: lock, hold briefly, unlock, think briefly, for the given time.
 async fn contender(o: Opts, name: String) -> polylock::Result<()> {
     let client = Client::connect(&o.url).await?;
-    let lock = client.lock(&name)?;
+    let lock = if o.fair {
+        client.fair_lock(&name)?
+    } else {
+        client.lock(&name)?
+    };
     let me = owner::fresh();
     let until = Instant::now() + Duration::from_secs_f64(o.seconds);
     let mut out = String::new();

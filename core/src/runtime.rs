@@ -286,6 +286,29 @@ where
     spawn(fut)?.wait()
 }
 
+/// Drive `fut` on this thread for up to `limit`, as [`block_on`] does: its output, or `None` when
+/// the time ran out and it still waits (drive it again, or drop it to cancel it: polylock's
+/// futures are cancel-safe). For a binding whose blocking calls must look at the host's
+/// interrupts every so often (Python's signals) without handing the wait to another thread: a
+/// release wakes this thread directly, and the waiter's next attempt runs on its own connection.
+pub fn block_on_for<F: Future>(
+    fut: std::pin::Pin<&mut F>,
+    limit: Duration,
+) -> Result<Option<F::Output>> {
+    refuse_on_worker()?;
+    if tokio::runtime::Handle::try_current().is_ok() {
+        return Err(Error::state(
+            "block_on_for drives a future on a thread of its caller's own, not inside a runtime",
+        ));
+    }
+    let h = handle();
+    let until = std::time::Instant::now() + limit;
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        spin_block_on_until(&h, fut, Some(until))
+    }))
+    .map_err(|_| panicked())
+}
+
 /// Start `fut` on the runtime and return a [`Pending`] to wait for it with a bound, or cancel it.
 /// Bindings use this to poll for host interrupts (Python's Ctrl-C) while a call blocks.
 pub fn spawn<F>(fut: F) -> Result<Pending<F::Output>>
@@ -527,6 +550,17 @@ impl std::task::Wake for FlagWaker {
 /// Poll `fut` on this thread inside the runtime's context. While it waits, poll again for a short
 /// while (yielding the CPU in between) before parking, with a [`SpinPermit`].
 fn spin_block_on<F: Future>(h: &Handle, fut: F) -> F::Output {
+    let fut = std::pin::pin!(fut);
+    spin_block_on_until(h, fut, None).expect("no deadline")
+}
+
+/// [`spin_block_on`] up to `until`: `None` if the future still waits then (it can be driven
+/// again, or dropped).
+fn spin_block_on_until<F: Future>(
+    h: &Handle,
+    mut fut: std::pin::Pin<&mut F>,
+    until: Option<std::time::Instant>,
+) -> Option<F::Output> {
     let _ctx = h.enter();
     struct Caller(bool);
     impl Drop for Caller {
@@ -538,14 +572,13 @@ fn spin_block_on<F: Future>(h: &Handle, fut: F) -> F::Output {
     let waker = FlagWaker::new(Then::Unpark(std::thread::current()));
     let w = std::task::Waker::from(waker.clone());
     let mut cx = std::task::Context::from_waker(&w);
-    let mut fut = std::pin::pin!(fut);
     // Where polling is on, a poll that leaves the future waiting is followed by polling (or by
     // one more look before sleeping). The leave to poll is taken after the poll: the future may
     // poll by itself inside it (a Redis caller's own connection does), with the same leave.
     let polls_again = !spin().is_zero();
     loop {
         if let std::task::Poll::Ready(v) = polling(polls_again, || fut.as_mut().poll(&mut cx)) {
-            return v;
+            return Some(v);
         }
         let mut permit = Some(SpinPermit::take());
         let spin_until = permit.as_ref().and_then(SpinPermit::deadline);
@@ -557,13 +590,22 @@ fn spin_block_on<F: Future>(h: &Handle, fut: F) -> F::Output {
                 // About to sleep: one more look, in which a future arms what it put off.
                 looked_last = true;
                 if let std::task::Poll::Ready(v) = polling(false, || fut.as_mut().poll(&mut cx)) {
-                    return v;
+                    return Some(v);
                 }
             } else {
                 // A caller that sleeps polls no more: its leave goes to another (a caller
                 // parked for a long wait kept it, and no other call could poll meanwhile).
                 permit = None;
-                std::thread::park();
+                match until {
+                    None => std::thread::park(),
+                    Some(t) => {
+                        let now = std::time::Instant::now();
+                        if now >= t {
+                            return None;
+                        }
+                        std::thread::park_timeout(t - now);
+                    }
+                }
             }
         }
         drop(permit);

@@ -282,8 +282,12 @@ impl LockOps for RedisFairLock {
         LeaseSupport::Renewable
     }
 
+    /// Waiters queue, but a single try never joins the queue and never goes ahead of it (it is
+    /// granted only when nobody queues, as Redisson's `tryLock()`), so a binding's "one try on
+    /// the caller's thread, then wait" loses no place it had: the waiter queues at its first
+    /// waiting attempt, one round trip after its try.
     fn queues_waiters(&self) -> bool {
-        true
+        false
     }
 
     async fn acquire(&self, req: &AcquireRequest<'_>) -> Result<Option<Granted>> {

@@ -22,9 +22,18 @@ if ARGV[4] == '1' then
     return {1, tonumber(redis.call('get', KEYS[2]) or '0'), cur}
   end
 end
+local free = redis.call('exists', KEYS[1]) == 0
+local head = redis.call('lindex', KEYS[3], 0)
+if free and head == false then
+  -- Nobody holds it and nobody queues (the uncontended case): take it, as an RLock. A dead
+  -- waiter's heartbeat left behind is swept by the next call that finds a queue.
+  redis.call('hset', KEYS[1], ARGV[2], 1)
+  redis.call('pexpire', KEYS[1], ARGV[1])
+  return {1, redis.call('incr', KEYS[2]), 1}
+end
 evict(now)
-if redis.call('exists', KEYS[1]) == 0 then
-  local head = redis.call('lindex', KEYS[3], 0)
+if free then
+  head = redis.call('lindex', KEYS[3], 0)
   if head == false or head == ARGV[2] then
     redis.call('lrem', KEYS[3], 1, ARGV[2])
     redis.call('zrem', KEYS[4], ARGV[2])

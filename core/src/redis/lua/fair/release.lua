@@ -23,6 +23,9 @@ if count > 1 then
   return 0
 end
 redis.call('del', KEYS[1])
+if redis.call('lindex', KEYS[3], 0) == false then
+  return 1 -- nobody queues: nobody to wake
+end
 evict(tonumber(ARGV[7]))
 local head = redis.call('lindex', KEYS[3], 0)
 if head ~= false then

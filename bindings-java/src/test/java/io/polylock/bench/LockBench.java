@@ -24,7 +24,7 @@ import org.redisson.config.Config;
  * polylock beside Redisson in the same run, on the same Redis: uncontended lock/unlock pairs,
  * 64 threads on distinct keys, 4 threads on one lock, and uncontended semaphore acquire/release
  * pairs (polylock's DistributedSemaphore beside Redisson's RSemaphore, and beside polylock's own
- * lock pair). Also prints the Redis PING round trip (the physical floor: a pair is at least two
+ * lock pair), and polylock's fair-lock pair beside its lock pair. Also prints the Redis PING round trip (the physical floor: a pair is at least two
  * round trips). Run by bindings-java/bench.sh.
  */
 public final class LockBench {
@@ -70,6 +70,11 @@ public final class LockBench {
                         sem[0][0], sem[0][1], sem[1][0], sem[1][1], sem[1][1] / sem[0][1]);
                 System.out.printf("polylock semaphore pair p50 %.1f us beside its lock pair p50 %.1f us: %.2fx (target <= 1.2)%n",
                         sem[1][0], sem[2][0], sem[1][0] / sem[2][0]);
+                // The fair lock beside the plain lock, alternating the same way.
+                Function<String, Lock> fairLock = polylock::getFairLock;
+                double[][] fair = alternating(new Pair[] {lockPair(polylockLock), lockPair(fairLock)}, 7, 1000);
+                System.out.printf("polylock fair-lock pair p50 %.1f us beside its lock pair p50 %.1f us: %.2fx (target <= 1.3)%n",
+                        fair[1][0], fair[0][0], fair[1][0] / fair[0][0]);
             }
         } finally {
             polylock.close();
