@@ -212,9 +212,8 @@ pub(crate) fn interruptible<T: Send + 'static>(
                 Ok(None) => {}
                 Err(e) => return Ok(Err(e)),
             }
-            if let Err(signal) = Python::attach(|py| py.check_signals()) {
-                return Err(signal);
-            }
+            // A signal's exception (Ctrl-C) drops the wait here, which cancels it.
+            Python::attach(|py| py.check_signals())?;
         }
     })
 }
