@@ -31,7 +31,7 @@ use tokio_postgres::{error::SqlState, AsyncMessage, Client as PgClient, Statemen
 use super::names::{pg_key, PgKey};
 use super::session::{answer_by, InFlight, Pool, SessionConn};
 use super::table::{self, TableDb, TableLock, TableWaiter};
-use super::tls::{make_tls, MakeTls};
+use super::tls::{copy_tls, make_tls, MakeTls};
 use super::{Fencing, Mode, Slot, Slots, SqlUrl, DEFAULT_MAX_CONNECTIONS, FENCING_SEQUENCE};
 use crate::backend::{
     AcquireRequest, Backend, Granted, HoldOps, LeaseSupport, LockOps, Reentry, ReleaseRequest,
@@ -313,7 +313,7 @@ impl Pg {
 
     /// A new connection, opened on polylock's runtime (its socket outlives the caller's).
     async fn open(&self) -> Result<PgConn> {
-        let (config, tls, url) = (self.config.clone(), self.tls.clone(), self.url.clone());
+        let (config, tls, url) = (self.config.clone(), copy_tls(&self.tls), self.url.clone());
         let in_flight = self.in_flight.clone();
         super::open_on_runtime(SERVER, self.options.connect_timeout, async move {
             let (client, connection) = config
@@ -605,7 +605,7 @@ impl PgLock {
             InFlight::new(conn, slot, |conn: PgConn, slot| -> BoxFuture<'static, ()> {
                 let db = db.clone();
                 Box::pin(async move {
-                    let _ = conn.cancel.cancel_query(db.tls.clone()).await;
+                    let _ = conn.cancel.cancel_query(copy_tls(&db.tls)).await;
                     settle(&db, conn, slot).await;
                 })
             });
@@ -613,7 +613,7 @@ impl PgLock {
             let statement = std::pin::pin!(lock_statement(flight.conn(), sql, &fence, &kv));
             answer_by(statement, deadline.filter(|_| !try_), || {
                 Box::pin(async move {
-                    let _ = cancel.cancel_query(self.db.tls.clone()).await;
+                    let _ = cancel.cancel_query(copy_tls(&self.db.tls)).await;
                 })
             })
             .await
@@ -910,7 +910,7 @@ impl Drop for PgWaiter {
 impl Pg {
     async fn open_listener(&self) -> Result<Listener> {
         let slot = self.pool.slots.take()?;
-        let (config, tls, url) = (self.config.clone(), self.tls.clone(), self.url.clone());
+        let (config, tls, url) = (self.config.clone(), copy_tls(&self.tls), self.url.clone());
         let (client, mut connection) = crate::runtime::in_polylock(async move {
             config
                 .connect(tls)

@@ -14,6 +14,12 @@ pub(crate) fn make_tls(_root_cert: Option<&str>) -> crate::model::error::Result<
     Ok(tokio_postgres::NoTls)
 }
 
+/// Another handle on the connector: `NoTls` is `Copy`, rustls' connector only `Clone`.
+#[allow(clippy::clone_on_copy)]
+pub(crate) fn copy_tls(tls: &MakeTls) -> MakeTls {
+    tls.clone()
+}
+
 #[cfg(feature = "tls")]
 pub(crate) fn make_tls(root_cert: Option<&str>) -> crate::model::error::Result<MakeTls> {
     MakeTls::new(root_cert)
