@@ -140,7 +140,7 @@ public final class Polylock {
         private static Duration positive(Duration d, String what) {
             Objects.requireNonNull(d, what);
             if (d.isNegative() || d.toMillis() <= 0) {
-                throw new IllegalArgumentException(what + " must be at least 1 ms, got " + d);
+                throw new InvalidArgumentException(what + " must be at least 1 ms, got " + d);
             }
             return d;
         }
