@@ -222,3 +222,40 @@ fn the_malformed_url_error_points_to_the_url_table() {
         assert!(e.message().contains("redis+sentinel://"), "{e}");
     }
 }
+
+/// What is left of a bounded wait can fall under the 1 ms resolution of waits (a multi-lock's
+/// second member, a ZooKeeper semaphore's lease after its internal mutex): that is one more try,
+/// never `INVALID_ARGUMENT` (`polylock run --wait 1ms --name a --name b` once exited 64).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_one_millisecond_wait_is_a_try_never_an_invalid_wait() {
+    let c = client().await;
+    let zk = zk_client().await;
+    let me = owner::fresh();
+    let multi = MultiLock::new(vec![
+        c.lock(&unique("ms-a")).unwrap(),
+        zk.lock(&zk_path("ms-b")).unwrap(),
+    ])
+    .unwrap();
+    let sem = zk.semaphore(&zk_path("ms-sem")).unwrap();
+    sem.try_set_permits(1).await.unwrap();
+    for _ in 0..20 {
+        match multi
+            .acquire(me, AcquireOptions::wait_for(Duration::from_millis(1)))
+            .await
+        {
+            Ok(_) => {
+                multi.release(me).await.unwrap();
+            }
+            Err(e) => assert_eq!(e.kind(), ErrorKind::Timeout, "{e}"),
+        }
+        match sem
+            .acquire(1, polylock::Wait::For(Duration::from_millis(1)))
+            .await
+        {
+            Ok(_) => sem.release(1).await.unwrap(),
+            Err(e) => assert_eq!(e.kind(), ErrorKind::Timeout, "{e}"),
+        }
+    }
+    c.close().await.unwrap();
+    zk.close().await.unwrap();
+}

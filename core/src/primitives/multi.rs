@@ -83,7 +83,8 @@ impl Multi {
             let left = match (wait, deadline) {
                 (Wait::Forever, _) => Wait::Forever,
                 (_, Some(d)) => match d.checked_duration_since(Instant::now()) {
-                    Some(left) if left > Duration::ZERO => Wait::For(left),
+                    // Under the 1 ms resolution of waits, what is left is one more try.
+                    Some(left) if left >= Duration::from_millis(1) => Wait::For(left),
                     _ => Wait::Never,
                 },
                 (w, None) => w,
