@@ -84,12 +84,7 @@ prepare || { echo "0 passed, 1 failed"; exit 1; }
 declare -A pids=()
 for rt in rust c python node java cli; do
   wanted "$rt" || continue
-  # The C runner runs its instances one after another (under AddressSanitizer); the others --jobs.
-  if [ "$rt" = c ]; then
-    (runner c "$@") >"$out/$rt.log" 2>&1 &
-  else
-    (runner "$rt" --jobs "$jobs" "$@") >"$out/$rt.log" 2>&1 &
-  fi
+  (runner "$rt" --jobs "$jobs" "$@") >"$out/$rt.log" 2>&1 &
   pids[$rt]=$!
 done
 status=0

@@ -3,11 +3,11 @@
  * (include/polylock.h, libpolylock), and prints
  * `conformance c: N passed, N failed, N not applicable`.
  *
- *   runner [--scenarios DIR] [--only TEXT] [--vocabulary] [-v]
+ *   runner [--scenarios DIR] [--only TEXT] [--jobs N] [--vocabulary] [-v]
  *
  * A C owner is an explicit uint64_t: each actor of a scenario is one. A step marked "bg" runs on a
- * thread of its own until its "join". Instances run one after another. Built with -Wall -Wextra
- * -Werror under AddressSanitizer by scripts/conformance.sh. */
+ * thread of its own until its "join". N instances run at once, on threads of the runner. Built
+ * with -Wall -Wextra -Werror under AddressSanitizer by scripts/conformance.sh. */
 #define _POSIX_C_SOURCE 200809L
 #include <dirent.h>
 #include <errno.h>
@@ -862,6 +862,62 @@ static bool run_instance(run *r, char *why, size_t len) {
     return pass;
 }
 
+typedef struct {
+    const json *suite, *sc;
+    const char *id, *backend;
+    polylock_options opts;
+    int serial;
+    bool passed;
+    char why[512];
+} instance;
+
+typedef struct {
+    instance *all;
+    size_t n, next;
+    pthread_mutex_t mu;
+} pool;
+
+/* Run one instance: its servers' URLs from the environment, its names of its own. */
+static void run_one(instance *in) {
+    run *r = calloc(1, sizeof *r);
+    pthread_mutex_init(&r->mu, NULL);
+    r->suite = in->suite;
+    r->scenario = in->sc;
+    r->backend = in->backend;
+    r->opts = in->opts;
+    snprintf(r->prefix, sizeof r->prefix, "pc/%s-%d-%d", RUNTIME, (int)getpid(), in->serial);
+    const json *spec = jget(jget(in->suite, "backends"), in->backend);
+    r->zk = jget(spec, "paths") != NULL;
+    const char *env = jstr(spec, "env");
+    const char *value = env && getenv(env) ? getenv(env) : "";
+    const char *query = jstr(spec, "query");
+    char *copy = strdup(value);
+    char *save = NULL;
+    for (char *tok = jget(spec, "list") ? strtok_r(copy, ",", &save) : copy; tok && r->nurls < 16;
+         tok = jget(spec, "list") ? strtok_r(NULL, ",", &save) : NULL) {
+        size_t ulen = strlen(tok) + (query ? strlen(query) + 2 : 0) + 1;
+        r->urls[r->nurls] = malloc(ulen);
+        snprintf(r->urls[r->nurls], ulen, "%s%s%s", tok, query ? (strchr(tok, '?') ? "&" : "?") : "", query ? query : "");
+        r->nurls++;
+    }
+    free(copy);
+    in->passed = run_instance(r, in->why, sizeof in->why);
+    for (size_t u = 0; u < r->nurls; u++) free(r->urls[u]);
+    pthread_mutex_destroy(&r->mu);
+    free(r);
+}
+
+static void *pool_main(void *arg) {
+    pool *p = arg;
+    for (;;) {
+        pthread_mutex_lock(&p->mu);
+        size_t i = p->next++;
+        pthread_mutex_unlock(&p->mu);
+        if (i >= p->n) return NULL;
+        run_one(&p->all[i]);
+    }
+}
+
 static int cmp_names(const void *a, const void *b) {
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
@@ -869,9 +925,11 @@ static int cmp_names(const void *a, const void *b) {
 int main(int argc, char **argv) {
     const char *root = "conformance", *only = NULL;
     bool verbose = false;
+    int jobs = 4;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--scenarios") == 0 && i + 1 < argc) root = argv[++i];
         else if (strcmp(argv[i], "--only") == 0 && i + 1 < argc) only = argv[++i];
+        else if (strcmp(argv[i], "--jobs") == 0 && i + 1 < argc) jobs = atoi(argv[++i]);
         else if (strcmp(argv[i], "-v") == 0) verbose = true;
         else if (strcmp(argv[i], "--vocabulary") == 0) {
             printf("{\"runtime\": \"%s\", \"says\": {", RUNTIME);
@@ -921,10 +979,15 @@ int main(int argc, char **argv) {
     }
     closedir(d);
     qsort(names, nfiles, sizeof *names, cmp_names);
-    int passed = 0, failed = 0, na = 0, serial = 0;
+    /* Every instance first (the documents stay loaded), then `jobs` threads run them. */
+    json *docs[64];
+    instance *all = NULL;
+    size_t nall = 0, cap = 0;
+    int na = 0;
     for (size_t f = 0; f < nfiles; f++) {
         snprintf(path, sizeof path, "%s/scenarios/%s", root, names[f]);
         json *doc = jload(path);
+        docs[f] = doc;
         const json *scs = jget(doc, "scenarios");
         for (size_t s = 0; scs && s < scs->n; s++) {
             const json *sc = scs->items[s];
@@ -940,44 +1003,29 @@ int main(int argc, char **argv) {
                     na++;
                     continue;
                 }
-                run *r = calloc(1, sizeof *r);
-                pthread_mutex_init(&r->mu, NULL);
-                r->suite = suite;
-                r->scenario = sc;
-                r->backend = backend;
-                r->opts = opts;
-                snprintf(r->prefix, sizeof r->prefix, "pc/%s-%d-%d", RUNTIME, (int)getpid(), ++serial);
-                const json *spec = jget(jget(suite, "backends"), backend);
-                r->zk = jget(spec, "paths") != NULL;
-                const char *env = jstr(spec, "env");
-                const char *value = env && getenv(env) ? getenv(env) : "";
-                const char *query = jstr(spec, "query");
-                char *copy = strdup(value);
-                char *save = NULL;
-                for (char *tok = jget(spec, "list") ? strtok_r(copy, ",", &save) : copy; tok && r->nurls < 16;
-                     tok = jget(spec, "list") ? strtok_r(NULL, ",", &save) : NULL) {
-                    size_t ulen = strlen(tok) + (query ? strlen(query) + 2 : 0) + 1;
-                    r->urls[r->nurls] = malloc(ulen);
-                    snprintf(r->urls[r->nurls], ulen, "%s%s%s", tok, query ? (strchr(tok, '?') ? "&" : "?") : "", query ? query : "");
-                    r->nurls++;
-                }
-                free(copy);
-                char why[512] = "";
-                if (run_instance(r, why, sizeof why)) {
-                    passed++;
-                    if (verbose) printf("ok   %s@%s\n", id, backend);
-                } else {
-                    failed++;
-                    printf("FAIL %s@%s: %s\n", id, backend, why);
-                }
-                fflush(stdout);
-                for (size_t u = 0; u < r->nurls; u++) free(r->urls[u]);
-                pthread_mutex_destroy(&r->mu);
-                free(r);
+                if (nall == cap) all = realloc(all, (cap = cap ? 2 * cap : 64) * sizeof *all);
+                all[nall++] = (instance){.suite = suite, .sc = sc, .id = id, .backend = backend, .opts = opts, .serial = (int)nall + 1};
             }
         }
-        jfree(doc);
     }
+    pool p = {.all = all, .n = nall, .next = 0, .mu = PTHREAD_MUTEX_INITIALIZER};
+    pthread_t threads[16];
+    if (jobs < 1) jobs = 1;
+    if (jobs > 16) jobs = 16;
+    for (int t = 0; t < jobs; t++) pthread_create(&threads[t], NULL, pool_main, &p);
+    for (int t = 0; t < jobs; t++) pthread_join(threads[t], NULL);
+    int passed = 0, failed = 0;
+    for (size_t i = 0; i < nall; i++) {
+        if (all[i].passed) {
+            passed++;
+            if (verbose) printf("ok   %s@%s\n", all[i].id, all[i].backend);
+        } else {
+            failed++;
+            printf("FAIL %s@%s: %s\n", all[i].id, all[i].backend, all[i].why);
+        }
+    }
+    free(all);
+    for (size_t f = 0; f < nfiles; f++) jfree(docs[f]);
     for (size_t f = 0; f < nfiles; f++) free(names[f]);
     jfree(suite);
     printf("conformance %s: %d passed, %d failed, %d not applicable\n", RUNTIME, passed, failed, na);
