@@ -28,9 +28,14 @@ export interface LostEvent {
   name: string;
   /** `reentrant`, `mutex`, `read`, `write`, `fair`, or `permit`. */
   kind: string;
-  /** `Expired`, `Deleted`, `RenewalFailed`, `SessionExpired` or `ClientClosed`. */
-  reason: string;
+  /** Why, in core's stable words (as every runtime says them). */
+  reason: LostReason;
 }
+
+/** Why a hold was lost: its fixed lease ran out; it was removed from the server (deleted,
+ * force-unlocked, its connection killed); the watchdog could not renew it in time; its session
+ * expired; its client was closed. */
+export type LostReason = 'EXPIRED' | 'DELETED' | 'RENEWAL_FAILED' | 'SESSION_EXPIRED' | 'CLIENT_CLOSED';
 
 /**
  * One acquisition of a lock, from `acquire`, `tryLock` or `hold`. `release()` ends exactly this
@@ -48,7 +53,13 @@ export class LockHold implements AsyncDisposable {
   readonly isLost: boolean;
   /** True once released. */
   readonly released: boolean;
-  /** Ends this acquisition; rejects with ERR_POLYLOCK_LOCK_LOST if it was lost. */
+  /** Why the hold was lost, or null while it is not lost. */
+  readonly lostReason: LostReason | null;
+  /** A fixed lease (taken with `leaseMs`) now ends `ms` from now (node-redlock's `extend`).
+   * Rejects with NotOwnerError once released, LockLostError if lost, InvalidStateError for a
+   * hold the watchdog or a session keeps. */
+  extend(ms: number): Promise<LockHold>;
+  /** Ends this acquisition; rejects with LockLostError (ERR_POLYLOCK_LOCK_LOST) if it was lost. */
   release(): Promise<void>;
   [Symbol.asyncDispose](): Promise<void>;
 }
@@ -58,11 +69,69 @@ export type Hold = LockHold;
 
 /** `code` is `ERR_POLYLOCK_<NAME>`: TIMEOUT, NOT_OWNER, LOCK_LOST, CONNECTION, AUTH, BACKEND,
  * INVALID_STATE, INTERNAL, PANIC (a panic caught in native code: a bug, please report it),
- * CANCELLED, UNSUPPORTED, UPGRADE_NOT_SUPPORTED, ... Bad arguments are TypeError/RangeError with
- * code ERR_POLYLOCK_INVALID_ARGUMENT. */
+ * CANCELLED, UNSUPPORTED, UPGRADE_NOT_SUPPORTED, NOT_REPLICATED; `number` is the kind's stable
+ * number in polylock's one error table (`errorNumbers`). Each kind has its subclass below. Bad
+ * arguments are TypeError/RangeError with code ERR_POLYLOCK_INVALID_ARGUMENT and number 2. */
 export class PolylockError extends Error {
+  constructor(message: string, name?: string);
   readonly code: string;
+  readonly number: number;
 }
+/** TIMEOUT (3): what every section-running form (`using`, `withLock`, `hold`) rejects with when
+ * its `waitMs` runs out; a bare acquire resolves null instead. */
+export class LockTimeoutError extends PolylockError {
+  constructor(message: string);
+}
+/** NOT_OWNER (4). */
+export class NotOwnerError extends PolylockError {
+  constructor(message: string);
+}
+/** LOCK_LOST (5). */
+export class LockLostError extends PolylockError {
+  constructor(message: string);
+}
+/** CONNECTION (6). */
+export class PolylockConnectionError extends PolylockError {
+  constructor(message: string);
+}
+/** AUTH (7). */
+export class AuthError extends PolylockError {
+  constructor(message: string);
+}
+/** BACKEND (8). */
+export class BackendError extends PolylockError {
+  constructor(message: string);
+}
+/** INVALID_STATE (9). */
+export class InvalidStateError extends PolylockError {
+  constructor(message: string);
+}
+/** INTERNAL (10). */
+export class InternalError extends PolylockError {
+  constructor(message: string);
+}
+/** PANIC (11). */
+export class PanicError extends PolylockError {
+  constructor(message: string);
+}
+/** CANCELLED (12). */
+export class OperationCancelledError extends PolylockError {
+  constructor(message: string);
+}
+/** UNSUPPORTED (13). */
+export class UnsupportedError extends PolylockError {
+  constructor(message: string);
+}
+/** UPGRADE_NOT_SUPPORTED (14). */
+export class UpgradeNotSupportedError extends PolylockError {
+  constructor(message: string);
+}
+/** NOT_REPLICATED (15). */
+export class NotReplicatedError extends PolylockError {
+  constructor(message: string);
+}
+/** polylock's one error table: each kind's name and stable number. */
+export const errorNumbers: Readonly<Record<string, number>>;
 
 /**
  * A lock handle. The owner of an acquisition is the flow (the async call chain, which Node's
@@ -101,16 +170,19 @@ export class Lock extends EventEmitter {
    */
   release(): Promise<void>;
   /** Acquire, run `fn(signal)` in a section of its own (the lock re-enters inside), release.
-   * `signal` aborts if the lock is lost; the call then rejects with ERR_POLYLOCK_LOCK_LOST.
-   * Rejects with ERR_POLYLOCK_TIMEOUT if `waitMs` ran out. */
+   * `signal` aborts if the lock is lost; the call then rejects with LockLostError.
+   * Rejects with LockTimeoutError (ERR_POLYLOCK_TIMEOUT) if `waitMs` ran out. */
   using<T>(fn: (signal: AbortSignal) => Promise<T> | T, options?: AcquireOptions): Promise<T>;
   /** The same as `using` (node-redlock's word). */
   withLock<T>(fn: (signal: AbortSignal) => Promise<T> | T, options?: AcquireOptions): Promise<T>;
-  /** `acquire` that rejects with ERR_POLYLOCK_TIMEOUT instead of resolving null. */
+  /** `acquire` that rejects with LockTimeoutError instead of resolving null. */
   hold(options?: AcquireOptions): Promise<LockHold>;
   isLocked(): Promise<boolean>;
   forceUnlock(): Promise<boolean>;
+  /** null when nobody holds the lock, Infinity when held with no expiry, else the ms left. */
   remainingLeaseMs(): Promise<number | null>;
+  /** `extend(ms)` of the calling flow's hold (as for holdCount). */
+  extend(ms: number): Promise<LockHold>;
   on(event: 'lost', listener: (event: LostEvent) => void): this;
   on(event: string | symbol, listener: (...args: any[]) => void): this;
   once(event: 'lost', listener: (event: LostEvent) => void): this;
@@ -156,12 +228,13 @@ export interface TakenPermits extends AsyncDisposable {
 
 /** Redis: permits belong to nobody (anyone may release). ZooKeeper: permits are leases of this
  * client, freed with its session. No re-entry and no owner per flow: release what an acquire took
- * through its TakenPermits. Acquire rejects with ERR_POLYLOCK_TIMEOUT when waitMs runs out. */
+ * through its TakenPermits. Acquire resolves null when waitMs runs out, as a lock's does. */
 export class Semaphore {
   readonly name: string;
   trySetPermits(permits: number): Promise<boolean>;
   addPermits(delta: number): Promise<void>;
-  acquire(options?: SemaphoreAcquireOptions): Promise<TakenPermits>;
+  acquire(options?: SemaphoreAcquireOptions & { waitMs?: undefined }): Promise<TakenPermits>;
+  acquire(options: SemaphoreAcquireOptions): Promise<TakenPermits | null>;
   release(permits?: number): Promise<void>;
   availablePermits(): Promise<number>;
   drainPermits(): Promise<number>;
@@ -187,7 +260,9 @@ export class PermitExpirableSemaphore extends EventEmitter {
   readonly kind: 'permit';
   trySetPermits(permits: number): Promise<boolean>;
   addPermits(delta: number): Promise<void>;
-  acquire(options?: PermitAcquireOptions): Promise<TakenPermit>;
+  /** The permit, or null when `waitMs` ran out. */
+  acquire(options?: PermitAcquireOptions & { waitMs?: undefined }): Promise<TakenPermit>;
+  acquire(options: PermitAcquireOptions): Promise<TakenPermit | null>;
   release(id: string): Promise<void>;
   tryRelease(id: string): Promise<boolean>;
   availablePermits(): Promise<number>;
@@ -208,6 +283,8 @@ export class CountDownLatch {
 export class Client {
   readonly id: string;
   readonly closed: boolean;
+  /** True while the connection to ZooKeeper (or etcd) is down but the session may live. */
+  readonly suspended: boolean;
   /** A reentrant lock handle; the owner of each acquisition is the flow (see Lock). */
   lock(name: string): Lock;
   /** Granted in the order of asking (Redisson's RFairLock; on ZooKeeper the ordinary lock). */
@@ -232,6 +309,7 @@ export class Client {
   close(): Promise<void>;
 }
 
+/** Connect; every URL form with its options: the URL table in docs/src/contract.md#urls. */
 export function connect(url: string, options?: ConnectOptions): Promise<Client>;
 /**
  * Run `fn()` as a flow of its own: no section of the calling flow is visible inside it, so its

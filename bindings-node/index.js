@@ -12,18 +12,79 @@ const native = require('./native').load();
 
 const asyncDispose = Symbol.asyncDispose || Symbol.for('nodejs.asyncDispose');
 
-/** Errors of polylock's error table; `code` is `ERR_POLYLOCK_<NAME>` (e.g. `ERR_POLYLOCK_NOT_OWNER`). */
+// The one error table of polylock's core (core/src/model/error.rs): each kind's stable number.
+const NUMBERS = Object.freeze({
+  NULL_PARAMETER: 1,
+  INVALID_ARGUMENT: 2,
+  TIMEOUT: 3,
+  NOT_OWNER: 4,
+  LOCK_LOST: 5,
+  CONNECTION: 6,
+  AUTH: 7,
+  BACKEND: 8,
+  INVALID_STATE: 9,
+  INTERNAL: 10,
+  PANIC: 11,
+  CANCELLED: 12,
+  UNSUPPORTED: 13,
+  UPGRADE_NOT_SUPPORTED: 14,
+  NOT_REPLICATED: 15,
+});
+
+/**
+ * Errors of polylock's error table: `code` is `ERR_POLYLOCK_<NAME>` (e.g.
+ * `ERR_POLYLOCK_NOT_OWNER`, a string as Node's own error codes are), `number` the kind's stable
+ * number in the table (4). Each kind has a subclass (`LockTimeoutError`, `NotOwnerError`, ...).
+ */
 class PolylockError extends Error {
-  constructor(message, name) {
+  constructor(message, name = 'INTERNAL') {
     super(message);
     this.name = 'PolylockError';
     this.code = `ERR_POLYLOCK_${name}`;
+    this.number = NUMBERS[name] ?? NUMBERS.INTERNAL;
   }
 }
 
+/** The one class of each kind (INVALID_ARGUMENT: a TypeError or RangeError, see argError). */
+const ERROR_CLASSES = {};
+function kindClass(className, name) {
+  const cls = {
+    [className]: class extends PolylockError {
+      constructor(message) {
+        super(message, name);
+        this.name = className;
+      }
+    },
+  }[className];
+  ERROR_CLASSES[name] = cls;
+  return cls;
+}
+const LockTimeoutError = kindClass('LockTimeoutError', 'TIMEOUT');
+const NotOwnerError = kindClass('NotOwnerError', 'NOT_OWNER');
+const LockLostError = kindClass('LockLostError', 'LOCK_LOST');
+const PolylockConnectionError = kindClass('PolylockConnectionError', 'CONNECTION');
+const AuthError = kindClass('AuthError', 'AUTH');
+const BackendError = kindClass('BackendError', 'BACKEND');
+const InvalidStateError = kindClass('InvalidStateError', 'INVALID_STATE');
+const InternalError = kindClass('InternalError', 'INTERNAL');
+const PanicError = kindClass('PanicError', 'PANIC');
+const OperationCancelledError = kindClass('OperationCancelledError', 'CANCELLED');
+const UnsupportedError = kindClass('UnsupportedError', 'UNSUPPORTED');
+const UpgradeNotSupportedError = kindClass('UpgradeNotSupportedError', 'UPGRADE_NOT_SUPPORTED');
+const NotReplicatedError = kindClass('NotReplicatedError', 'NOT_REPLICATED');
+
+/** The error of kind `name` (`NOT_OWNER`, ...): its subclass, or a PolylockError. */
+function makeError(name, message) {
+  if (name === 'INVALID_ARGUMENT') return argError(RangeError, message);
+  const cls = ERROR_CLASSES[name];
+  return cls ? new cls(message) : new PolylockError(message, name);
+}
+
+/** A bad argument: the TypeError or RangeError a Node API throws, with polylock's code and number. */
 function argError(Kind, message) {
   const e = new Kind(message);
   e.code = 'ERR_POLYLOCK_INVALID_ARGUMENT';
+  e.number = NUMBERS.INVALID_ARGUMENT;
   return e;
 }
 
@@ -37,7 +98,7 @@ function norm(outcome) {
 
 function check(answer) {
   const outcome = norm(answer);
-  if (!outcome.ok) throw new PolylockError(outcome.message, outcome.code);
+  if (!outcome.ok) throw makeError(outcome.code, outcome.message);
   return outcome;
 }
 
@@ -52,8 +113,7 @@ function call(fn) {
     if (at < 0) throw e;
     const name = text.slice(0, at);
     const message = text.slice(at + 1);
-    if (name === 'INVALID_ARGUMENT') throw argError(RangeError, message);
-    throw new PolylockError(message, name);
+    throw makeError(name, message);
   }
 }
 
@@ -118,9 +178,6 @@ function permitsOf(value, what = 'permits') {
   return value;
 }
 
-function timeoutError(what, waitMs) {
-  return new PolylockError(`${what} not acquired within ${waitMs} ms`, 'TIMEOUT');
-}
 
 function durations(options) {
   if (options === null || typeof options !== 'object') throw argError(TypeError, 'options must be an object');
@@ -141,8 +198,10 @@ function durations(options) {
 }
 
 /**
- * Connect to `redis://[user:password@]host:port[/db]`, `rediss://...` or
- * `zk://[user:password@]host:port[,host:port...][/chroot]`.
+ * Connect to a lock server: `redis://[user:password@]host:port[/db]`, `rediss://...`,
+ * `redis+sentinel://...`, `redis+cluster://...`, `zk://host:port[,...][/chroot]`, `zks://...`,
+ * `etcd://...`, `mysql://...` or `postgres://...`. Every form with its options: the URL table in
+ * docs/src/contract.md#urls.
  */
 async function connect(url, options = {}) {
   name(url, 'url');
@@ -263,6 +322,12 @@ class Client {
 
   get closed() {
     return this._closed;
+  }
+
+  /** True while the connection to ZooKeeper (or etcd) is down but the session may live: holds
+   * stay held, nothing can be acquired or released until it is back. Always false elsewhere. */
+  get suspended() {
+    return !this._closed && call(() => this._native.suspended);
   }
 
   /**
@@ -440,6 +505,28 @@ class LockHold {
     return this._state === DONE;
   }
 
+  /** Why the hold was lost (`EXPIRED`, `DELETED`, `RENEWAL_FAILED`, `SESSION_EXPIRED`,
+   * `CLIENT_CLOSED`), or null while it is not lost. */
+  get lostReason() {
+    if (this._state !== HELD) return null;
+    return this._lost ?? call(() => this._lock._native.lostReason(this._owner)) ?? null;
+  }
+
+  /**
+   * Extend a fixed lease (taken with `leaseMs`): it ends `ms` from now (node-redlock's
+   * `extend(duration)`). Resolves this hold. Rejects with NotOwnerError once released,
+   * LockLostError if it was lost or ran out first, InvalidStateError for a hold the watchdog or a
+   * session keeps (nothing to extend).
+   */
+  async extend(ms) {
+    if (typeof ms !== 'number' || !Number.isFinite(ms) || ms <= 0) {
+      throw argError(RangeError, `ms must be a positive finite number of milliseconds, got ${ms}`);
+    }
+    if (this._state !== HELD) throw new NotOwnerError(`lock '${this._lock.name}': this hold was released`);
+    check(await call(() => this._lock._native.extendLease(this._owner, 'set', ms)));
+    return this;
+  }
+
   /**
    * Release this acquisition. ERR_POLYLOCK_LOCK_LOST if the hold was lost (it is then forgotten).
    * Idempotent: a second call does nothing.
@@ -496,14 +583,20 @@ class Lock extends EventEmitter {
     return this._kind;
   }
 
-  /** How many times the current flow holds the lock (0 if it holds none, or lost it). */
+  /** How many times the current flow holds the lock (0 if it holds none, or lost it): every
+   * acquisition of its owner counts, through any handle (a multi-lock's acquisitions count for
+   * each of its members), as the core counts the owner's holds. */
   get holdCount() {
     const h = this._current();
-    if (!h) return 0;
-    const [client, key] = this._registrations(h._owner)[0];
+    return h ? this._countFor(h._owner) : 0;
+  }
+
+  /** The live acquisitions of `owner` registered under this lock's name and kind. */
+  _countFor(owner) {
+    const [client, key] = this._registrations(owner)[0];
     let n = 0;
     for (const x of client._holds.get(key) || []) {
-      if (x._lock._id === this._id && x._state === HELD && !x.isLost) n++;
+      if (x._state === HELD && !x.isLost) n++;
     }
     return n;
   }
@@ -547,15 +640,14 @@ class Lock extends EventEmitter {
     const hold = this._inFlow() ?? this._sole();
     if (hold === AMBIGUOUS) {
       const owners = new Set([...this._live].map((h) => h._owner)).size;
-      throw new PolylockError(
+      throw new InvalidStateError(
         `lock '${this.name}': this handle holds the lock for ${owners} different flows and none of ` +
           'them is the calling one, so release() cannot tell which to end; release the LockHold ' +
           'that acquire() returned instead',
-        'INVALID_STATE',
       );
     }
     if (!hold) {
-      throw new PolylockError(`lock '${this.name}' is not held by this flow or handle`, 'NOT_OWNER');
+      throw new NotOwnerError(`lock '${this.name}' is not held by this flow or handle`);
     }
     return hold.release();
   }
@@ -572,7 +664,7 @@ class Lock extends EventEmitter {
     const hold = this._begin();
     const node = { hold, up: heldFrom(sections.getStore()) };
     if (!(await this._take(hold, wait, lease, signal))) {
-      throw new PolylockError(`lock '${this.name}' not acquired within ${opts.waitMs} ms`, 'TIMEOUT');
+      throw new LockTimeoutError(`lock '${this.name}' not acquired within ${opts.waitMs} ms`);
     }
     return sections.run(node, () => this._section(hold, fn));
   }
@@ -587,7 +679,7 @@ class Lock extends EventEmitter {
     const keepAlive = setInterval(() => {}, 1 << 30);
     const controller = new AbortController();
     hold._onLost = (reason) =>
-      controller.abort(new PolylockError(`lock '${this.name}' was lost (${reason})`, 'LOCK_LOST'));
+      controller.abort(new LockLostError(`lock '${this.name}' was lost (${reason})`));
     this._watchLost();
     try {
       if (hold.isLost) hold._onLost('lost before the work started');
@@ -603,7 +695,7 @@ class Lock extends EventEmitter {
    * Rejects with ERR_POLYLOCK_TIMEOUT if `waitMs` ran out. */
   async hold(opts = {}) {
     const held = await this.acquire(opts);
-    if (!held) throw new PolylockError(`lock '${this.name}' not acquired within ${opts.waitMs} ms`, 'TIMEOUT');
+    if (!held) throw new LockTimeoutError(`lock '${this.name}' not acquired within ${opts.waitMs} ms`);
     return held;
   }
 
@@ -617,10 +709,20 @@ class Lock extends EventEmitter {
     return check(await call(() => this._native.forceUnlock())).value;
   }
 
-  /** Remaining lease of the holder in ms, or null if free or without a lease (ZooKeeper). */
+  /** The lease left, three distinct answers: null when nobody holds the lock, Infinity when it
+   * is held with no expiry (ZooKeeper, SQL session locks), else the ms left. */
   async remainingLeaseMs() {
     const o = check(await call(() => this._native.remainingLease()));
-    return o.value ? o.number : null;
+    if (!o.value) return null;
+    return o.number < 0 ? Infinity : o.number;
+  }
+
+  /** The calling flow's hold (as for holdCount): its fixed lease now ends `ms` from now
+   * (node-redlock's `extend(duration)`). See LockHold#extend. */
+  async extend(ms) {
+    const h = this._current();
+    if (!h) throw new NotOwnerError(`lock '${this.name}' is not held by this flow or handle`);
+    return h.extend(ms);
   }
 
   /** A new acquisition in the calling context: the owner of the section it re-enters, or fresh. */
@@ -734,6 +836,11 @@ class MultiLock extends Lock {
     return this._members.flatMap((m) => m._registrations(owner));
   }
 
+  /** The least of the members' counts: the multi-lock is held as often as every member is. */
+  _countFor(owner) {
+    return Math.min(...this._members.map((m) => m._countFor(owner)));
+  }
+
   _watchLost() {
     for (const m of this._members) m._watchLost();
   }
@@ -843,9 +950,9 @@ class Semaphore {
   }
 
   /**
-   * Take `permits` permits (default 1). Resolves the TakenPermits you `release()` (or dispose);
-   * rejects with ERR_POLYLOCK_TIMEOUT when `waitMs` ran out, with the signal's reason when
-   * aborted.
+   * Take `permits` permits (default 1). Resolves the TakenPermits you `release()` (or dispose),
+   * or null when `waitMs` ran out (as a lock's acquire does); rejects with the signal's reason
+   * when aborted.
    */
   async acquire(opts = {}) {
     const { permits = 1, waitMs, signal } = options(opts);
@@ -853,7 +960,7 @@ class Semaphore {
     const wait = waitOf(waitMs);
     const slot = call(() => new native.PermitsSlot());
     const outcome = await cancellable(signal, (token) => this._native.acquire(n, wait, token, slot));
-    if (!outcome.value) throw timeoutError(`${n} permits of semaphore '${this.name}'`, waitMs);
+    if (!outcome.value) return null;
     return new TakenPermits(this, n, slot);
   }
 
@@ -913,15 +1020,15 @@ class PermitExpirableSemaphore extends EventEmitter {
   }
 
   /**
-   * Take one permit: resolves `{ id, release() }` (disposable); rejects with ERR_POLYLOCK_TIMEOUT
-   * when `waitMs` ran out.
+   * Take one permit: resolves `{ id, release() }` (disposable), or null when `waitMs` ran out
+   * (as every acquire of polylock says "not acquired").
    */
   async acquire(opts = {}) {
     const { waitMs, leaseMs, signal } = options(opts);
     const wait = waitOf(waitMs);
     const lease = leaseOf(leaseMs);
     const outcome = await cancellable(signal, (token) => this._native.acquire(wait, lease, token));
-    if (!outcome.text) throw timeoutError(`a permit of semaphore '${this.name}'`, waitMs);
+    if (!outcome.text) return null;
     const id = outcome.text;
     return releasable({ id }, () => this.release(id));
   }
@@ -994,6 +1101,21 @@ module.exports = {
   PermitExpirableSemaphore,
   CountDownLatch,
   PolylockError,
+  LockTimeoutError,
+  NotOwnerError,
+  LockLostError,
+  PolylockConnectionError,
+  AuthError,
+  BackendError,
+  InvalidStateError,
+  InternalError,
+  PanicError,
+  OperationCancelledError,
+  UnsupportedError,
+  UpgradeNotSupportedError,
+  NotReplicatedError,
+  /** The error table: each kind's name and stable number (`{ TIMEOUT: 3, ... }`). */
+  errorNumbers: NUMBERS,
   version: call(() => native.version()),
   /** The driver of this thread's calls: 'loop' (Redis I/O on Node's own event loop) or 'runtime'. */
   driver: () => call(() => native.driverName()),

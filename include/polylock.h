@@ -15,6 +15,43 @@
 
 
 /*
+ A lost hold's reason: its lease (fixed, no watchdog) ran out.
+ */
+#define POLYLOCK_LOST_EXPIRED 1
+
+/*
+ A lost hold's reason: its entry disappeared from the server (deleted, force-unlocked, its
+ connection killed).
+ */
+#define POLYLOCK_LOST_DELETED 2
+
+/*
+ A lost hold's reason: the watchdog could not renew it before its lease ran out.
+ */
+#define POLYLOCK_LOST_RENEWAL_FAILED 3
+
+/*
+ A lost hold's reason: the session that held it expired (ZooKeeper, etcd).
+ */
+#define POLYLOCK_LOST_SESSION_EXPIRED 4
+
+/*
+ A lost hold's reason: its client was closed while it was held.
+ */
+#define POLYLOCK_LOST_CLIENT_CLOSED 5
+
+/*
+ `polylock_lock_remaining_lease_ms`: nobody holds the lock (Redis's `PTTL` -2).
+ */
+#define POLYLOCK_LEASE_NOT_HELD -2
+
+/*
+ `polylock_lock_remaining_lease_ms`: held with no expiry (ZooKeeper, SQL session locks;
+ Redis's `PTTL` -1).
+ */
+#define POLYLOCK_LEASE_NO_EXPIRY -1
+
+/*
  `wait_ms` for `polylock_lock_acquire`: wait until acquired.
  */
 #define POLYLOCK_WAIT_FOREVER -1
@@ -110,9 +147,11 @@ typedef struct {
 
 /*
  Called when a hold of the lock is lost: `userdata` as registered, the lock's `name` (valid only
- during the call), and the owner whose hold was lost.
+ during the call), the owner whose hold was lost, and why (`POLYLOCK_LOST_EXPIRED`,
+ `POLYLOCK_LOST_DELETED`, `POLYLOCK_LOST_RENEWAL_FAILED`, `POLYLOCK_LOST_SESSION_EXPIRED` or
+ `POLYLOCK_LOST_CLIENT_CLOSED`).
  */
-typedef void (*polylock_lost_callback)(void *userdata, const char *name, uint64_t owner);
+typedef void (*polylock_lost_callback)(void *userdata, const char *name, uint64_t owner, uint32_t reason);
 
 /*
  Success.
@@ -210,8 +249,9 @@ extern "C" {
 polylock_result polylock_bench_rust_pairs(polylock_lock *lock, uint64_t owner, uint32_t n, bool on_caller_thread, uint64_t *out_p50_ns);
 
 /*
- Connect to `url` (`redis://...`, `rediss://...` or `zk://...`) with default options and store a
- new client in `*out`. Free it with `polylock_client_free`.
+ Connect to `url` with default options and store a new client in `*out`. Free it with
+ `polylock_client_free`. Every URL form (Redis, Sentinel, Cluster, ZooKeeper, etcd, MySQL,
+ PostgreSQL, with their options): the URL table in docs/src/contract.md#urls.
 
  `url` must be a NUL-terminated string; it is not kept.
  */
@@ -249,6 +289,14 @@ polylock_result polylock_connect_redlock_with(const char *const *urls, size_t n,
  its session times out (10 s by default), and other waiters queue behind them until then.
  */
 polylock_result polylock_client_close(polylock_client *client);
+
+/*
+ Whether the client is suspended, in `*out`: true while the connection to ZooKeeper (or etcd)
+ is down but the session may still be alive. Holds stay held then (they are lost only if the
+ session expires), but nothing can be acquired or released until the connection comes back.
+ Always false on Redis and SQL servers. No round trip.
+ */
+polylock_result polylock_client_suspended(polylock_client *client, bool *out);
 
 /*
  Free a client handle. NULL is allowed. Locks created from it keep the connection alive until
@@ -386,10 +434,18 @@ polylock_result polylock_lock_is_locked(polylock_lock *lock, bool *out);
 polylock_result polylock_lock_fencing_token(polylock_lock *lock, uint64_t owner, uint64_t *out);
 
 /*
- Remaining lease of whoever holds the lock in ms, in `*out`; -1 if it is free or has no lease
- (ZooKeeper).
+ Remaining lease of whoever holds the lock, in `*out`: `POLYLOCK_LEASE_NOT_HELD` (-2) if
+ nobody holds it, `POLYLOCK_LEASE_NO_EXPIRY` (-1) if it is held with no expiry (ZooKeeper, SQL
+ session locks), else the milliseconds left (Redis's `PTTL`, Redisson's `remainTimeToLive`).
  */
 polylock_result polylock_lock_remaining_lease_ms(polylock_lock *lock, int64_t *out);
+
+/*
+ Why `owner`'s hold of the lock was lost, in `*out`: 0 while it is not lost (held, or not held
+ at all), else one of `POLYLOCK_LOST_*`. A lost hold stays lost until its owner releases it
+ (which returns `POLYLOCK_LOCK_LOST`). No round trip; callable from a lost callback.
+ */
+polylock_result polylock_lock_lost_reason(polylock_lock *lock, uint64_t owner, uint32_t *out);
 
 /*
  Delete the lock whoever holds it and wake its waiters (Redisson's forceUnlock).
@@ -397,8 +453,9 @@ polylock_result polylock_lock_remaining_lease_ms(polylock_lock *lock, int64_t *o
 polylock_result polylock_lock_force_unlock(polylock_lock *lock);
 
 /*
- Register `cb` to be called when a hold acquired through this handle is lost. Holds acquired
- before the first registration are not watched: register before acquiring.
+ Register `cb` to be called when a hold of this lock (its name and kind) by an owner of its
+ client is lost: taken through this handle or another, before the registration or after it.
+ For a multi-lock: a member's hold lost by an owner that holds the multi-lock.
 
  Thread: `cb` runs on one of polylock's runtime threads (named `polylock-worker`), never on the
  thread that acquired. `name` is valid only during the call. `userdata` is passed back as is;

@@ -49,8 +49,9 @@ pub(crate) unsafe fn client_ref<'a>(
         .ok_or_else(|| null("client"))
 }
 
-/// Connect to `url` (`redis://...`, `rediss://...` or `zk://...`) with default options and store a
-/// new client in `*out`. Free it with `polylock_client_free`.
+/// Connect to `url` with default options and store a new client in `*out`. Free it with
+/// `polylock_client_free`. Every URL form (Redis, Sentinel, Cluster, ZooKeeper, etcd, MySQL,
+/// PostgreSQL, with their options): the URL table in docs/src/contract.md#urls.
 ///
 /// `url` must be a NUL-terminated string; it is not kept.
 #[no_mangle]
@@ -202,6 +203,30 @@ pub unsafe extern "C" fn polylock_client_close(client: *mut polylock_client) -> 
             Ok(()) => POLYLOCK_OK,
             Err(e) => fail(&e),
         }
+    })
+}
+
+/// Whether the client is suspended, in `*out`: true while the connection to ZooKeeper (or etcd)
+/// is down but the session may still be alive. Holds stay held then (they are lost only if the
+/// session expires), but nothing can be acquired or released until the connection comes back.
+/// Always false on Redis and SQL servers. No round trip.
+#[no_mangle]
+pub unsafe extern "C" fn polylock_client_suspended(
+    client: *mut polylock_client,
+    out: *mut bool,
+) -> polylock_result {
+    boundary(|| {
+        if out.is_null() {
+            return null("out");
+        }
+        // SAFETY: a live client handle (caller contract).
+        let c = match unsafe { client_ref(client) } {
+            Ok(c) => c,
+            Err(r) => return r,
+        };
+        // SAFETY: checked above.
+        unsafe { *out = c.is_suspended() };
+        POLYLOCK_OK
     })
 }
 

@@ -6,7 +6,7 @@ use std::ffi::{c_char, c_void, CString};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::{Arc, Mutex};
 
-use polylock::{runtime, AcquireOptions, Lock, LockKind, MultiLock};
+use polylock::{runtime, AcquireOptions, Client, HoldKind, Lock, LockKind, MultiLock};
 
 use crate::client::{client_ref, polylock_client};
 use crate::result::{
@@ -19,23 +19,57 @@ use crate::result::{
 pub struct polylock_lock {
     pub(crate) lock: Lock,
     name: CString,
+    /// Where this handle's holds are reported lost: its client with its name and kind (for a
+    /// multi-lock, each member's).
+    sources: Vec<Source>,
     callbacks: Arc<Mutex<Vec<LostCallback>>>,
+    /// Set once callbacks listen: dropping it (with the handle) ends the listening tasks.
+    listening: Mutex<Option<tokio::sync::watch::Sender<()>>>,
+}
+
+/// A client, and the name and kind of the holds on it that a handle reports lost.
+#[derive(Clone)]
+pub(crate) struct Source {
+    client: Client,
+    name: Arc<str>,
+    kind: HoldKind,
 }
 
 /// Called when a hold of the lock is lost: `userdata` as registered, the lock's `name` (valid only
-/// during the call), and the owner whose hold was lost.
-pub type polylock_lost_callback =
-    Option<unsafe extern "C" fn(userdata: *mut c_void, name: *const c_char, owner: u64)>;
+/// during the call), the owner whose hold was lost, and why (`POLYLOCK_LOST_EXPIRED`,
+/// `POLYLOCK_LOST_DELETED`, `POLYLOCK_LOST_RENEWAL_FAILED`, `POLYLOCK_LOST_SESSION_EXPIRED` or
+/// `POLYLOCK_LOST_CLIENT_CLOSED`).
+pub type polylock_lost_callback = Option<
+    unsafe extern "C" fn(userdata: *mut c_void, name: *const c_char, owner: u64, reason: u32),
+>;
 
 #[derive(Clone, Copy)]
 struct LostCallback {
-    cb: unsafe extern "C" fn(*mut c_void, *const c_char, u64),
+    cb: unsafe extern "C" fn(*mut c_void, *const c_char, u64, u32),
     userdata: *mut c_void,
 }
 
 // SAFETY: the caller of polylock_lock_on_lost promises that `userdata` may be used from the
 // runtime thread that runs the callback (documented on that function).
 unsafe impl Send for LostCallback {}
+
+/// A lost hold's reason: its lease (fixed, no watchdog) ran out.
+pub const POLYLOCK_LOST_EXPIRED: u32 = 1;
+/// A lost hold's reason: its entry disappeared from the server (deleted, force-unlocked, its
+/// connection killed).
+pub const POLYLOCK_LOST_DELETED: u32 = 2;
+/// A lost hold's reason: the watchdog could not renew it before its lease ran out.
+pub const POLYLOCK_LOST_RENEWAL_FAILED: u32 = 3;
+/// A lost hold's reason: the session that held it expired (ZooKeeper, etcd).
+pub const POLYLOCK_LOST_SESSION_EXPIRED: u32 = 4;
+/// A lost hold's reason: its client was closed while it was held.
+pub const POLYLOCK_LOST_CLIENT_CLOSED: u32 = 5;
+
+/// `polylock_lock_remaining_lease_ms`: nobody holds the lock (Redis's `PTTL` -2).
+pub const POLYLOCK_LEASE_NOT_HELD: i64 = -2;
+/// `polylock_lock_remaining_lease_ms`: held with no expiry (ZooKeeper, SQL session locks;
+/// Redis's `PTTL` -1).
+pub const POLYLOCK_LEASE_NO_EXPIRY: i64 = -1;
 
 /// `wait_ms` for `polylock_lock_acquire`: wait until acquired.
 pub const POLYLOCK_WAIT_FOREVER: i64 = -1;
@@ -84,8 +118,14 @@ unsafe fn new_lock(
             Ok(lock) => {
                 let handle = polylock_lock {
                     name: CString::new(n).expect("validated: no NUL"),
+                    sources: vec![Source {
+                        client: c.clone(),
+                        name: Arc::from(n),
+                        kind: HoldKind::Lock(lock.kind()),
+                    }],
                     lock,
                     callbacks: Arc::default(),
+                    listening: Mutex::new(None),
                 };
                 // SAFETY: checked above.
                 unsafe { *out = Box::into_raw(Box::new(handle)) };
@@ -158,10 +198,14 @@ pub unsafe extern "C" fn polylock_multi_lock_new(
             return null("locks");
         }
         let mut members = Vec::with_capacity(n.min(1024));
+        let mut sources = Vec::new();
         for i in 0..n {
             // SAFETY: `locks` has `n` entries, each NULL or a live handle (caller contract).
             match unsafe { lock_ref(*locks.add(i)) } {
-                Ok(l) => members.push(l.lock.clone()),
+                Ok(l) => {
+                    members.push(l.lock.clone());
+                    sources.extend(l.sources.iter().cloned());
+                }
                 Err(r) => return r,
             }
         }
@@ -170,7 +214,9 @@ pub unsafe extern "C" fn polylock_multi_lock_new(
                 let handle = polylock_lock {
                     name: CString::new(lock.name()).expect("member names have no NUL"),
                     lock,
+                    sources,
                     callbacks: Arc::default(),
+                    listening: Mutex::new(None),
                 };
                 // SAFETY: checked above.
                 unsafe { *out = Box::into_raw(Box::new(handle)) };
@@ -222,6 +268,8 @@ pub unsafe extern "C" fn polylock_lock_free(lock: *mut polylock_lock) {
                 .lock()
                 .unwrap_or_else(|e| e.into_inner())
                 .clear();
+            // Ends the listening tasks.
+            drop(l.listening.lock().unwrap_or_else(|e| e.into_inner()).take());
         }
         POLYLOCK_OK
     });
@@ -274,43 +322,89 @@ pub unsafe extern "C" fn polylock_lock_acquire(
         let acquired =
             block(async move { lk.acquire(owner, AcquireOptions { wait, lease }).await });
         match acquired {
-            Ok(a) => {
-                // Only holds taken while callbacks are registered are watched: no task per hold
-                // for a program that never asked.
-                let watched = !l
-                    .callbacks
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .is_empty();
-                if a.hold_count == 1 && watched {
-                    watch_lost(l, owner, a.lost);
-                }
-                POLYLOCK_OK
-            }
+            Ok(_) => POLYLOCK_OK,
             Err(e) => fail(&e),
         }
     })
 }
 
-/// Calls the lock handle's lost callbacks if this hold is lost (the task ends with the hold).
-fn watch_lost(l: &polylock_lock, owner: u64, lost: polylock::LostSignal) {
-    let callbacks = l.callbacks.clone();
-    let name = l.name.clone();
-    runtime::handle().spawn(async move {
-        if lost.wait().await.is_some() {
-            let cbs: Vec<LostCallback> =
-                callbacks.lock().unwrap_or_else(|e| e.into_inner()).clone();
-            for c in cbs {
-                let call = AssertUnwindSafe(|| {
-                    // SAFETY: a function pointer and userdata registered by the caller, who
-                    // promised they stay valid while the lock handle lives.
-                    unsafe { (c.cb)(c.userdata, name.as_ptr(), owner) }
-                });
-                // A panic cannot cross the C frame; this only guards our own code around it.
-                let _ = catch_unwind(call);
-            }
+/// Start the tasks that call the handle's lost callbacks: one per client it reports on, reading
+/// that client's one stream of lost holds, so that every hold of the handle's name and kind is
+/// watched, also one taken before the first callback was registered.
+fn listen(l: &polylock_lock) {
+    let mut listening = l.listening.lock().unwrap_or_else(|e| e.into_inner());
+    if listening.is_some() {
+        return;
+    }
+    let (stop, stopped) = tokio::sync::watch::channel(());
+    *listening = Some(stop);
+    let mut clients: Vec<&Client> = Vec::new();
+    for s in &l.sources {
+        if !clients.iter().any(|c| c.id() == s.client.id()) {
+            clients.push(&s.client);
         }
-    });
+    }
+    let multi = l.lock.is_multi();
+    for client in clients {
+        let mut events = client.lost_events();
+        let mut stopped = stopped.clone();
+        let watched: Vec<(Arc<str>, HoldKind)> = l
+            .sources
+            .iter()
+            .filter(|s| s.client.id() == client.id())
+            .map(|s| (s.name.clone(), s.kind))
+            .collect();
+        let callbacks = Arc::downgrade(&l.callbacks);
+        let name = l.name.clone();
+        let lock = l.lock.clone();
+        runtime::handle().spawn(async move {
+            use tokio::sync::broadcast::error::RecvError;
+            loop {
+                let event = tokio::select! {
+                    e = events.recv() => e,
+                    _ = stopped.changed() => return,
+                };
+                let event = match event {
+                    Ok(e) => e,
+                    Err(RecvError::Lagged(_)) => continue,
+                    Err(RecvError::Closed) => return,
+                };
+                if !watched
+                    .iter()
+                    .any(|(n, k)| **n == *event.name && *k == event.kind)
+                {
+                    continue;
+                }
+                // A multi-lock's listeners hear of a member's loss by an owner holding the
+                // multi-lock (it has a hold record of every member until released).
+                if multi && lock.lost_signal(event.owner).is_none() {
+                    continue;
+                }
+                let Some(callbacks) = callbacks.upgrade() else {
+                    return;
+                };
+                let cbs: Vec<LostCallback> =
+                    callbacks.lock().unwrap_or_else(|e| e.into_inner()).clone();
+                drop(callbacks);
+                for c in cbs {
+                    let call = AssertUnwindSafe(|| {
+                        // SAFETY: a function pointer and userdata registered by the caller, who
+                        // promised they stay valid while the lock handle lives.
+                        unsafe {
+                            (c.cb)(
+                                c.userdata,
+                                name.as_ptr(),
+                                event.owner,
+                                event.reason.number(),
+                            )
+                        }
+                    });
+                    // A panic cannot cross the C frame; this only guards our own code around it.
+                    let _ = catch_unwind(call);
+                }
+            }
+        });
+    }
 }
 
 /// Release one hold of `owner`. `POLYLOCK_NOT_OWNER` if it holds nothing, `POLYLOCK_LOCK_LOST` if
@@ -418,8 +512,9 @@ pub unsafe extern "C" fn polylock_lock_fencing_token(
     })
 }
 
-/// Remaining lease of whoever holds the lock in ms, in `*out`; -1 if it is free or has no lease
-/// (ZooKeeper).
+/// Remaining lease of whoever holds the lock, in `*out`: `POLYLOCK_LEASE_NOT_HELD` (-2) if
+/// nobody holds it, `POLYLOCK_LEASE_NO_EXPIRY` (-1) if it is held with no expiry (ZooKeeper, SQL
+/// session locks), else the milliseconds left (Redis's `PTTL`, Redisson's `remainTimeToLive`).
 #[no_mangle]
 pub unsafe extern "C" fn polylock_lock_remaining_lease_ms(
     lock: *mut polylock_lock,
@@ -428,10 +523,42 @@ pub unsafe extern "C" fn polylock_lock_remaining_lease_ms(
     // SAFETY: forwarded contract.
     unsafe {
         query_into(lock, out, |l| async move {
-            let d = l.remaining_lease().await?;
-            Ok(d.map_or(-1, |d| d.as_millis().min(i64::MAX as u128) as i64))
+            Ok(l.remaining_lease().await?.as_millis_code())
         })
     }
+}
+
+/// Why `owner`'s hold of the lock was lost, in `*out`: 0 while it is not lost (held, or not held
+/// at all), else one of `POLYLOCK_LOST_*`. A lost hold stays lost until its owner releases it
+/// (which returns `POLYLOCK_LOCK_LOST`). No round trip; callable from a lost callback.
+#[no_mangle]
+pub unsafe extern "C" fn polylock_lock_lost_reason(
+    lock: *mut polylock_lock,
+    owner: u64,
+    out: *mut u32,
+) -> polylock_result {
+    boundary(|| {
+        if out.is_null() {
+            return null("out");
+        }
+        // SAFETY: caller contract.
+        let l = match unsafe { lock_ref(lock) } {
+            Ok(l) => l,
+            Err(r) => return r,
+        };
+        let reason = l
+            .lock
+            .members()
+            .iter()
+            .find_map(|m| match m.lost_signal(owner).map(|s| s.state()) {
+                Some(polylock::HoldState::Lost(r)) => Some(r.number()),
+                _ => None,
+            })
+            .unwrap_or(0);
+        // SAFETY: checked above.
+        unsafe { *out = reason };
+        POLYLOCK_OK
+    })
 }
 
 /// Delete the lock whoever holds it and wake its waiters (Redisson's forceUnlock).
@@ -451,8 +578,9 @@ pub unsafe extern "C" fn polylock_lock_force_unlock(lock: *mut polylock_lock) ->
     })
 }
 
-/// Register `cb` to be called when a hold acquired through this handle is lost. Holds acquired
-/// before the first registration are not watched: register before acquiring.
+/// Register `cb` to be called when a hold of this lock (its name and kind) by an owner of its
+/// client is lost: taken through this handle or another, before the registration or after it.
+/// For a multi-lock: a member's hold lost by an owner that holds the multi-lock.
 ///
 /// Thread: `cb` runs on one of polylock's runtime threads (named `polylock-worker`), never on the
 /// thread that acquired. `name` is valid only during the call. `userdata` is passed back as is;
@@ -478,6 +606,7 @@ pub unsafe extern "C" fn polylock_lock_on_lost(
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .push(LostCallback { cb, userdata });
+        listen(l);
         POLYLOCK_OK
     })
 }

@@ -338,21 +338,86 @@ struct lost_seen {
     pthread_mutex_t mu;
     int calls;
     uint64_t owner;
+    uint32_t reason;
+    uint32_t reason_queried;
     char name[128];
     polylock_result blocking_inside;
     polylock_lock *lock;
 };
 
-static void on_lost(void *userdata, const char *name, uint64_t owner) {
+static void on_lost(void *userdata, const char *name, uint64_t owner, uint32_t reason) {
     struct lost_seen *s = userdata;
     /* A blocking call from the callback's thread must be refused, not deadlock. */
     polylock_result r = polylock_lock_release(s->lock, owner);
+    /* A non-blocking one answers: the hold reads lost, for the same reason. */
+    uint32_t queried = 0;
+    if (polylock_lock_lost_reason(s->lock, owner, &queried) != POLYLOCK_OK) queried = 99;
     pthread_mutex_lock(&s->mu);
     s->calls++;
     s->owner = owner;
+    s->reason = reason;
+    s->reason_queried = queried;
     snprintf(s->name, sizeof s->name, "%s", name);
     s->blocking_inside = r;
     pthread_mutex_unlock(&s->mu);
+}
+
+static int wait_lost_calls(struct lost_seen *seen, int at_least) {
+    int calls = 0;
+    for (int i = 0; i < 300 && calls < at_least; i++) {
+        sleep_ms(10);
+        pthread_mutex_lock(&seen->mu);
+        calls = seen->calls;
+        pthread_mutex_unlock(&seen->mu);
+    }
+    return calls;
+}
+
+/* A callback registered after the hold was taken still hears of its loss, with the reason; the
+ * remaining lease tells "not held" (-2) from a lease (ms); the client says it is not suspended. */
+static void test_late_listener_reason_lease_and_suspended(void) {
+    polylock_options o = {.watchdog_timeout_ms = 600};
+    polylock_client *c = NULL, *c2 = connect_redis();
+    CHECK(polylock_client_connect_with(redis_url(), &o, &c) == POLYLOCK_OK);
+    bool suspended = true;
+    CHECK(polylock_client_suspended(NULL, &suspended) == POLYLOCK_NULL_PARAMETER);
+    CHECK(polylock_client_suspended(c, NULL) == POLYLOCK_NULL_PARAMETER);
+    CHECK(polylock_client_suspended(c, &suspended) == POLYLOCK_OK && !suspended);
+    char name[64];
+    unique(name, sizeof name, "c-late-lost");
+    polylock_lock *l = NULL, *l2 = NULL;
+    CHECK(polylock_lock_new(c, name, &l) == POLYLOCK_OK);
+    CHECK(polylock_lock_new(c2, name, &l2) == POLYLOCK_OK);
+    int64_t ms = 0;
+    CHECK(polylock_lock_remaining_lease_ms(l, &ms) == POLYLOCK_OK && ms == POLYLOCK_LEASE_NOT_HELD);
+    CHECK(polylock_lock_acquire(l, 5, POLYLOCK_NO_WAIT, POLYLOCK_WATCHDOG) == POLYLOCK_OK);
+    CHECK(polylock_lock_remaining_lease_ms(l, &ms) == POLYLOCK_OK && ms > 0 && ms <= 600);
+    uint32_t reason = 7;
+    CHECK(polylock_lock_lost_reason(l, 5, NULL) == POLYLOCK_NULL_PARAMETER);
+    CHECK(polylock_lock_lost_reason(l, 5, &reason) == POLYLOCK_OK && reason == 0);
+    struct lost_seen seen = {.mu = PTHREAD_MUTEX_INITIALIZER, .lock = l};
+    CHECK(polylock_lock_on_lost(l, on_lost, &seen) == POLYLOCK_OK);
+    CHECK(polylock_lock_force_unlock(l2) == POLYLOCK_OK);
+    CHECK(wait_lost_calls(&seen, 1) == 1);
+    pthread_mutex_lock(&seen.mu);
+    CHECK(seen.owner == 5);
+    CHECK(seen.reason == POLYLOCK_LOST_DELETED);
+    CHECK(seen.reason_queried == POLYLOCK_LOST_DELETED);
+    pthread_mutex_unlock(&seen.mu);
+    CHECK(polylock_lock_lost_reason(l, 5, &reason) == POLYLOCK_OK && reason == POLYLOCK_LOST_DELETED);
+    CHECK(polylock_lock_release(l, 5) == POLYLOCK_LOCK_LOST);
+    CHECK(polylock_lock_lost_reason(l, 5, &reason) == POLYLOCK_OK && reason == 0);
+    /* A client closed while it holds: its callbacks hear CLIENT_CLOSED. */
+    CHECK(polylock_lock_acquire(l, 6, POLYLOCK_NO_WAIT, POLYLOCK_WATCHDOG) == POLYLOCK_OK);
+    CHECK(polylock_client_close(c) == POLYLOCK_OK);
+    CHECK(wait_lost_calls(&seen, 2) == 2);
+    pthread_mutex_lock(&seen.mu);
+    CHECK(seen.owner == 6 && seen.reason == POLYLOCK_LOST_CLIENT_CLOSED);
+    pthread_mutex_unlock(&seen.mu);
+    polylock_lock_free(l2);
+    polylock_lock_free(l);
+    polylock_client_free(c2);
+    polylock_client_free(c);
 }
 
 static void test_lost_callback_fires(void) {
@@ -380,6 +445,7 @@ static void test_lost_callback_fires(void) {
     pthread_mutex_lock(&seen.mu);
     CHECK(seen.calls == 1);
     CHECK(seen.owner == 42);
+    CHECK(seen.reason == POLYLOCK_LOST_DELETED);
     CHECK(strcmp(seen.name, name) == 0);
     CHECK(seen.blocking_inside == POLYLOCK_INVALID_STATE);
     pthread_mutex_unlock(&seen.mu);
@@ -1146,6 +1212,7 @@ int main(void) {
     RUN(test_a_lock_keeps_its_freed_client_alive);
     RUN(test_use_after_close);
     RUN(test_lost_callback_fires);
+    RUN(test_late_listener_reason_lease_and_suspended);
     RUN(test_a_thousand_lock_free_cycles);
     RUN(test_zookeeper);
     RUN(test_one_owner_from_two_threads);

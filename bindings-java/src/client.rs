@@ -187,7 +187,7 @@ pub extern "system" fn Java_io_polylock_Native_queuesWaiters<'l>(
     })
 }
 
-/// Call `target.onLost(name, kind, owner, message)` from a runtime thread for every hold of this
+/// Call `target.onLost(name, kind, owner, message, reason)` from a runtime thread for every hold of this
 /// client that is lost from now on, a lock's or a permit's (`kind` numbered as in `convert`). The
 /// task ends when the client is freed.
 #[no_mangle]
@@ -216,12 +216,13 @@ pub extern "system" fn Java_io_polylock_Native_watchLost<'l>(
                     env.call_method(
                         target.as_obj(),
                         "onLost",
-                        "(Ljava/lang/String;IJLjava/lang/String;)V",
+                        "(Ljava/lang/String;IJLjava/lang/String;I)V",
                         &[
                             JValue::Object(&name),
                             JValue::Int(kind_number(ev.kind)),
                             JValue::Long(ev.owner as i64),
                             JValue::Object(&message),
+                            JValue::Int(ev.reason.number() as i32),
                         ],
                     )?;
                     Ok(())

@@ -243,6 +243,50 @@ pub extern "system" fn Java_io_polylock_Native_acquireAsync<'l>(
     })
 }
 
+/// Start a release of one hold of `owner` on the runtime (`unlockAsync`): completes `future`
+/// with how many holds the owner keeps. Returns the cancel handle (a release is not cancelled:
+/// Java only frees it).
+#[no_mangle]
+pub extern "system" fn Java_io_polylock_Native_releaseAsync<'l>(
+    mut env: JNIEnv<'l>,
+    _: JClass<'l>,
+    handle: jlong,
+    name: JString<'l>,
+    kind: jint,
+    owner_id: jlong,
+    future: JObject<'l>,
+) -> jlong {
+    entry(&mut env, 0, |env| {
+        let l = lock(env, handle, &name, kind)?;
+        let owner = owner(owner_id)?;
+        start(env, &future, async move {
+            Ok(Won::value(match l.release(owner).await? {
+                Released::StillHeld(n) => n as i64,
+                Released::Freed => 0,
+            }))
+        })
+    })
+}
+
+/// Start a force-unlock on the runtime (`forceUnlockAsync`): completes `future` with 1 if the
+/// lock was held, 0 if not.
+#[no_mangle]
+pub extern "system" fn Java_io_polylock_Native_forceUnlockAsync<'l>(
+    mut env: JNIEnv<'l>,
+    _: JClass<'l>,
+    handle: jlong,
+    name: JString<'l>,
+    kind: jint,
+    future: JObject<'l>,
+) -> jlong {
+    entry(&mut env, 0, |env| {
+        let l = lock(env, handle, &name, kind)?;
+        start(env, &future, async move {
+            Ok(Won::value(i64::from(l.force_unlock().await?)))
+        })
+    })
+}
+
 /// Release one hold; returns how many holds the owner keeps (0 when the lock is free).
 #[no_mangle]
 pub extern "system" fn Java_io_polylock_Native_release<'l>(
@@ -321,13 +365,7 @@ pub extern "system" fn Java_io_polylock_Native_remainTimeToLive<'l>(
 ) -> jlong {
     entry(&mut env, -2, |env| {
         let l = lock(env, handle, &name, kind)?;
-        block(async move {
-            match l.remaining_lease().await? {
-                Some(d) => Ok(d.as_millis() as jlong),
-                None if l.is_locked().await? => Ok(-1),
-                None => Ok(-2),
-            }
-        })
+        block(async move { Ok(l.remaining_lease().await?.as_millis_code()) })
     })
 }
 

@@ -127,7 +127,8 @@ pub struct LostEventJs {
     pub kind: String,
     /// The owner (one acquisition of a flow, see index.js) whose hold was lost.
     pub owner: f64,
-    /// Why (`Expired`, `Deleted`, `RenewalFailed`, `SessionExpired`, `ClientClosed`).
+    /// Why: `EXPIRED`, `DELETED`, `RENEWAL_FAILED`, `SESSION_EXPIRED` or `CLIENT_CLOSED` (core's
+    /// stable names, as every runtime says them).
     pub reason: String,
 }
 
@@ -209,6 +210,12 @@ impl NativeClient {
         })
     }
 
+    /// True while the connection to ZooKeeper (or etcd) is down but the session may live.
+    #[napi(getter)]
+    pub fn suspended(&self) -> Result<bool> {
+        entry(|| Ok(self.inner.is_suspended()))
+    }
+
     /// This client's random id.
     #[napi(getter)]
     pub fn id(&self) -> Result<String> {
@@ -236,7 +243,7 @@ impl NativeClient {
                                 name: ev.name.to_string(),
                                 kind: hold_kind_name(ev.kind).to_string(),
                                 owner: ev.owner as f64,
-                                reason: format!("{:?}", ev.reason),
+                                reason: ev.reason.name().to_string(),
                             };
                             tsfn.call(js, ThreadsafeFunctionCallMode::NonBlocking);
                         }

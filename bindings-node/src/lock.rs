@@ -3,7 +3,7 @@
 
 use napi::bindgen_prelude::*;
 use napi_derive::napi;
-use polylock::{AcquireOptions, ErrorKind, Lock, MultiLock};
+use polylock::{AcquireOptions, ErrorKind, LeaseChange, Lock, MultiLock};
 
 use crate::boundary::entry;
 use crate::cancel::{aborted, CancelToken, Ran};
@@ -162,17 +162,76 @@ impl NativeLock {
         })
     }
 
-    /// Remaining lease in ms (`number`), none if free or without a lease.
+    /// Remaining lease: `value` false when nobody holds the lock; else `number`, the ms left, or
+    /// -1 when held with no expiry.
     #[napi]
     pub fn remaining_lease<'e>(&self, env: &'e Env) -> Result<Object<'e>> {
         entry(|| {
             let lock = self.inner.clone();
             promise(env, async move {
                 match lock.remaining_lease().await {
-                    Ok(d) => outcome(d.is_some(), d.map(|d| d.as_millis() as f64)),
+                    Ok(left) => outcome(left.is_held(), Some(left.as_millis_code() as f64)),
                     Err(e) => failed(&e),
                 }
             })
+        })
+    }
+
+    /// Change `owner`'s fixed lease: `how` is `set` (`ms` from now), `add` (`ms` more) or
+    /// `reset` (its original length); `number` is the new lease in ms.
+    #[napi]
+    pub fn extend_lease<'e>(
+        &self,
+        env: &'e Env,
+        owner: f64,
+        how: String,
+        amount_ms: Option<f64>,
+    ) -> Result<Object<'e>> {
+        entry(|| {
+            let amount = || {
+                amount_ms
+                    .map(|v| ms(v, "ms"))
+                    .transpose()
+                    .map_err(sync_err)?
+                    .ok_or_else(|| {
+                        sync_err(polylock::Error::new(
+                            ErrorKind::InvalidArgument,
+                            "ms must be a positive number of milliseconds",
+                        ))
+                    })
+            };
+            let change = match how.as_str() {
+                "set" => LeaseChange::Set(amount()?),
+                "add" => LeaseChange::Add(amount()?),
+                "reset" => LeaseChange::Reset,
+                other => {
+                    return Err(sync_err(polylock::Error::new(
+                        ErrorKind::InvalidArgument,
+                        format!("unknown lease change '{other}'"),
+                    )))
+                }
+            };
+            let lock = self.inner.clone();
+            let owner = owner as u64;
+            promise(env, async move {
+                match lock.extend_lease(owner, change).await {
+                    Ok(d) => outcome(true, Some(d.as_millis() as f64)),
+                    Err(e) => failed(&e),
+                }
+            })
+        })
+    }
+
+    /// Why `owner`'s hold was lost (`DELETED`, ...), or none while it is not lost.
+    #[napi]
+    pub fn lost_reason(&self, owner: f64) -> Result<Option<String>> {
+        entry(|| {
+            Ok(self.inner.members().iter().find_map(|m| {
+                match m.lost_signal(owner as u64).map(|s| s.state()) {
+                    Some(polylock::HoldState::Lost(r)) => Some(r.name().to_string()),
+                    _ => None,
+                }
+            }))
         })
     }
 

@@ -95,7 +95,7 @@ test('using() releases after the work and aborts its signal when the lock is los
   });
   await assert.rejects(work, (e) => e.code === 'ERR_POLYLOCK_LOCK_LOST', 'release reports the loss');
   assert.equal(events.length, 1);
-  assert.equal(events[0].reason, 'Deleted');
+  assert.equal(events[0].reason, 'DELETED');
   await other.close();
   await c.close();
 });
@@ -123,7 +123,7 @@ test('a fixed lease expires; the handle learns it', async () => {
   const ttl = await lock.remainingLeaseMs();
   assert.ok(ttl > 0 && ttl <= 300, `ttl ${ttl}`);
   const keepAlive = setInterval(() => {}, 1000); // 'lost' listeners are weak by design
-  assert.equal((await lost).reason, 'Expired');
+  assert.equal((await lost).reason, 'EXPIRED');
   clearInterval(keepAlive);
   assert.equal(lock.isLost, true);
   await assert.rejects(lock.release(), { code: 'ERR_POLYLOCK_LOCK_LOST' });

@@ -150,7 +150,7 @@ for (const [server, url] of [
     }
     assert.equal(await other.readWriteLock(name).readLock().forceUnlock(), true);
     for (let i = 0; i < 100 && seen.length === 0; i++) await sleep(20);
-    assert.deepEqual(seen, [['read', 'Deleted']]);
+    assert.deepEqual(seen, [['read', 'DELETED']]);
     await assert.rejects(rw.readLock().release(), isCode('ERR_POLYLOCK_LOCK_LOST'));
     await other.close();
     await c.close();

@@ -116,7 +116,12 @@ impl NativeClient {
                     // Not once the interpreter exits (holds are lost as the process exits).
                     Ok(ev) => {
                         let told = crate::call::from_runtime(|py| {
-                            let args = (ev.name.to_string(), hold_kind_name(ev.kind), ev.owner);
+                            let args = (
+                                ev.name.to_string(),
+                                hold_kind_name(ev.kind),
+                                ev.owner,
+                                ev.reason.name(),
+                            );
                             if let Err(e) = hook.call1(py, args) {
                                 e.print(py);
                             }

@@ -1,7 +1,9 @@
 //! `NativeLock`: one handle for every lock kind; blocking calls release the GIL, async calls
 //! run on polylock's runtime and report to asyncio through a callback.
 
-use polylock::{AcquireOptions, ErrorKind, Lock, MultiLock, Wait};
+use polylock::{
+    AcquireOptions, ErrorKind, LeaseChange, Lock, MultiLock, RemainingLease, Wait,
+};
 use pyo3::prelude::*;
 
 use crate::call::{interruptible, NativeCall, Outcome, Reply};
@@ -91,9 +93,59 @@ impl NativeLock {
         blocking(py, async move { l.is_locked().await })
     }
 
+    /// The contract's three answers: None (not held), inf (held with no expiry), or the seconds
+    /// left.
     fn remaining_lease(&self, py: Python<'_>) -> PyResult<Option<f64>> {
         let l = self.inner.clone();
-        blocking(py, async move { l.remaining_lease().await }).map(|d| d.map(|d| d.as_secs_f64()))
+        blocking(py, async move { l.remaining_lease().await }).map(|left| match left {
+            RemainingLease::NotHeld => None,
+            RemainingLease::NoExpiry => Some(f64::INFINITY),
+            RemainingLease::Expires(d) => Some(d.as_secs_f64()),
+        })
+    }
+
+    /// Change `owner`'s fixed lease: `how` is "add" (`seconds` more), "set" (`seconds` from now)
+    /// or "reset" (its original length from now). The new lease in seconds.
+    #[pyo3(signature = (owner, how, seconds))]
+    fn extend_lease(
+        &self,
+        py: Python<'_>,
+        owner: u64,
+        how: &str,
+        seconds: Option<f64>,
+    ) -> PyResult<f64> {
+        let amount = || -> PyResult<std::time::Duration> {
+            lease_arg(seconds)?.ok_or_else(|| {
+                err(polylock::Error::new(
+                    ErrorKind::InvalidArgument,
+                    "a lease change needs a number of seconds",
+                ))
+            })
+        };
+        let change = match how {
+            "add" => LeaseChange::Add(amount()?),
+            "set" => LeaseChange::Set(amount()?),
+            "reset" => LeaseChange::Reset,
+            other => {
+                return Err(err(polylock::Error::new(
+                    ErrorKind::InvalidArgument,
+                    format!("unknown lease change '{other}'"),
+                )))
+            }
+        };
+        let l = self.inner.clone();
+        blocking(py, async move { l.extend_lease(owner, change).await }).map(|d| d.as_secs_f64())
+    }
+
+    /// Why `owner`'s hold was lost (`"DELETED"`, ...), or None while it is not lost.
+    fn lost_reason(&self, owner: u64) -> Option<&'static str> {
+        self.inner
+            .members()
+            .iter()
+            .find_map(|m| match m.lost_signal(owner).map(|s| s.state()) {
+                Some(polylock::HoldState::Lost(r)) => Some(r.name()),
+                _ => None,
+            })
     }
 
     fn force_unlock(&self, py: Python<'_>) -> PyResult<bool> {

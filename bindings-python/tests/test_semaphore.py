@@ -193,7 +193,7 @@ def test_expiring_permits_on_redis():
     assert permit_id is not None and len(permit_id) == 32
     time.sleep(1.9)  # the watchdog renews it past three leases
     assert sem.available_permits() == 0
-    assert sem.acquire(timeout=0) is None
+    assert sem.acquire(timeout=0) is False  # "not acquired" is False, as for every acquire
     sem.release(permit_id)
     with pytest.raises(polylock.NotOwnerError):
         sem.release(permit_id)

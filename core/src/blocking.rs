@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use crate::runtime::block_on;
 use crate::{
-    AcquireOptions, Acquired, ClientOptions, LockKind, LockStatus, LostSignal, OwnerId, Released,
-    Result,
+    AcquireOptions, Acquired, ClientOptions, LeaseChange, LockKind, LockStatus, LostSignal,
+    OwnerId, Released, RemainingLease, Result,
 };
 
 /// Blocking [`crate::Client`].
@@ -149,7 +149,11 @@ impl Lock {
     );
     blocking!(
         /// See [`crate::Lock::remaining_lease`].
-        remaining_lease() -> Option<Duration>
+        remaining_lease() -> RemainingLease
+    );
+    blocking!(
+        /// See [`crate::Lock::extend_lease`].
+        extend_lease(owner: OwnerId, change: LeaseChange) -> Duration
     );
     blocking!(
         /// See [`crate::Lock::force_unlock`].

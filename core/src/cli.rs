@@ -42,7 +42,9 @@ struct Target {
     /// zk://[user:password@]host:port[,host:port...][/chroot] (the name is then a znode path),
     /// etcd://[user:password@]host:port[,host:port...] (etcd's own lock, as `etcdctl lock`),
     /// mysql://user:password@host:port/db (GET_LOCK) or postgres://user:password@host:port/db
-    /// (advisory locks; ?mode=table on either: ShedLock's lease table).
+    /// (advisory locks; ?mode=table on either: ShedLock's lease table); also redis+sentinel://,
+    /// redis+cluster://, zks://, etcds://. Every form and its options: the URL table in
+    /// docs/src/contract.md#urls.
     /// Given 3 or more times (redis:// URLs of independent masters): a RedLock across them.
     #[arg(long, env = "POLYLOCK_URL", default_value = "redis://127.0.0.1:6379")]
     url: Vec<String>,
@@ -591,12 +593,12 @@ async fn run_command(
                 lost = true;
                 match on_lost {
                     OnLost::Kill => {
-                        eprintln!("polylock: lock '{}' lost ({}); stopping the command", target.name(), reason.describe());
+                        eprintln!("polylock: lock '{}' lost ({}: {}); stopping the command", target.name(), reason.name(), reason.describe());
                         send(libc::SIGTERM);
                         kill_deadline = Some(tokio::time::Instant::now() + grace);
                     }
                     OnLost::Ignore => {
-                        eprintln!("polylock: warning: lock '{}' lost ({}); the command keeps running", target.name(), reason.describe());
+                        eprintln!("polylock: warning: lock '{}' lost ({}: {}); the command keeps running", target.name(), reason.name(), reason.describe());
                     }
                 }
             }

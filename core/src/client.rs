@@ -46,6 +46,8 @@ impl Client {
     /// `require_ssl=true` (MySQL), `sslmode=require[&sslrootcert=FILE]` (PostgreSQL), through
     /// rustls. `etcd://[user:password@]host:port[,host:port...][?ttl=SECONDS]` locks in etcd's own
     /// format (`concurrency.Mutex`, `etcdctl lock`); `etcds://...?tls_ca_file=PATH` over TLS.
+    /// Sentinel (`redis+sentinel://`) and Cluster (`redis+cluster://`) too: every form with its
+    /// options is in the URL table, docs/src/contract.md#urls.
     pub async fn connect(url: &str) -> Result<Client> {
         Client::connect_with(url, ClientOptions::default()).await
     }
@@ -393,14 +395,15 @@ impl Client {
     }
 }
 
-/// Every URL form a client connects to, for the error of a malformed URL (the README's URL table
-/// has them with their options).
+/// Every URL form a client connects to, for the error of a malformed URL (the URL table of
+/// docs/src/contract.md has them with their options; every binding's docs point there too).
 pub(crate) const URL_FORMS: &str = "expected redis://[user:password@]host:port[/db], rediss://..., \
      redis+sentinel://host:port[,host:port...]/<master>[/db], redis+cluster://host:port[,host:port...], \
      zk://host:port[,host:port...][/chroot], zks://...?tls_ca_file=PATH, \
      etcd://host:port[,host:port...], etcds://...?tls_ca_file=PATH, \
      mysql://user:password@host:port/database (also mariadb://) or \
-     postgres://user:password@host:port/database (also postgresql://); see the URL table in the README";
+     postgres://user:password@host:port/database (also postgresql://); every form and its options: \
+     the URL table in docs/src/contract.md#urls";
 
 /// The backend family of a URL scheme, and the cargo feature that compiles it in. The one place
 /// where a backend's presence is decided (`cfg`), so that a build with fewer backends refuses

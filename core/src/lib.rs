@@ -73,7 +73,8 @@ pub use crate::model::options::{
     AcquireOptions, ClientOptions, Wait, MAX_DURATION, MIN_WATCHDOG_TIMEOUT,
 };
 pub use crate::model::outcome::{
-    Acquired, Holder, LockStatus, PermitHolder, Released, SemaphoreStatus,
+    Acquired, Holder, LeaseChange, LockStatus, PermitHolder, Released, RemainingLease,
+    SemaphoreStatus,
 };
 pub use crate::model::owner::{self, OwnerId};
 pub use crate::primitives::latch::CountDownLatch;

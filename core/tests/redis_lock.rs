@@ -178,7 +178,7 @@ async fn fixed_lease_expires_and_the_holder_learns_it() {
         )
         .await
         .unwrap();
-    let ttl = lock.remaining_lease().await.unwrap().unwrap();
+    let ttl = lock.remaining_lease().await.unwrap().duration().unwrap();
     assert!(
         ttl <= Duration::from_millis(300) && ttl > Duration::from_millis(100),
         "{ttl:?}"
@@ -212,7 +212,7 @@ async fn watchdog_keeps_a_hold_three_times_longer_than_its_lease() {
     tokio::time::sleep(Duration::from_millis(1900)).await;
     assert!(!held.lost.is_lost());
     assert_eq!(lock.hold_count(me).await.unwrap(), 1);
-    let ttl = lock.remaining_lease().await.unwrap().unwrap();
+    let ttl = lock.remaining_lease().await.unwrap().duration().unwrap();
     assert!(ttl > Duration::from_millis(250), "renewed lease {ttl:?}");
     let other = client().await;
     assert!(other

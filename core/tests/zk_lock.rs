@@ -257,7 +257,10 @@ async fn force_unlock_and_status_list_contenders_in_order() {
     assert_eq!(st.holders[0].count, 2, "our own hold count");
     assert_eq!(st.waiters.len(), 1);
     assert_eq!(st.ttl, None);
-    assert_eq!(lock.remaining_lease().await.unwrap(), None);
+    assert_eq!(
+        lock.remaining_lease().await.unwrap(),
+        polylock::RemainingLease::NoExpiry
+    );
     assert!(lock.force_unlock().await.unwrap());
     assert_eq!(
         lock.release(1).await.unwrap_err().kind(),

@@ -14,7 +14,9 @@
 
 Locks are shaped like ``threading.Lock``: ``acquire(blocking=True, timeout=-1)`` returns a bool,
 ``release()`` raises ``NotOwnerError`` (a ``RuntimeError``) when the caller does not hold it.
-Every call that touches the network or waits releases the GIL.
+Every bounded acquire says "not acquired" with ``False``; every wait takes ``None`` or ``-1``
+for "forever". Every call that touches the network or waits releases the GIL. The contract that
+every runtime shares (and every URL form): docs/src/contract.md.
 """
 
 from __future__ import annotations
@@ -38,9 +40,17 @@ from ._errors import (
     NotReplicatedError,
 )
 from ._lock import Lock, MultiLock, ReadWriteLock
+from ._lost import LostEvent
 from ._semaphore import CountDownLatch, PermitExpirableSemaphore, Semaphore
 
 __version__: str = _native.VERSION
 
-__all__ = ["connect", "connect_redlock", "Client", "Lock", "MultiLock", "ReadWriteLock", "Semaphore", "PermitExpirableSemaphore", "CountDownLatch"]
+
+def error_table() -> "list[tuple[int, str, type[PolylockError]]]":
+    """polylock's one error table, as Python carries it: each kind's stable number, its name
+    (an error's ``code``) and the exception class raised for it (PANIC, a bug caught at the
+    boundary, is an ``InternalError`` whose ``code`` says ``"PANIC"``; NULL_PARAMETER is C's)."""
+    return [(n, name, getattr(_errors, cls)) for n, name, cls in _native.error_table()]
+
+__all__ = ["connect", "connect_redlock", "error_table", "Client", "Lock", "MultiLock", "ReadWriteLock", "Semaphore", "PermitExpirableSemaphore", "CountDownLatch", "LostEvent"]
 __all__ += _errors.__all__

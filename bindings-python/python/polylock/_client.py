@@ -14,7 +14,7 @@ from typing import Any, Callable, Optional, Sequence, TypeVar, cast
 
 from . import _native
 from ._errors import InvalidArgumentError, LockLostError, LockTimeoutError
-from ._lock import Lock, ReadWriteLock, _check_name
+from ._lock import Lock, ReadWriteLock, _check_name, _timeout
 from ._semaphore import CountDownLatch, PermitExpirableSemaphore, Semaphore
 from ._lost import LostWatch
 
@@ -57,8 +57,10 @@ def connect(
     session_timeout: float = 10.0,
     fair_wait_timeout: float = 5.0,
 ) -> "Client":
-    """Connect to ``redis://[user:password@]host:port[/db]``, ``rediss://...`` or
-    ``zk://[user:password@]host:port[,host:port...][/chroot]``. Durations are in seconds;
+    """Connect to a lock server: ``redis://[user:password@]host:port[/db]``, ``rediss://...``,
+    ``redis+sentinel://...``, ``redis+cluster://...``, ``zk://host:port[,...][/chroot]``,
+    ``zks://...``, ``etcd://...``, ``mysql://...`` or ``postgres://...``; every form with its
+    options is in the URL table, docs/src/contract.md#urls. Durations are in seconds;
     ``fair_wait_timeout`` is how long a fair lock's waiter that stopped asking keeps its place."""
     if not isinstance(url, str):
         raise InvalidArgumentError(f"url must be a str, got {type(url).__name__}")
@@ -166,30 +168,36 @@ class Client:
         _check_name(name)
         return CountDownLatch(self._native.count_down_latch(name))
 
-    def locked(
+    def synchronize(
         self,
         name: str,
         *,
         wait: Optional[float] = None,
-        timeout: float = -1,
+        timeout: Optional[float] = -1,
         lease: Optional[float] = None,
         cancel_on_lost: bool = False,
     ) -> Callable[[F], F]:
         """Decorator: run the function under ``self.lock(name.format(**arguments))``, where the
-        arguments are the call's, bound by name (``@client.locked("order:{order_id}")``, attribute
-        and index access allowed: ``"{order.id}"``). Works on plain and ``async`` functions.
-        ``wait`` (seconds; ``timeout`` is its older name) bounds the wait, after which the call
-        raises ``LockTimeoutError``; without either it waits as long as it takes. A template
-        naming an argument the function does not have is an ``InvalidArgumentError`` when the
-        function is decorated. If the lock is lost while the function runs, the call raises
-        ``LockLostError`` when it returns; with ``cancel_on_lost=True`` an ``async`` function is
-        cancelled at once (``CancelledError`` inside it) and the call raises ``LockLostError``."""
-        if wait is not None and timeout != -1:
+        arguments are the call's, bound by name (``@client.synchronize("order:{order_id}")``,
+        attribute and index access allowed: ``"{order.id}"``). Works on plain and ``async``
+        functions. ``wait`` (seconds; ``timeout`` is its older name) bounds the wait, after which
+        the call raises ``LockTimeoutError`` (a ``PolylockError`` and a ``TimeoutError``);
+        ``None`` or -1 waits as long as it takes. A template naming an argument the function
+        does not have is an ``InvalidArgumentError`` when the function is decorated. If the
+        lock is lost while the function runs, the call raises ``LockLostError`` when it
+        returns; with ``cancel_on_lost=True`` an ``async`` function is cancelled at once
+        (``CancelledError`` inside it) and the call raises ``LockLostError``.
+
+        ``Client.locked`` is the same decorator under its earlier name (``Lock.locked()`` is
+        the state query, as in ``threading.Lock``)."""
+        if wait is not None and wait != -1 and timeout is not None and timeout != -1:
             raise InvalidArgumentError("give wait= or its older name timeout=, not both")
-        if wait is not None:
-            if isinstance(wait, bool) or not isinstance(wait, (int, float)) or wait < 0:
-                raise InvalidArgumentError(f"wait must be a number of seconds >= 0, got {wait!r}")
-            timeout = float(wait)
+        given = wait if wait is not None and wait != -1 else timeout
+        try:
+            forever = _timeout(given) is None
+        except InvalidArgumentError:
+            raise InvalidArgumentError(f"wait must be None or -1 (forever), or seconds >= 0, got {given!r}") from None
+        timeout = -1.0 if forever else float(cast(float, given))
         fields: set[str] = set()
         try:
             for _, field_name, _, _ in string.Formatter().parse(name):
@@ -270,6 +278,8 @@ class Client:
             return cast(F, wrapper)
 
         return decorate
+
+    locked = synchronize
 
     def close(self) -> None:
         """Release every lock this client still holds and close it. Idempotent; later calls on

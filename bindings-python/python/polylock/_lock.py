@@ -6,7 +6,7 @@ import asyncio
 from types import TracebackType
 from typing import Any, Callable, Iterable, Optional, cast
 
-from . import _aio, _native, _owner
+from . import _aio, _lost, _native, _owner
 from ._errors import InvalidArgumentError
 
 def _check_name(name: object) -> None:
@@ -15,10 +15,15 @@ def _check_name(name: object) -> None:
 
 
 def _timeout(timeout: Optional[float]) -> Optional[float]:
-    """An asyncio-style timeout: ``None`` waits forever, 0 tries once, else seconds."""
-    wait = None if timeout is None else _seconds(timeout, "timeout")
-    if wait is not None and wait < 0:
-        raise InvalidArgumentError("timeout must be None or non-negative")
+    """A wait: ``None`` or ``-1`` waits forever (both spellings, in every call that waits), 0
+    tries once, else seconds."""
+    if timeout is None:
+        return None
+    wait = _seconds(timeout, "timeout")
+    if wait == -1:
+        return None
+    if wait < 0:
+        raise InvalidArgumentError("timeout must be None or -1 (forever), or non-negative seconds")
     return wait
 
 
@@ -47,19 +52,19 @@ class Lock:
         """``"reentrant"``, ``"mutex"``, ``"read"``, ``"write"`` or ``"fair"``."""
         return self._native.kind
 
-    def acquire(self, blocking: bool = True, timeout: float = -1, lease: Optional[float] = None) -> bool:
+    def acquire(
+        self, blocking: bool = True, timeout: Optional[float] = -1, lease: Optional[float] = None
+    ) -> bool:
         """Acquire for the calling thread; True when held, False when not acquired in time.
 
-        ``blocking=False``: one attempt. ``timeout=-1``: wait forever; ``timeout>=0``: wait up to
-        that many seconds. ``lease``: seconds after which the lock expires on its own (no
-        watchdog); ``None`` lets the watchdog keep it while this client lives. Ctrl-C interrupts
-        the wait within 100 ms and leaves nothing acquired."""
-        timeout = _seconds(timeout, "timeout")
-        if not blocking and timeout != -1:
+        ``blocking=False``: one attempt. ``timeout=-1`` or ``None``: wait forever;
+        ``timeout>=0``: wait up to that many seconds. ``lease``: seconds after which the lock
+        expires on its own (no watchdog; :meth:`extend` and :meth:`reacquire` change it);
+        ``None`` lets the watchdog keep it while this client lives. Ctrl-C interrupts the wait
+        within 100 ms and leaves nothing acquired."""
+        if not blocking and timeout is not None and timeout != -1:
             raise InvalidArgumentError("can't specify a timeout for a non-blocking call")
-        if timeout < 0 and timeout != -1:
-            raise InvalidArgumentError("timeout value must be -1 or non-negative")
-        wait: Optional[float] = 0.0 if not blocking else (None if timeout == -1 else timeout)
+        wait: Optional[float] = 0.0 if not blocking else _timeout(timeout)
         if lease is not None:
             lease = _seconds(lease, "lease")
         return self._native.acquire(_owner.of_thread(), wait, lease)
@@ -80,8 +85,8 @@ class Lock:
 
     async def acquire_async(self, timeout: Optional[float] = None, lease: Optional[float] = None) -> bool:
         """Acquire for the current asyncio task without blocking the event loop; True when held,
-        False when ``timeout`` (seconds; ``None`` = forever, 0 = one try) ran out. Cancelling the
-        task cancels the wait and leaves nothing acquired."""
+        False when ``timeout`` (seconds; ``None`` or -1 = forever, 0 = one try) ran out.
+        Cancelling the task cancels the wait and leaves nothing acquired."""
         wait = _timeout(timeout)
         if lease is not None:
             lease = _seconds(lease, "lease")
@@ -114,9 +119,14 @@ class Lock:
         """How many times the current thread (or task) holds the lock."""
         return self._native.hold_count(_owner.current())
 
-    def held_by_me(self) -> bool:
-        """Whether the current thread (or task) holds the lock."""
+    def owned(self) -> bool:
+        """Whether the current thread (or task) holds the lock (redis-py's ``owned()``; asks the
+        server where it counts holds)."""
         return self.hold_count > 0
+
+    def held_by_me(self) -> bool:
+        """The same as :meth:`owned`."""
+        return self.owned()
 
     @property
     def fencing_token(self) -> Optional[int]:
@@ -127,22 +137,49 @@ class Lock:
 
     @property
     def remaining_lease(self) -> Optional[float]:
-        """Seconds left of the holder's lease; None if free or without a lease (ZooKeeper)."""
+        """The lease left, three distinct answers: ``None`` when nobody holds the lock,
+        ``math.inf`` when it is held with no expiry (ZooKeeper, SQL session locks), else the
+        seconds left."""
         return self._native.remaining_lease()
+
+    def extend(self, additional_time: float, replace_ttl: bool = False) -> bool:
+        """Add ``additional_time`` seconds to the fixed lease of the current thread's (or
+        task's) hold (redis-py's ``Lock.extend``); with ``replace_ttl=True`` the lease ends
+        ``additional_time`` from now instead. True once changed. ``NotOwnerError`` without a
+        hold, ``LockLostError`` if it was lost or its lease ran out, ``InvalidStateError`` for a
+        hold the watchdog keeps (acquired without ``lease``)."""
+        how = "set" if replace_ttl else "add"
+        self._native.extend_lease(_owner.current(), how, _seconds(additional_time, "additional_time"))
+        return True
+
+    def reacquire(self) -> bool:
+        """Start the fixed lease of the current thread's (or task's) hold again at its original
+        length (redis-py's ``Lock.reacquire``). True once done; errors as for :meth:`extend`."""
+        self._native.extend_lease(_owner.current(), "reset", None)
+        return True
 
     @property
     def lost(self) -> bool:
         """True if the current thread's (or task's) hold was lost and not yet released."""
         return self._native.is_lost(_owner.current())
 
+    @property
+    def lost_reason(self) -> Optional[str]:
+        """Why the current thread's (or task's) hold was lost (``"EXPIRED"``, ``"DELETED"``,
+        ``"RENEWAL_FAILED"``, ``"SESSION_EXPIRED"``, ``"CLIENT_CLOSED"``); None while it is not
+        lost."""
+        return self._native.lost_reason(_owner.current())
+
     def force_unlock(self) -> bool:
         """Free the lock whoever holds it (Redisson's forceUnlock); True if it was held."""
         return self._native.force_unlock()
 
-    def on_lost(self, callback: Callable[["Lock"], Any]) -> None:
-        """Call ``callback(lock)`` when a hold of this lock's name taken through this client is
-        lost (also holds taken before the callback was added). It runs on a polylock thread of
-        Python's own (not the thread that acquired), so it may block."""
+    def on_lost(self, callback: Callable[..., Any]) -> None:
+        """Call ``callback(lock, event)`` when a hold of this lock's name taken through this
+        client is lost (also holds taken before the callback was added); ``event`` is a
+        :class:`LostEvent` (``name``, ``kind``, ``owner``, ``reason``). A callback that takes
+        one argument is called as ``callback(lock)``. It runs on a polylock thread of Python's
+        own (not the thread that acquired), so it may block."""
         if not callable(callback):
             raise InvalidArgumentError("callback must be callable")
         self._callbacks.append(callback)
@@ -213,11 +250,12 @@ class MultiLock(Lock):
         """The locks, as given."""
         return list(self._members)
 
-    def on_lost(self, callback: Callable[["Lock"], Any]) -> None:
+    def on_lost(self, callback: Callable[..., Any]) -> None:
         if not callable(callback):
             raise InvalidArgumentError("callback must be callable")
+        call = _lost.caller(callback)
         for m in self._members:
-            m.on_lost(lambda _member: callback(self))
+            m.on_lost(lambda _member, event: call(self, event))
 
     def __repr__(self) -> str:
         return f"<polylock.MultiLock {self.name!r}>"

@@ -3,7 +3,9 @@ handles that asked, on one Python thread of polylock's own."""
 
 from __future__ import annotations
 
+import dataclasses
 import functools
+import inspect
 import queue
 import threading
 import weakref
@@ -48,6 +50,43 @@ class _Dispatcher:
 _dispatcher = _Dispatcher()
 
 
+@dataclasses.dataclass(frozen=True)
+class LostEvent:
+    """One lost hold, as lost callbacks get it: the lock's ``name``, its ``kind``
+    (``"reentrant"``, ``"mutex"``, ``"read"``, ``"write"``, ``"fair"`` or ``"permit"``), the
+    ``owner`` id whose hold it was, and the ``reason``: ``"EXPIRED"`` (a fixed lease ran out),
+    ``"DELETED"`` (removed from the server: deleted, force-unlocked, its connection killed),
+    ``"RENEWAL_FAILED"``, ``"SESSION_EXPIRED"`` or ``"CLIENT_CLOSED"``."""
+
+    name: str
+    kind: str
+    owner: int
+    reason: str
+
+
+def _positional(callback: Callable[..., Any]) -> int:
+    """How many positional arguments ``callback`` takes (at most 2 matter)."""
+    try:
+        params = inspect.signature(callback).parameters.values()
+    except (TypeError, ValueError):  # a builtin without a signature: the two-argument form
+        return 2
+    n = 0
+    for p in params:
+        if p.kind is inspect.Parameter.VAR_POSITIONAL:
+            return 2
+        if p.kind in (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD):
+            n += 1
+    return n
+
+
+def caller(callback: Callable[..., Any]) -> Callable[[Any, LostEvent], Any]:
+    """``callback`` as ``(handle, event)``: a one-argument callback (earlier versions' form) gets
+    the handle alone."""
+    if _positional(callback) >= 2:
+        return callback
+    return lambda handle, _event: callback(handle)
+
+
 class LostWatch:
     """The handles of one client that have lost callbacks (locks, expiring-permit semaphores), by
     name and kind."""
@@ -66,15 +105,16 @@ class LostWatch:
             self._watching = True
         ref = weakref.ref(self)
 
-        def on_event(name: str, kind: str, owner: int) -> None:  # a runtime thread, with the GIL
+        def on_event(name: str, kind: str, owner: int, reason: str) -> None:  # a runtime thread, with the GIL
             watch = ref()
             if watch is None:
                 return
             with watch._lock:
                 locks = list(watch._watched.get((name, kind), ()))
+            event = LostEvent(name, kind, owner, reason)
             for lock in locks:
-                callbacks: "list[Callable[[Any], Any]]" = list(lock._callbacks)
+                callbacks: "list[Callable[..., Any]]" = list(lock._callbacks)
                 for cb in callbacks:
-                    _dispatcher.submit(functools.partial(cb, lock))
+                    _dispatcher.submit(functools.partial(caller(cb), lock, event))
 
         self._native.watch_lost(on_event)

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from types import TracebackType
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Literal, Optional
 
 from . import _aio, _native
 from ._errors import InvalidArgumentError
@@ -22,17 +22,13 @@ def _permits(value: object, what: str = "permits") -> int:
 
 
 def _wait(blocking: bool, timeout: Optional[float]) -> Optional[float]:
-    """``threading.Semaphore.acquire``'s arguments as a wait: None forever, 0 once, seconds."""
+    """``threading.Semaphore.acquire``'s arguments as a wait: None (or -1) forever, 0 once,
+    seconds."""
     if not blocking:
-        if timeout is not None:
+        if timeout is not None and timeout != -1:
             raise InvalidArgumentError("can't specify timeout for non-blocking acquire")
         return 0.0
-    if timeout is None:
-        return None
-    timeout = _seconds(timeout, "timeout")
-    if timeout < 0:
-        raise InvalidArgumentError("timeout must be None or non-negative")
-    return timeout
+    return _timeout(timeout)
 
 
 class Semaphore:
@@ -71,7 +67,8 @@ class Semaphore:
 
     def acquire(self, blocking: bool = True, timeout: Optional[float] = None, permits: int = 1) -> bool:
         """Take ``permits`` permits; True when taken, False when ``timeout`` ran out (as
-        ``threading.Semaphore.acquire``). Ctrl-C interrupts the wait and leaves nothing taken."""
+        ``threading.Semaphore.acquire``; ``None`` or -1 waits forever). Ctrl-C interrupts the
+        wait and leaves nothing taken."""
         return self._native.acquire(_permits(permits), _wait(blocking, timeout))
 
     def release(self, permits: int = 1) -> None:
@@ -148,11 +145,17 @@ class PermitExpirableSemaphore:
             raise InvalidArgumentError(f"delta must be an int, got {delta!r}")
         self._native.add_permits(delta)
 
-    def acquire(self, timeout: Optional[float] = None, lease: Optional[float] = None) -> Optional[str]:
-        """Take one permit: its id (32 hexadecimal characters), or None when ``timeout`` ran out."""
-        return self._native.acquire(_timeout(timeout), None if lease is None else _seconds(lease, "lease"))
+    def acquire(self, timeout: Optional[float] = None, lease: Optional[float] = None) -> "str | Literal[False]":
+        """Take one permit: its id (32 hexadecimal characters, truthy), or False when
+        ``timeout`` ran out, as every bounded acquire of polylock says "not acquired" (``None``
+        or -1 waits forever)."""
+        got = self._native.acquire(_timeout(timeout), None if lease is None else _seconds(lease, "lease"))
+        return got if got is not None else False
 
-    async def acquire_async(self, timeout: Optional[float] = None, lease: Optional[float] = None) -> Optional[str]:
+    async def acquire_async(
+        self, timeout: Optional[float] = None, lease: Optional[float] = None
+    ) -> "str | Literal[False]":
+        """:meth:`acquire` without blocking the event loop: the permit's id, or False."""
         wait, native = _timeout(timeout), self._native
         lease_s = None if lease is None else _seconds(lease, "lease")
         got = await _aio.run(
@@ -160,7 +163,7 @@ class PermitExpirableSemaphore:
             (wait, lease_s),
             lambda _wait, permit_id: native.try_release(permit_id),
         )
-        return got if isinstance(got, str) else None
+        return got if isinstance(got, str) else False
 
     def release(self, permit_id: str) -> None:
         """Give back the permit ``permit_id`` (any client may). ``NotOwnerError`` if there is no
@@ -178,9 +181,10 @@ class PermitExpirableSemaphore:
     def available_permits(self) -> int:
         return self._native.available_permits()
 
-    def on_lost(self, callback: Callable[["PermitExpirableSemaphore"], Any]) -> None:
-        """Call ``callback(semaphore)`` when a permit of this name taken through this client is
-        lost; it runs on a polylock thread of Python's own."""
+    def on_lost(self, callback: Callable[..., Any]) -> None:
+        """Call ``callback(semaphore, event)`` (a :class:`LostEvent`; a one-argument callback
+        gets the semaphore alone) when a permit of this name taken through this client is lost;
+        it runs on a polylock thread of Python's own."""
         if not callable(callback):
             raise InvalidArgumentError("callback must be callable")
         self._callbacks.append(callback)
@@ -216,7 +220,7 @@ class CountDownLatch:
 
     def wait(self, timeout: Optional[float] = None) -> bool:
         """Wait until the count is zero; False when ``timeout`` ran out (as
-        ``threading.Event.wait``). Ctrl-C interrupts the wait."""
+        ``threading.Event.wait``; ``None`` or -1 waits forever). Ctrl-C interrupts the wait."""
         return self._native.wait(_timeout(timeout))
 
     async def wait_async(self, timeout: Optional[float] = None) -> bool:

@@ -17,7 +17,7 @@ use async_trait::async_trait;
 use crate::model::error::{Error, Result};
 use crate::model::kind::{HoldKind, LockKind};
 use crate::model::options::Wait;
-use crate::model::outcome::{LockStatus, SemaphoreStatus};
+use crate::model::outcome::{LockStatus, RemainingLease, SemaphoreStatus};
 use crate::model::owner::OwnerId;
 
 /// Who counts re-entries of one owner.
@@ -234,6 +234,17 @@ pub(crate) trait LockOps: HoldOps {
 
     /// The remaining lease of whoever holds `name`; `None` if free or without a lease.
     async fn remaining_lease(&self, name: &str) -> Result<Option<Duration>>;
+
+    /// The contract's three answers: not held, held with no expiry, held for so long. By
+    /// default a `None` lease asks [`is_locked`](LockOps::is_locked) which of the first two it
+    /// is; a backend that can tell in one round trip (Redis's `PTTL`) says so itself.
+    async fn lease_left(&self, name: &str) -> Result<RemainingLease> {
+        Ok(match self.remaining_lease(name).await? {
+            Some(d) => RemainingLease::Expires(d),
+            None if self.is_locked(name).await? => RemainingLease::NoExpiry,
+            None => RemainingLease::NotHeld,
+        })
+    }
 
     /// Remove the lock whoever holds it and wake its waiters; true if it was held.
     async fn force_unlock(&self, name: &str) -> Result<bool>;

@@ -26,6 +26,40 @@ pub enum LostReason {
 }
 
 impl LostReason {
+    /// Every reason.
+    pub const ALL: [LostReason; 5] = [
+        LostReason::Expired,
+        LostReason::Deleted,
+        LostReason::RenewalFailed,
+        LostReason::SessionExpired,
+        LostReason::ClientClosed,
+    ];
+
+    /// The stable upper-case name (`DELETED`): the contract's word for the reason, which the
+    /// bindings carry (Python's `LostEvent.reason`, Java's `LostReason`, C's `POLYLOCK_LOST_*`)
+    /// and the CLI prints when a hold is lost.
+    pub fn name(self) -> &'static str {
+        match self {
+            LostReason::Expired => "EXPIRED",
+            LostReason::Deleted => "DELETED",
+            LostReason::RenewalFailed => "RENEWAL_FAILED",
+            LostReason::SessionExpired => "SESSION_EXPIRED",
+            LostReason::ClientClosed => "CLIENT_CLOSED",
+        }
+    }
+
+    /// The stable number of the reason (1 to 5, in [`LostReason::ALL`]'s order; 0 is "not
+    /// lost" in the C ABI).
+    pub fn number(self) -> u32 {
+        match self {
+            LostReason::Expired => 1,
+            LostReason::Deleted => 2,
+            LostReason::RenewalFailed => 3,
+            LostReason::SessionExpired => 4,
+            LostReason::ClientClosed => 5,
+        }
+    }
+
     /// The `LockLost` error of lock `name` lost for this reason: what a release of the lost hold
     /// reports, and what bindings hand to their lost listeners.
     pub fn error(self, name: &str) -> Error {

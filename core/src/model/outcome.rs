@@ -77,3 +77,56 @@ pub struct SemaphoreStatus {
     /// The permits taken, where they are held by somebody (expiring permits, leases).
     pub holders: Vec<PermitHolder>,
 }
+
+/// What [`Lock::remaining_lease`](crate::Lock::remaining_lease) answers: the contract's three
+/// distinct answers (docs/src/contract.md, "Remaining lease"). Every binding keeps them apart:
+/// C and Java say -2 / -1 / N ms (Redis's `PTTL`, Redisson's `remainTimeToLive`), Python `None` /
+/// `math.inf` / seconds, Node `null` / `Infinity` / ms.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RemainingLease {
+    /// Nobody holds the lock.
+    NotHeld,
+    /// Held, with nothing that ends it but its holder or its session (ZooKeeper, SQL session
+    /// locks, etcd when its lease's TTL cannot be read).
+    NoExpiry,
+    /// Held, and the lease ends in this long unless renewed (by the watchdog) or released.
+    Expires(Duration),
+}
+
+impl RemainingLease {
+    /// The time left, if the lease ends.
+    pub fn duration(self) -> Option<Duration> {
+        match self {
+            RemainingLease::Expires(d) => Some(d),
+            _ => None,
+        }
+    }
+
+    /// True unless nobody holds the lock.
+    pub fn is_held(self) -> bool {
+        self != RemainingLease::NotHeld
+    }
+
+    /// The C and Java encoding (Redis's `PTTL`, Redisson's `remainTimeToLive`): -2 not held, -1
+    /// held with no expiry, else the milliseconds left.
+    pub fn as_millis_code(self) -> i64 {
+        match self {
+            RemainingLease::NotHeld => -2,
+            RemainingLease::NoExpiry => -1,
+            RemainingLease::Expires(d) => d.as_millis().min(i64::MAX as u128) as i64,
+        }
+    }
+}
+
+/// How [`Lock::extend_lease`](crate::Lock::extend_lease) changes a fixed lease: the three shapes
+/// the ecosystems use (redis-py's `extend(additional_time)`, `extend(t, replace_ttl=True)` and
+/// `reacquire()`; node-redlock's `extend(duration)` is `Set`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LeaseChange {
+    /// Add this much to what is left of the lease.
+    Add(Duration),
+    /// The lease ends this long from now.
+    Set(Duration),
+    /// The lease ends its original length from now (as when it was acquired).
+    Reset,
+}

@@ -12,7 +12,7 @@ use crate::model::error::Result;
 use crate::model::kind::LockKind;
 use crate::model::lost::LostSignal;
 use crate::model::options::AcquireOptions;
-use crate::model::outcome::{Acquired, LockStatus, Released};
+use crate::model::outcome::{Acquired, LeaseChange, LockStatus, Released, RemainingLease};
 use crate::model::owner::OwnerId;
 
 /// A handle on a lock: one named lock of one kind (a reentrant lock, a mutex, a half of a
@@ -127,9 +127,21 @@ impl Lock {
         each!(self, l => l.hold_count(owner).await)
     }
 
-    /// Remaining lease of whoever holds the lock; `None` if it is free (or has no expiry).
-    pub async fn remaining_lease(&self) -> Result<Option<Duration>> {
+    /// Remaining lease of whoever holds the lock: [`RemainingLease::NotHeld`],
+    /// [`RemainingLease::NoExpiry`] (ZooKeeper, SQL session locks), or
+    /// [`RemainingLease::Expires`] with the time left. A multi-lock is not held unless every
+    /// member is, and then ends with its first member.
+    pub async fn remaining_lease(&self) -> Result<RemainingLease> {
         each!(self, l => l.remaining_lease().await)
+    }
+
+    /// Change the fixed lease of `owner`'s hold (Redis, the SQL lease table: the backends with
+    /// leases): add to it, set it, or start it again at its original length
+    /// ([`LeaseChange`]). Returns the lease from now. `NotOwner` without a hold, `LockLost` when
+    /// it was lost or ran out first, `InvalidState` for a hold that the watchdog or a session
+    /// keeps. A multi-lock changes every member's.
+    pub async fn extend_lease(&self, owner: OwnerId, change: LeaseChange) -> Result<Duration> {
+        each!(self, l => l.extend_lease(owner, change).await)
     }
 
     /// Delete the lock whoever holds it and wake its waiters; true if it was held. Holds of this

@@ -16,7 +16,7 @@ use crate::hold::any_lost;
 use crate::model::error::{Error, ErrorKind, Result};
 use crate::model::lost::LostSignal;
 use crate::model::options::{AcquireOptions, Wait};
-use crate::model::outcome::{Acquired, LockStatus, Released};
+use crate::model::outcome::{Acquired, LeaseChange, LockStatus, Released, RemainingLease};
 use crate::model::owner::OwnerId;
 
 /// The members of a multi-lock, in the order it takes them (see the module docs). The public
@@ -83,7 +83,8 @@ impl Multi {
             let left = match (wait, deadline) {
                 (Wait::Forever, _) => Wait::Forever,
                 (_, Some(d)) => match d.checked_duration_since(Instant::now()) {
-                    Some(left) if left > Duration::ZERO => Wait::For(left),
+                    // Under the 1 ms resolution of waits, what is left is one more try.
+                    Some(left) if left >= Duration::from_millis(1) => Wait::For(left),
                     _ => Wait::Never,
                 },
                 (w, None) => w,
@@ -186,14 +187,33 @@ impl Multi {
         Ok(least)
     }
 
-    pub(crate) async fn remaining_lease(&self) -> Result<Option<Duration>> {
-        let mut least: Option<Duration> = None;
+    /// Not held unless every member is; then the least of the members' leases, or no expiry.
+    pub(crate) async fn remaining_lease(&self) -> Result<RemainingLease> {
+        let mut least = RemainingLease::NoExpiry;
         for m in &self.members {
-            if let Some(d) = m.remaining_lease().await? {
-                least = Some(least.map_or(d, |l| l.min(d)));
+            match m.remaining_lease().await? {
+                RemainingLease::NotHeld => return Ok(RemainingLease::NotHeld),
+                RemainingLease::NoExpiry => {}
+                RemainingLease::Expires(d) => {
+                    least = RemainingLease::Expires(least.duration().map_or(d, |l| l.min(d)))
+                }
             }
         }
         Ok(least)
+    }
+
+    /// Each member's fixed lease changed alike; the least of the new leases.
+    pub(crate) async fn extend_lease(
+        &self,
+        owner: OwnerId,
+        change: LeaseChange,
+    ) -> Result<Duration> {
+        let mut least: Option<Duration> = None;
+        for m in &self.members {
+            let d = m.extend_lease(owner, change).await?;
+            least = Some(least.map_or(d, |l| l.min(d)));
+        }
+        least.ok_or_else(|| Error::internal("a multi-lock without members"))
     }
 
     pub(crate) async fn force_unlock(&self) -> Result<bool> {

@@ -6,14 +6,16 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::backend::{AcquireRequest, LeaseSupport, LockOps, Reentry, ReleaseRequest, UnlockReply};
+use crate::backend::{
+    AcquireRequest, LeaseSupport, LockOps, Reentry, ReleaseRequest, RenewItem, UnlockReply,
+};
 use crate::hold::gate::Entry;
 use crate::hold::{watch_gone, ClientCore, Hold, HoldKey, LeaseMode};
 use crate::model::error::{Error, ErrorKind, Result};
 use crate::model::kind::{HoldKind, LockKind};
 use crate::model::lost::{LostReason, LostSignal};
 use crate::model::options::{check_duration, AcquireOptions, Wait, MAX_DURATION};
-use crate::model::outcome::{Acquired, LockStatus, Released};
+use crate::model::outcome::{Acquired, LeaseChange, LockStatus, Released, RemainingLease};
 use crate::model::owner::OwnerId;
 
 /// The hold of a non-reentrant mutex belongs to the whole client (Curator's
@@ -500,10 +502,81 @@ impl OneLock {
         }
     }
 
-    /// Remaining lease of whoever holds the lock; `None` if it is free (or has no expiry).
-    pub async fn remaining_lease(&self) -> Result<Option<Duration>> {
+    /// Remaining lease of whoever holds the lock: not held, held with no expiry, or the time
+    /// left.
+    pub async fn remaining_lease(&self) -> Result<RemainingLease> {
         self.core.check_usable()?;
-        self.ops.remaining_lease(&self.name).await
+        self.ops.lease_left(&self.name).await
+    }
+
+    /// Change the fixed lease of `owner`'s hold (see [`LeaseChange`]); the new length of the
+    /// lease from now. `NotOwner` without a hold, `LockLost` when it was lost (or its lease ran
+    /// out before this), `InvalidState` for a hold the watchdog or a session keeps (nothing to
+    /// extend).
+    pub async fn extend_lease(&self, owner: OwnerId, change: LeaseChange) -> Result<Duration> {
+        self.core.check_usable()?;
+        let hold_owner = self.hold_owner(owner);
+        let key = self.key(hold_owner);
+        let (token, node, length, deadline) = {
+            let mut map = self.core.holds.lock();
+            let Some(h) = map.get_mut(&key) else {
+                return Err(Error::not_owner(&self.name, owner));
+            };
+            if let Some(reason) = h.lost {
+                return Err(self.lost_error(reason));
+            }
+            let LeaseMode::Fixed(length) = h.lease else {
+                return Err(Error::state(format!(
+                    "lock '{}' is held without a fixed lease (the {} keeps it): there is no                      lease to extend",
+                    self.name,
+                    if h.lease == LeaseMode::Watchdog {
+                        "watchdog"
+                    } else {
+                        "session"
+                    }
+                )));
+            };
+            if Instant::now() >= h.deadline {
+                h.mark_lost(&key, LostReason::Expired);
+                return Err(self.lost_error(LostReason::Expired));
+            }
+            (h.token, h.node.clone(), length, h.deadline)
+        };
+        let lease = match change {
+            LeaseChange::Add(d) => deadline.saturating_duration_since(Instant::now()) + d,
+            LeaseChange::Set(d) => d,
+            LeaseChange::Reset => length,
+        };
+        check_duration("lease", lease)?;
+        let sent_at = Instant::now();
+        let item = RenewItem {
+            name: self.name.clone(),
+            owner: hold_owner,
+            node,
+        };
+        let held = self.ops.renew(std::slice::from_ref(&item), lease).await?;
+        let mut map = self.core.holds.lock();
+        let Some(h) = map.get_mut(&key).filter(|h| h.token == token) else {
+            return Err(Error::not_owner(&self.name, owner));
+        };
+        if let Some(reason) = h.lost {
+            return Err(self.lost_error(reason));
+        }
+        if held.first() == Some(&true) {
+            let valid = lease.saturating_sub(self.ops.lease_margin(lease));
+            // The original length stays: `Reset` goes back to it.
+            h.set_lease(LeaseMode::Fixed(length), sent_at + valid);
+            drop(map);
+            self.core.wake.notify_one();
+            return Ok(lease);
+        }
+        let reason = if Instant::now() >= h.deadline {
+            LostReason::Expired
+        } else {
+            LostReason::Deleted
+        };
+        h.mark_lost(&key, reason);
+        Err(self.lost_error(reason))
     }
 
     /// Delete the lock whoever holds it and wake its waiters; true if it was held. Holds of this

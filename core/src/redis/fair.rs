@@ -23,8 +23,8 @@ use async_trait::async_trait;
 use redis::{RedisError, Script, Value};
 
 use super::lock::{
-    channel, field, lock_exists, parse_acquire, read_hold_count, read_lease, status_of, token_key,
-    Flavor,
+    channel, field, lock_exists, parse_acquire, read_hold_count, read_lease, read_lease_left,
+    status_of, token_key, Flavor,
 };
 use super::pubsub::Wake;
 use super::{backoff, epoch_ms, map_err, ms, prefixed, retryable, RedisConn, RETRIES};
@@ -35,7 +35,7 @@ use crate::backend::{
 };
 use crate::model::error::Result;
 use crate::model::kind::LockKind;
-use crate::model::outcome::LockStatus;
+use crate::model::outcome::{LockStatus, RemainingLease};
 use crate::model::owner::OwnerId;
 
 const RELEASED: &str = "0";
@@ -395,6 +395,10 @@ impl LockOps for RedisFairLock {
 
     async fn remaining_lease(&self, name: &str) -> Result<Option<Duration>> {
         read_lease(&self.conn, name).await
+    }
+
+    async fn lease_left(&self, name: &str) -> Result<RemainingLease> {
+        read_lease_left(&self.conn, name).await
     }
 
     async fn force_unlock(&self, name: &str) -> Result<bool> {

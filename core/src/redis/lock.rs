@@ -31,7 +31,7 @@ use crate::backend::{
 };
 use crate::model::error::{Error, ErrorKind, Result};
 use crate::model::kind::{HoldMode, LockKind};
-use crate::model::outcome::{Holder, LockStatus};
+use crate::model::outcome::{Holder, LockStatus, RemainingLease};
 use crate::model::owner::{self, OwnerId};
 
 /// Wakes one waiter: a lock or the last read hold was released.
@@ -519,6 +519,20 @@ impl LockOps for RedisLock {
         read_lease(&self.conn, name).await
     }
 
+    async fn lease_left(&self, name: &str) -> Result<RemainingLease> {
+        match self.flavor {
+            // The key is the lock: PTTL tells all three answers in one round trip.
+            Flavor::Plain => read_lease_left(&self.conn, name).await,
+            // The key is held in one mode or the other: which one asks is_locked.
+            Flavor::Read | Flavor::Write => match read_lease(&self.conn, name).await? {
+                Some(d) if self.is_locked(name).await? => Ok(RemainingLease::Expires(d)),
+                Some(_) => Ok(RemainingLease::NotHeld),
+                None if self.is_locked(name).await? => Ok(RemainingLease::NoExpiry),
+                None => Ok(RemainingLease::NotHeld),
+            },
+        }
+    }
+
     async fn force_unlock(&self, name: &str) -> Result<bool> {
         let mut inv = self.scripts.force_unlock.key(name);
         inv.key(channel(self.flavor, name))
@@ -630,6 +644,18 @@ pub(super) async fn read_hold_count(conn: &RedisConn, name: &str, field: &str) -
 }
 
 /// What is left of the lease of `name`; `None` if it is free or has no expiry.
+/// `PTTL`'s three answers: -2 no key (not held), -1 no expiry, else the milliseconds left.
+pub(super) async fn read_lease_left(conn: &RedisConn, name: &str) -> Result<RemainingLease> {
+    let pttl: i64 = conn
+        .query(redis::cmd("PTTL").arg(name).clone(), "read the lease")
+        .await?;
+    Ok(match pttl {
+        -2 => RemainingLease::NotHeld,
+        n if n < 0 => RemainingLease::NoExpiry,
+        n => RemainingLease::Expires(Duration::from_millis(n as u64)),
+    })
+}
+
 pub(super) async fn read_lease(conn: &RedisConn, name: &str) -> Result<Option<Duration>> {
     let pttl: i64 = conn
         .query(redis::cmd("PTTL").arg(name).clone(), "read the lease")

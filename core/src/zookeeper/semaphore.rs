@@ -122,7 +122,12 @@ impl Leases {
         let lock_path = format!("{path}/locks");
         let wait = match deadline {
             None => Wait::Forever,
-            Some(d) => Wait::For(d.saturating_duration_since(Instant::now())),
+            // What is left of the caller's wait: under the 1 ms resolution of waits it is one
+            // more try, never an invalid wait (`--wait 1ms` once failed with INVALID_ARGUMENT).
+            Some(d) => match d.saturating_duration_since(Instant::now()) {
+                left if left < Duration::from_millis(1) => Wait::Never,
+                left => Wait::For(left),
+            },
         };
         let internal_req = AcquireRequest {
             name: &lock_path,

@@ -487,6 +487,7 @@ pub async fn table_basics(url: &str) -> (Client, Client) {
         .remaining_lease()
         .await
         .unwrap()
+        .duration()
         .expect("a running lease");
     assert!(left <= watchdog && left > Duration::ZERO, "{left:?}");
     assert_eq!(la.release(1).await.unwrap(), Released::StillHeld(1));

@@ -4,6 +4,7 @@ import java.util.ArrayList;
 import java.util.Collections;
 import java.util.List;
 import java.util.Objects;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.Condition;
@@ -275,6 +276,146 @@ public final class DistributedLock implements Lock, AutoCloseable {
         return new Hold(PolylockClient.currentOwner(), token);
     }
 
+    /**
+     * The section-running form with a bounded wait: wait up to {@code waitTime} (zero or less: one
+     * attempt), hold for {@code leaseTime} ({@code -1}: the watchdog), and return the hold to close
+     * when the section ends: {@code try (DistributedLock.Hold h = lock.hold(5, -1, SECONDS)) { ...
+     * }}. Interruptible.
+     *
+     * @throws LockTimeoutException if the lock was not acquired in time (a {@link
+     *     PolylockException} with code {@code TIMEOUT}): the section must not run
+     */
+    public Hold hold(long waitTime, long leaseTime, TimeUnit unit) throws InterruptedException {
+        long owner = PolylockClient.currentOwner();
+        long token = acquireToken(owner, waitMs(waitTime, unit), leaseMs(leaseTime, unit), true);
+        if (token < 0) {
+            throw new LockTimeoutException("lock '" + name + "' not acquired within " + waitTime + " "
+                    + unit.toString().toLowerCase(java.util.Locale.ROOT));
+        }
+        return new Hold(owner, token);
+    }
+
+    /**
+     * An acquisition that belongs to the returned {@link Hold}, not to the calling thread: no
+     * thread re-enters it (the calling thread's own {@link #lock()} waits for it like anybody
+     * else's), and any thread may {@link Hold#close() close} it. What Spring Integration's and
+     * ShedLock's lock users expect of a lock that one task takes and another may end. Waits up
+     * to {@code waitTime} (zero or less: one attempt), holds for {@code leaseTime} ({@code -1}:
+     * the watchdog); {@code null} if not acquired in time.
+     */
+    public Hold tryHoldForAnyThread(long waitTime, long leaseTime, TimeUnit unit) throws InterruptedException {
+        long owner = Native.freshOwner();
+        long token = acquireToken(owner, waitMs(waitTime, unit), leaseMs(leaseTime, unit), true);
+        return token < 0 ? null : new Hold(owner, token);
+    }
+
+    /**
+     * {@link #lock()} that returns the hold's fencing token (Redisson's {@code
+     * RFencedLock.lockAndGetToken()}): greater than every earlier holder's.
+     */
+    public Long lockAndGetToken() {
+        return acquireUninterruptibly(-1);
+    }
+
+    /** {@link #lockAndGetToken()} with a fixed lease ({@code -1}: the watchdog). */
+    public Long lockAndGetToken(long leaseTime, TimeUnit unit) {
+        return acquireUninterruptibly(leaseMs(leaseTime, unit));
+    }
+
+    /** {@link #tryLock()} that returns the fencing token, or {@code null} if not acquired. */
+    public Long tryLockAndGetToken() {
+        long token = once(-1);
+        return token < 0 ? null : token;
+    }
+
+    /**
+     * {@link #tryLock(long, long, TimeUnit)} that returns the fencing token, or {@code null} if
+     * not acquired in time (Redisson's {@code RFencedLock.tryLockAndGetToken}).
+     */
+    public Long tryLockAndGetToken(long waitTime, long leaseTime, TimeUnit unit) throws InterruptedException {
+        long token = acquireToken(waitMs(waitTime, unit), leaseMs(leaseTime, unit), true);
+        return token < 0 ? null : token;
+    }
+
+    // ---- Redisson's async vocabulary --------------------------------------------------------
+
+    /**
+     * Acquire without blocking the calling thread (Redisson's {@code lockAsync()}): the future
+     * completes once the lock is held, kept by the watchdog. The owner is the calling thread, as
+     * for {@link #lock()}: release it with {@link #unlock()} or {@link #unlockAsync()} from this
+     * thread. The future's stages run on the common pool, never on polylock's threads.
+     * Cancelling the future cancels the wait and leaves nothing acquired.
+     */
+    public CompletableFuture<Void> lockAsync() {
+        return acquireAsync(-1, -1).thenApply(held -> null);
+    }
+
+    /** {@link #lockAsync()} with a fixed lease ({@code -1}: the watchdog). */
+    public CompletableFuture<Void> lockAsync(long leaseTime, TimeUnit unit) {
+        return acquireAsync(-1, leaseMs(leaseTime, unit)).thenApply(held -> null);
+    }
+
+    /** One attempt without blocking (Redisson's {@code tryLockAsync()}): true if acquired. */
+    public CompletableFuture<Boolean> tryLockAsync() {
+        return acquireAsync(0, -1);
+    }
+
+    /** Wait up to {@code waitTime} without blocking (Redisson's {@code tryLockAsync(time, unit)}). */
+    public CompletableFuture<Boolean> tryLockAsync(long waitTime, TimeUnit unit) {
+        return acquireAsync(waitMs(waitTime, unit), -1);
+    }
+
+    /**
+     * Wait up to {@code waitTime}, then hold for {@code leaseTime} ({@code -1}: the watchdog),
+     * without blocking (Redisson's {@code tryLockAsync(waitTime, leaseTime, unit)}): true if
+     * acquired, false if the wait ran out.
+     */
+    public CompletableFuture<Boolean> tryLockAsync(long waitTime, long leaseTime, TimeUnit unit) {
+        return acquireAsync(waitMs(waitTime, unit), leaseMs(leaseTime, unit));
+    }
+
+    /**
+     * Release one hold of the calling thread without blocking it (Redisson's {@code
+     * unlockAsync()}); the future fails with {@link NotOwnerException} or {@link
+     * LockLostException} as {@link #unlock()} throws them.
+     */
+    public CompletableFuture<Void> unlockAsync() {
+        long owner = PolylockClient.currentOwner();
+        long h = enter();
+        try {
+            NativeFuture future = new NativeFuture();
+            long cancel = Native.releaseAsync(h, name, kind, owner, future);
+            return Waits.async(future, cancel, kept -> null, null);
+        } finally {
+            exit();
+        }
+    }
+
+    /** {@link #forceUnlock()} without blocking (Redisson's {@code forceUnlockAsync()}). */
+    public CompletableFuture<Boolean> forceUnlockAsync() {
+        long h = enter();
+        try {
+            NativeFuture future = new NativeFuture();
+            long cancel = Native.forceUnlockAsync(h, name, kind, future);
+            return Waits.async(future, cancel, was -> was != 0, null);
+        } finally {
+            exit();
+        }
+    }
+
+    /** An acquire of the calling thread's owner on the runtime: true once held, false if the wait ran out. */
+    private CompletableFuture<Boolean> acquireAsync(long waitMs, long leaseMs) {
+        long owner = PolylockClient.currentOwner();
+        long h = enter();
+        try {
+            NativeFuture future = new NativeFuture();
+            long cancel = Native.acquireAsync(h, name, kind, owner, waitMs, leaseMs, future);
+            return Waits.async(future, cancel, token -> Boolean.TRUE, Boolean.FALSE);
+        } finally {
+            exit();
+        }
+    }
+
     // ---- releasing --------------------------------------------------------------------------
 
     /**
@@ -346,8 +487,9 @@ public final class DistributedLock implements Lock, AutoCloseable {
     }
 
     /**
-     * Remaining lease in milliseconds; -1 if the lock is held without expiry (ZooKeeper), -2 if
-     * it is not held (Redisson's convention).
+     * Remaining lease, the contract's three answers in Redisson's convention (Redis's {@code
+     * PTTL}): -2 if nobody holds the lock, -1 if it is held with no expiry (ZooKeeper, SQL
+     * session locks), else the milliseconds left.
      */
     public long remainTimeToLive() {
         long h = enter();
@@ -370,7 +512,7 @@ public final class DistributedLock implements Lock, AutoCloseable {
         try {
             long t = Native.fencingToken(h, name, kind, PolylockClient.currentOwner());
             if (t < 0) {
-                throw new IllegalMonitorStateException("lock '" + name + "' is not held by the current thread");
+                throw new NotOwnerException("lock '" + name + "' is not held by the current thread");
             }
             return t;
         } finally {
@@ -410,7 +552,7 @@ public final class DistributedLock implements Lock, AutoCloseable {
     /** Conditions are not supported on distributed locks. */
     @Override
     public Condition newCondition() {
-        throw new UnsupportedOperationException("polylock's distributed locks have no conditions");
+        throw new UnsupportedException("polylock's distributed locks have no conditions");
     }
 
     /**
@@ -573,10 +715,14 @@ public final class DistributedLock implements Lock, AutoCloseable {
      * it.
      */
     private long acquireToken(long waitMs, long leaseMs, boolean interruptible) throws InterruptedException {
+        return acquireToken(PolylockClient.currentOwner(), waitMs, leaseMs, interruptible);
+    }
+
+    /** {@link #acquireToken(long, long, boolean)} for {@code owner}. */
+    private long acquireToken(long owner, long waitMs, long leaseMs, boolean interruptible) throws InterruptedException {
         if (interruptible && Thread.interrupted()) {
             throw new InterruptedException();
         }
-        long owner = PolylockClient.currentOwner();
         long start = System.nanoTime();
         long h = enter();
         try {

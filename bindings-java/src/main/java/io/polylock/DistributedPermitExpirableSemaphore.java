@@ -150,10 +150,8 @@ public final class DistributedPermitExpirableSemaphore implements AutoCloseable 
         try {
             Native.permitRelease(h, name, permitId);
         } catch (IllegalMonitorStateException notThere) {
-            IllegalArgumentException e = new IllegalArgumentException("Permit with id " + permitId
-                    + " has already been released or doesn't exist (" + notThere.getMessage() + ")");
-            e.initCause(notThere);
-            throw e;
+            throw new UnknownPermitException("Permit with id " + permitId
+                    + " has already been released or doesn't exist (" + notThere.getMessage() + ")", notThere);
         } finally {
             client.exit();
         }

@@ -8,7 +8,22 @@ package io.polylock;
 public class LockLostException extends PolylockException {
     private static final long serialVersionUID = 1L;
 
+    private final LostReason reason;
+
     public LockLostException(String message) {
+        this(message, null);
+    }
+
+    public LockLostException(String message, LostReason reason) {
         super(Code.LOCK_LOST, message);
+        this.reason = reason;
+    }
+
+    /**
+     * Why the hold was lost, as the listeners hear it; {@code null} where it is not known (the
+     * error of an {@code unlock()} of a lost hold).
+     */
+    public LostReason getReason() {
+        return reason;
     }
 }

@@ -190,6 +190,12 @@ final class Native {
     static native long acquireAsync(long client, String name, int kind, long owner, long waitMs,
             long leaseMs, NativeFuture future);
 
+    /** Start a release of one hold of {@code owner}; the future gets the holds it keeps. */
+    static native long releaseAsync(long client, String name, int kind, long owner, NativeFuture future);
+
+    /** Start a force-unlock; the future gets 1 if the lock was held, else 0. */
+    static native long forceUnlockAsync(long client, String name, int kind, NativeFuture future);
+
     // ---- every waiting call (see Waits) ----
 
     static native void cancel(long cancel);

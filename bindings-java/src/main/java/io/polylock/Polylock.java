@@ -18,12 +18,19 @@ import java.util.Objects;
 public final class Polylock {
     private Polylock() {}
 
-    /** Connect with default {@link Options}. */
+    /**
+     * Connect with default {@link Options}: {@code redis://host:6379}, {@code rediss://...},
+     * {@code redis+sentinel://...}, {@code redis+cluster://...}, {@code zk://host:2181[/chroot]},
+     * {@code zks://...}, {@code etcd://...}, {@code mysql://...} or {@code postgres://...}. Every
+     * form with its options: the URL table in docs/src/contract.md#urls.
+     *
+     * @throws InvalidArgumentException for a malformed URL (its message points to that table)
+     */
     public static PolylockClient connect(String url) {
         return connect(url, new Options());
     }
 
-    /** Connect with these options. */
+    /** {@link #connect(String)} with these options. */
     public static PolylockClient connect(String url, Options options) {
         Objects.requireNonNull(url, "url");
         Objects.requireNonNull(options, "options");
@@ -140,7 +147,7 @@ public final class Polylock {
         private static Duration positive(Duration d, String what) {
             Objects.requireNonNull(d, what);
             if (d.isNegative() || d.toMillis() <= 0) {
-                throw new IllegalArgumentException(what + " must be at least 1 ms, got " + d);
+                throw new InvalidArgumentException(what + " must be at least 1 ms, got " + d);
             }
             return d;
         }

@@ -301,10 +301,10 @@ public final class PolylockClient implements AutoCloseable {
     /**
      * Called by the native library, on one of its runtime threads, for every lost hold, with its
      * kind ({@code Native.KIND_*}: a read and a write hold of one name are two holds, a permit is
-     * {@code KIND_PERMIT}) and the message of core's LOCK_LOST error. Only handles of that name
-     * and kind hear of it.
+     * {@code KIND_PERMIT}), the message of core's LOCK_LOST error and the reason's number ({@link
+     * LostReason}). Only handles of that name and kind hear of it.
      */
-    void onLost(String name, int kind, long owner, String message) {
+    void onLost(String name, int kind, long owner, String message, int reason) {
         List<LostRoute> routes = listened.get(name);
         if (routes == null || routes.isEmpty()) {
             return;
@@ -320,7 +320,7 @@ public final class PolylockClient implements AutoCloseable {
         }
         events.execute(() -> {
             for (LostRoute r : targets) {
-                r.target.fireLost(owner, new LockLostException(message));
+                r.target.fireLost(owner, new LockLostException(message, LostReason.of(reason)));
             }
         });
     }

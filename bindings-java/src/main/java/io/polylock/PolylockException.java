@@ -5,12 +5,15 @@ package io.polylock;
  * {@link #getCode() code} comes from the one error table of polylock's core, whose numbers never
  * change meaning (they are also the C result codes).
  *
- * <p>Some kinds map to the JDK exception a Java caller expects instead: "not owner" is an
- * {@link IllegalMonitorStateException} (the {@link java.util.concurrent.locks.Lock#unlock()}
- * contract), a bad argument an {@link IllegalArgumentException}, an operation the backend does not
- * have an {@link UnsupportedOperationException}.
+ * <p>Three kinds are the JDK exception a Java caller expects instead, each carrying its code
+ * through {@link PolylockError}: "not owner" is a {@link NotOwnerException}, an {@link
+ * IllegalMonitorStateException} (the {@link java.util.concurrent.locks.Lock#unlock()} contract), a
+ * bad argument an {@link InvalidArgumentException} ({@link IllegalArgumentException}), an
+ * operation the backend does not have an {@link UnsupportedException} ({@link
+ * UnsupportedOperationException}). A section that could not have its lock in time throws {@link
+ * LockTimeoutException}.
  */
-public class PolylockException extends RuntimeException {
+public class PolylockException extends RuntimeException implements PolylockError {
     private static final long serialVersionUID = 1L;
 
     /** The stable kinds of polylock errors, with their numbers. */
@@ -82,6 +85,7 @@ public class PolylockException extends RuntimeException {
     }
 
     /** The stable kind of this error. */
+    @Override
     public Code getCode() {
         return code;
     }
@@ -94,13 +98,15 @@ public class PolylockException extends RuntimeException {
         Code code = Code.of(number);
         switch (code) {
             case NOT_OWNER:
-                return new IllegalMonitorStateException(message);
+                return new NotOwnerException(message);
             case INVALID_ARGUMENT:
-                return new IllegalArgumentException(message);
+                return new InvalidArgumentException(message);
             case NULL_PARAMETER:
                 return new NullPointerException(message);
             case UNSUPPORTED:
-                return new UnsupportedOperationException(message);
+                return new UnsupportedException(message);
+            case TIMEOUT:
+                return new LockTimeoutException(message);
             case LOCK_LOST:
                 return new LockLostException(message);
             case CONNECTION:

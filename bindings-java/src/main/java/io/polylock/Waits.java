@@ -1,8 +1,11 @@
 package io.polylock;
 
 import java.util.Objects;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
+import java.util.concurrent.ForkJoinPool;
 import java.util.concurrent.TimeUnit;
+import java.util.function.LongFunction;
 
 /**
  * How every waiting call ends on the Java side (a lock's, a semaphore's acquire, a latch's wait):
@@ -59,6 +62,50 @@ final class Waits {
         throw future.error();
     }
 
+    /**
+     * The future an {@code *Async} method returns for {@code future} (started with the cancel
+     * handle {@code cancel}, which this frees): {@code onValue} of its value, {@code onTimeout}
+     * when its wait ran out, or its error. Completed on the common pool, never on polylock's
+     * runtime threads (where blocking polylock calls are refused). Cancelling it cancels the
+     * native call, and gives back a result that beat the cancel.
+     */
+    static <T> CompletableFuture<T> async(NativeFuture future, long cancel, LongFunction<T> onValue, T onTimeout) {
+        CompletableFuture<T> result = new CompletableFuture<>();
+        // The cancel handle is used by a cancel of `result` and freed once `future` is handled:
+        // the two never overlap.
+        boolean[] freed = {false};
+        result.whenComplete((v, e) -> {
+            if (result.isCancelled()) {
+                synchronized (freed) {
+                    if (!freed[0]) {
+                        Native.cancel(cancel);
+                    }
+                }
+            }
+        });
+        future.whenCompleteAsync((v, e) -> {
+            try {
+                if (future.succeeded()) {
+                    if (!result.complete(onValue.apply(future.value()))) {
+                        Native.giveBack(cancel); // cancelled meanwhile: nobody takes it
+                    }
+                } else if (future.timedOut()) {
+                    result.complete(onTimeout);
+                } else {
+                    result.completeExceptionally(future.error());
+                }
+            } catch (RuntimeException | Error thrown) {
+                result.completeExceptionally(thrown);
+            } finally {
+                synchronized (freed) {
+                    freed[0] = true;
+                    Native.freeCancel(cancel);
+                }
+            }
+        }, ForkJoinPool.commonPool());
+        return result;
+    }
+
     /** {@link #await} for a call that is never interrupted. */
     static NativeFuture awaitUninterruptibly(NativeFuture future, long cancel) {
         try {
@@ -104,7 +151,7 @@ final class Waits {
             return -1;
         }
         if (leaseTime <= 0) {
-            throw new IllegalArgumentException("leaseTime must be positive (or -1 for the watchdog), got " + leaseTime);
+            throw new InvalidArgumentException("leaseTime must be positive (or -1 for the watchdog), got " + leaseTime);
         }
         return Math.max(1, unit.toMillis(leaseTime));
     }

@@ -9,11 +9,17 @@ import org.springframework.boot.autoconfigure.condition.ConditionalOnMissingBean
 import org.springframework.boot.autoconfigure.condition.ConditionalOnProperty;
 import org.springframework.boot.context.properties.EnableConfigurationProperties;
 import org.springframework.context.annotation.Bean;
+import org.springframework.context.annotation.Configuration;
+import org.springframework.core.env.Environment;
 
 /**
- * A {@link PolylockClient} from {@code polylock.url} (unless the application defines its own),
- * closed with the context, and the {@link DistributedLockedAspect} that serves {@link
- * DistributedLocked}. {@code polylock.enabled=false} turns both off.
+ * A {@link PolylockClient} from {@code polylock.url} (or, without it, from Spring Data Redis's
+ * {@code spring.data.redis.*}; unless the application defines its own client), closed with the
+ * context; the {@link DistributedLockedAspect} that serves {@link DistributedLocked}; and, when
+ * their libraries are on the class path and the application has none of its own, Spring
+ * Integration's {@code LockRegistry} ({@link PolylockLockRegistry}) and ShedLock's {@code
+ * LockProvider} ({@link PolylockLockProvider}) on that client. {@code polylock.enabled=false}
+ * turns it all off.
  */
 @AutoConfiguration
 @ConditionalOnClass({PolylockClient.class, org.aspectj.lang.annotation.Aspect.class})
@@ -23,12 +29,16 @@ public class PolylockAutoConfiguration {
 
     @Bean(destroyMethod = "close")
     @ConditionalOnMissingBean
-    public PolylockClient polylockClient(PolylockProperties properties) {
+    public PolylockClient polylockClient(PolylockProperties properties, Environment environment) {
         String url = properties.getUrl();
         if (url == null || url.isBlank()) {
+            url = SpringDataRedisUrl.of(environment);
+        }
+        if (url == null || url.isBlank()) {
             throw new IllegalStateException(
-                    "polylock.url is not set: give the lock server (e.g. redis://127.0.0.1:6379), "
-                            + "define a PolylockClient bean, or set polylock.enabled=false");
+                    "polylock.url is not set (nor spring.data.redis.*): give the lock server (e.g. "
+                            + "redis://127.0.0.1:6379; every form: docs/src/contract.md#urls), define a "
+                            + "PolylockClient bean, or set polylock.enabled=false");
         }
         return Polylock.connect(url, options(properties));
     }
@@ -58,6 +68,28 @@ public class PolylockAutoConfiguration {
     @ConditionalOnMissingBean
     public PolylockBackends polylockBackends(PolylockProperties properties) {
         return new PolylockBackends(properties.getBackends(), options(properties));
+    }
+
+    /** Spring Integration's lock registry on polylock, when Spring Integration is there. */
+    @Configuration(proxyBeanMethods = false)
+    @ConditionalOnClass(name = "org.springframework.integration.support.locks.LockRegistry")
+    static class IntegrationConfiguration {
+        @Bean
+        @ConditionalOnMissingBean(type = "org.springframework.integration.support.locks.LockRegistry")
+        PolylockLockRegistry polylockLockRegistry(PolylockClient client, PolylockProperties properties) {
+            return new PolylockLockRegistry(client, properties.getIntegration().getPrefix());
+        }
+    }
+
+    /** ShedLock's lock provider on polylock, when ShedLock is there. */
+    @Configuration(proxyBeanMethods = false)
+    @ConditionalOnClass(name = "net.javacrumbs.shedlock.core.LockProvider")
+    static class ShedLockConfiguration {
+        @Bean(destroyMethod = "close")
+        @ConditionalOnMissingBean(type = "net.javacrumbs.shedlock.core.LockProvider")
+        PolylockLockProvider polylockLockProvider(PolylockClient client, PolylockProperties properties) {
+            return new PolylockLockProvider(client, properties.getShedlock().getPrefix());
+        }
     }
 
     @Bean

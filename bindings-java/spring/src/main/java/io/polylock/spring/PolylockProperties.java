@@ -8,7 +8,10 @@ import org.springframework.boot.context.properties.ConfigurationProperties;
 public class PolylockProperties {
     /** Whether to configure polylock at all (client and aspect). */
     private boolean enabled = true;
-    /** The server: {@code redis://host:6379}, {@code rediss://...}, {@code zk://host:2181}, ... */
+    /**
+     * The server: {@code redis://host:6379}, {@code rediss://...}, {@code zk://host:2181}, ... (every
+     * form: docs/src/contract.md#urls). Unset: Spring Data Redis's {@code spring.data.redis.*}.
+     */
     private String url;
     /** Lease of locks taken without a lease time, renewed every third of it (default 30 s). */
     private Duration watchdogTimeout;
@@ -24,6 +27,47 @@ public class PolylockProperties {
     private int aspectOrder = 0;
     /** More lock servers by name ({@code polylock.backends.zk=zk://...}), for {@code backend = "zk"}. */
     private java.util.Map<String, String> backends = new java.util.LinkedHashMap<>();
+
+    /** Spring Integration's lock registry ({@link PolylockLockRegistry}). */
+    private final Integration integration = new Integration();
+    /** ShedLock's lock provider ({@link PolylockLockProvider}). */
+    private final ShedLock shedlock = new ShedLock();
+
+    /** {@code polylock.integration.*}. */
+    public static class Integration {
+        /** Prefix of the registry's lock names (a path such as {@code /spring-integration/} on ZooKeeper). */
+        private String prefix = "spring-integration:";
+
+        public String getPrefix() {
+            return prefix;
+        }
+
+        public void setPrefix(String prefix) {
+            this.prefix = prefix;
+        }
+    }
+
+    /** {@code polylock.shedlock.*}. */
+    public static class ShedLock {
+        /** Prefix of the provider's lock names; empty: the task's name, as ShedLock's table rows are named. */
+        private String prefix = "";
+
+        public String getPrefix() {
+            return prefix;
+        }
+
+        public void setPrefix(String prefix) {
+            this.prefix = prefix;
+        }
+    }
+
+    public Integration getIntegration() {
+        return integration;
+    }
+
+    public ShedLock getShedlock() {
+        return shedlock;
+    }
 
     public java.util.Map<String, String> getBackends() {
         return backends;
