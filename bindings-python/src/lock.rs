@@ -1,9 +1,7 @@
 //! `NativeLock`: one handle for every lock kind; blocking calls release the GIL, async calls
 //! run on polylock's runtime and report to asyncio through a callback.
 
-use polylock::{
-    AcquireOptions, ErrorKind, LeaseChange, Lock, MultiLock, RemainingLease, Wait,
-};
+use polylock::{AcquireOptions, ErrorKind, LeaseChange, Lock, MultiLock, RemainingLease, Wait};
 use pyo3::prelude::*;
 
 use crate::call::{interruptible, NativeCall, Outcome, Reply};

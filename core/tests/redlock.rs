@@ -421,3 +421,69 @@ async fn bad_redlock_input_gets_typed_errors() {
     let c = Client::connect_redlock(&with("s3cret")).await.unwrap();
     c.close().await.unwrap();
 }
+
+/// Two of three masters that answer a vote too late for a while (a busy machine): an unbounded
+/// acquire goes on with another round instead of failing on the first, and when the masters
+/// stay that slow it fails with a connection error after the command timeout, not later.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn masters_that_answer_late_for_a_while_cost_rounds_not_an_error() {
+    let servers = masters(3);
+    let mut slow = Vec::new();
+    for s in &servers[..2] {
+        slow.push(proxy::Proxy::start(&format!("127.0.0.1:{}", s.port)).await);
+    }
+    let mut addresses: Vec<String> = slow
+        .iter()
+        .map(|p| format!("redis://127.0.0.1:{}", p.port))
+        .collect();
+    addresses.push(servers[2].url());
+    // A 5 s lease gives each master 50 ms to answer a vote.
+    let options = ClientOptions {
+        watchdog_timeout: Duration::from_secs(5),
+        command_timeout: Duration::from_secs(2),
+        ..ClientOptions::default()
+    };
+    let c = Client::connect_redlock_with(&addresses, options)
+        .await
+        .unwrap();
+    let lock = c.lock(&unique("redlock-late")).unwrap();
+    let me = owner::fresh();
+
+    for p in &slow {
+        p.delay_replies(Duration::from_millis(120));
+    }
+    let fast_again = tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(400)).await;
+        for p in &slow {
+            p.delay_replies(Duration::ZERO);
+        }
+        slow
+    });
+    let started = Instant::now();
+    let held = lock.acquire(me, AcquireOptions::forever()).await;
+    println!("acquired after {:?} of late answers", started.elapsed());
+    held.expect("late answers for 400 ms cost rounds, not an error");
+    lock.release(me).await.unwrap();
+
+    let slow = fast_again.await.unwrap();
+    for p in &slow {
+        p.delay_replies(Duration::from_millis(120));
+    }
+    let started = Instant::now();
+    let err = lock
+        .acquire(me, AcquireOptions::forever())
+        .await
+        .unwrap_err();
+    let after = started.elapsed();
+    println!("failed after {after:?} of late answers: {err}");
+    assert_eq!(err.kind(), ErrorKind::Connection, "{err}");
+    assert!(err.to_string().contains("did not answer within"), "{err}");
+    assert!(
+        after >= Duration::from_secs(2) && after < Duration::from_secs(4),
+        "{after:?}"
+    );
+    for p in &slow {
+        p.delay_replies(Duration::ZERO);
+    }
+    c.close().await.unwrap();
+}

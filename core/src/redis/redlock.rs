@@ -191,6 +191,8 @@ enum Vote {
     /// Held by another owner; its remaining lease, if it has one.
     Busy(Option<Duration>),
     Failed(Error),
+    /// Connected, but it did not answer within the round's time for one server.
+    Slow(Error),
 }
 
 /// What one acquire round came to.
@@ -201,6 +203,9 @@ enum Round {
     Blocked(Vec<usize>, Option<Duration>),
     /// Nobody can have a majority now (split votes): try again soon. The servers that were busy.
     Split(Vec<usize>),
+    /// Fewer than a majority answered, some of them only too late (a busy machine, a slow
+    /// network): another round soon, for at most the command timeout in a row.
+    Slow(Error),
 }
 
 /// Gives back, in the background, the votes of a round that was dropped in flight.
@@ -323,7 +328,7 @@ impl RedLock {
                     }
                     Ok(Ok(Err(pttl))) => Vote::Busy(pttl),
                     Ok(Err(e)) => Vote::Failed(e),
-                    Err(_) => Vote::Failed(Error::new(
+                    Err(_) => Vote::Slow(Error::new(
                         ErrorKind::Connection,
                         format!("{} did not answer within {per_server:?}", s.shown),
                     )),
@@ -368,6 +373,7 @@ impl RedLock {
         let mut busy = Vec::new();
         let mut hint: Option<Duration> = None;
         let mut first_failure = None;
+        let mut slow = false;
         for (i, v) in votes.into_iter().enumerate() {
             match v {
                 Vote::Busy(pttl) => {
@@ -380,13 +386,18 @@ impl RedLock {
                 Vote::Failed(e) => {
                     first_failure.get_or_insert(e);
                 }
+                Vote::Slow(e) => {
+                    slow = true;
+                    first_failure.get_or_insert(e);
+                }
                 Vote::Granted(_) => {}
             }
         }
         let answered = granted.len() + busy.len();
         if answered < self.quorum {
             let e = first_failure.unwrap_or_else(|| Error::internal("no failure recorded"));
-            return Err(self.no_majority(answered, &[Err::<(), _>(e)]));
+            let e = self.no_majority(answered, &[Err::<(), _>(e)]);
+            return if slow { Ok(Round::Slow(e)) } else { Err(e) };
         }
         Ok(if busy.len() >= self.quorum {
             Round::Blocked(busy, hint)
@@ -401,6 +412,8 @@ impl RedLock {
         // One subscription per server that was busy in some round, kept for the whole wait.
         let mut subs: Vec<Option<WaitGuard>> = self.servers.iter().map(|_| None).collect();
         let mut splits = 0u32;
+        // When the rounds in a row began in which too few servers answered in time.
+        let mut slow_since: Option<Instant> = None;
         loop {
             let mut woken: Vec<(
                 usize,
@@ -413,7 +426,11 @@ impl RedLock {
             for (_, n) in &mut woken {
                 n.as_mut().enable();
             }
-            let (busy, sleep) = match self.round(name, &field, req.lease).await? {
+            let round = self.round(name, &field, req.lease).await?;
+            if !matches!(round, Round::Slow(_)) {
+                slow_since = None;
+            }
+            let (busy, sleep) = match round {
                 Round::Held(g) => return Ok(Some(g)),
                 Round::Blocked(busy, hint) => {
                     splits = 0;
@@ -422,6 +439,15 @@ impl RedLock {
                 Round::Split(busy) => {
                     splits += 1;
                     (busy, split_pause(splits))
+                }
+                Round::Slow(e) => {
+                    let since = *slow_since.get_or_insert_with(Instant::now);
+                    let out_of_time = deadline.is_some_and(|d| Instant::now() >= d);
+                    if out_of_time || since.elapsed() >= self.command_timeout {
+                        return Err(e);
+                    }
+                    splits += 1;
+                    (Vec::new(), split_pause(splits))
                 }
             };
             let now = Instant::now();
