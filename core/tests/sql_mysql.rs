@@ -276,3 +276,40 @@ async fn tls_with_the_servers_own_ca() {
 fn connections_outlive_the_callers_runtime() {
     cases::connections_outlive_the_callers_runtime(&mysql_url());
 }
+
+/// A try on a free lock while the server is slow to run the statement (here: its fencing
+/// sequence is locked by another session for 700 ms, as a busy server would queue it) is
+/// acquired once the server answers, not killed after a quarter second and called "not
+/// acquired" (seen as a flaky try in the conformance suite with six runtimes side by side).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_try_on_a_slow_server_is_answered_not_killed() {
+    let c = client(&mysql_url()).await;
+    let lock = c.lock(&unique("slow-try")).unwrap();
+    let me = polylock::owner::fresh();
+    // The pool's connection and the sequence exist before the server is made slow.
+    lock.acquire(me, AcquireOptions::try_once()).await.unwrap();
+    lock.release(me).await.unwrap();
+    let mut blocker = my_raw().await;
+    blocker
+        .query_drop("LOCK TABLES polylock_fencing_seq WRITE")
+        .await
+        .unwrap();
+    let unblock = tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(700)).await;
+        blocker.query_drop("UNLOCK TABLES").await.unwrap();
+        let _ = blocker.disconnect().await;
+    });
+    let started = std::time::Instant::now();
+    let got = lock
+        .acquire(me, AcquireOptions::try_once())
+        .await
+        .map(|a| a.hold_count);
+    println!("try answered after {:?}", started.elapsed());
+    unblock.await.unwrap();
+    match got {
+        Ok(count) => assert_eq!(count, 1),
+        Err(e) => panic!("a free lock on a slow server is acquired, not: {e}"),
+    }
+    lock.release(me).await.unwrap();
+    c.close().await.unwrap();
+}

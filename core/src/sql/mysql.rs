@@ -314,7 +314,15 @@ impl MySqlLock {
                 &self.db.in_flight,
                 lock_statement(&mut flight.conn().conn, self.db.fencing, key, secs),
             ));
-            answer_by(statement, deadline.map(|d| d + GRACE), || {
+            // A try (no time to wait) is answered by the server at once: only a server that
+            // does not answer within the command timeout has it killed. A slow server (a busy
+            // machine) must not turn a free lock into "not acquired".
+            let grace = if secs > 0.0 {
+                GRACE
+            } else {
+                self.db.options.command_timeout
+            };
+            answer_by(statement, deadline.map(|d| d + grace), || {
                 Box::pin(self.db.kill_query(id))
             })
             .await
