@@ -10,8 +10,9 @@ use polylock::{runtime, Client, ClientOptions};
 
 use crate::boundary::entry;
 use crate::convert::{hold_kind_name, kind_arg, ms};
+use crate::driver::promise;
 use crate::lock::NativeLock;
-use crate::outcome::{failed, outcome, promise, sync_err};
+use crate::outcome::{failed, outcome, sync_err};
 use crate::semaphore::{NativeLatch, NativePermitSemaphore, NativeSemaphore};
 
 /// Client options from durations in ms: watchdog, connect, command, session, fair wait.

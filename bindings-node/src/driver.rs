@@ -23,6 +23,7 @@ use napi::bindgen_prelude::*;
 use napi::sys;
 use polylock::driver::{Driver, Fd, LoopHost};
 
+use crate::outcome::Outcome;
 use crate::uv::{self, Uv};
 
 struct NodeHost {
@@ -290,7 +291,7 @@ impl NodeLoop {
                 let o = crate::boundary::panicked(crate::boundary::message(payload));
                 // SAFETY: as above; the deferred was not resolved (its conversion panicked).
                 unsafe {
-                    if let Ok(v) = crate::outcome::Outcome::to_napi_value(raw, o) {
+                    if let Ok(v) = Outcome::to_napi_value(raw, o) {
                         sys::napi_resolve_deferred(raw, deferred, v);
                     }
                 }
@@ -354,4 +355,24 @@ unsafe extern "C" fn async_closed(handle: *mut uv::Handle) {
             sys::napi_remove_async_cleanup_hook(hook);
         }
     })
+}
+
+/// Run `fut` on the environment's loop driver (see `driver.rs`), or else spawn it on
+/// polylock's runtime; its outcome settles the returned Promise (the `PANIC` outcome if it
+/// panicked: see `boundary.rs`).
+pub(crate) fn promise<T, F>(env: &Env, fut: F) -> Result<Object<'_>>
+where
+    T: ToNapiValue + Send + 'static,
+    F: std::future::Future<Output = T> + Send + 'static,
+{
+    let fut = crate::boundary::caught(fut);
+    if let Some(l) = node_loop(env) {
+        return l.promise(env, fut);
+    }
+    let (deferred, promise) = env.create_deferred::<Either<T, Outcome>, _>()?;
+    polylock::runtime::handle().spawn(async move {
+        let o = fut.await;
+        deferred.resolve(move |_| Ok(o));
+    });
+    Ok(promise)
 }

@@ -23,7 +23,8 @@ use napi::bindgen_prelude::*;
 use napi_derive::napi;
 
 use crate::boundary::entry;
-use crate::outcome::{outcome, promise, Outcome};
+use crate::driver::promise;
+use crate::outcome::{outcome, Outcome};
 
 /// The addon's allocator (Rust's allocations only; Node's own are its own): with many handles in
 /// flight the Node thread spent about a fifth of its time in glibc's malloc and free (polylock's

@@ -8,7 +8,8 @@ use polylock::{AcquireOptions, ErrorKind, LeaseChange, Lock, MultiLock};
 use crate::boundary::entry;
 use crate::cancel::{aborted, CancelToken, Ran};
 use crate::convert::{kind_name, ms, wait_arg};
-use crate::outcome::{answer, failed, outcome, promise, sync_err};
+use crate::driver::promise;
+use crate::outcome::{answer, failed, outcome, sync_err};
 
 /// A lock handle (see `index.js`); every call names its owner.
 #[napi]

@@ -1,10 +1,9 @@
 //! What native calls hand back to the JS wrapper: outcomes (never rejections, so the wrapper
-//! builds a `PolylockError` with the stable `code`), synchronous errors, durations in ms, and the
-//! Promise settled from polylock's runtime.
+//! builds a `PolylockError` with the stable `code`), synchronous errors and durations in ms
+//! (the Promise that carries an outcome is made by `driver::promise`).
 
 use napi::bindgen_prelude::*;
 use napi_derive::napi;
-use polylock::runtime;
 
 /// The result of one native call, as the JS wrapper reads it.
 #[napi(object)]
@@ -83,24 +82,4 @@ pub(crate) fn failed(e: &polylock::Error) -> Outcome {
 /// A synchronous error for the JS wrapper: `CODE\u{1}message` (index.js's `call` reads it).
 pub(crate) fn sync_err(e: polylock::Error) -> Error {
     Error::from_reason(format!("{}\u{1}{}", e.kind().name(), e.message()))
-}
-
-/// Run `fut` on the environment's loop driver (see `driver.rs`), or else spawn it on
-/// polylock's runtime; its outcome settles the returned Promise (the `PANIC` outcome if it
-/// panicked: see `boundary.rs`).
-pub(crate) fn promise<T, F>(env: &Env, fut: F) -> Result<Object<'_>>
-where
-    T: ToNapiValue + Send + 'static,
-    F: std::future::Future<Output = T> + Send + 'static,
-{
-    let fut = crate::boundary::caught(fut);
-    if let Some(l) = crate::driver::node_loop(env) {
-        return l.promise(env, fut);
-    }
-    let (deferred, promise) = env.create_deferred::<Either<T, Outcome>, _>()?;
-    runtime::handle().spawn(async move {
-        let o = fut.await;
-        deferred.resolve(move |_| Ok(o));
-    });
-    Ok(promise)
 }

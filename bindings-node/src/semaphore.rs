@@ -12,7 +12,8 @@ use polylock::{CountDownLatch, ErrorKind, PermitExpirableSemaphore, Permits, Sem
 use crate::boundary::entry;
 use crate::cancel::{aborted, CancelToken, Ran};
 use crate::convert::{ms, wait_arg};
-use crate::outcome::{done, failed, number, outcome, outcome_text, promise, sync_err};
+use crate::driver::promise;
+use crate::outcome::{done, failed, number, outcome, outcome_text, sync_err};
 
 fn count(v: f64, what: &str) -> Result<u32> {
     if !(v.is_finite() && v >= 1.0 && v.fract() == 0.0 && v <= u32::MAX as f64) {

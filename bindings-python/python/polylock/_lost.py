@@ -9,15 +9,23 @@ import inspect
 import queue
 import threading
 import weakref
-from typing import TYPE_CHECKING, Any, Callable, Optional, Union
+from typing import Any, Callable, Optional, Protocol, Sequence
 
 from . import _native
 
-if TYPE_CHECKING:
-    from ._lock import Lock
-    from ._semaphore import PermitExpirableSemaphore
 
-    Watched = Union[Lock, PermitExpirableSemaphore]
+class Watched(Protocol):
+    """What a lost callback watches: a Lock or a PermitExpirableSemaphore (named here by what
+    this module uses of them, so that it imports neither)."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def kind(self) -> str: ...
+
+    @property
+    def _callbacks(self) -> "Sequence[Callable[..., Any]]": ...
 
 
 class _Dispatcher:
