@@ -33,8 +33,10 @@ part() { [[ "$parts" == *" $1 "* ]]; }
 bash scripts/servers.sh install >/dev/null # the build tools too (protoc for etcd's client)
 if part cargo; then
   # --lib --bins too: with a target flag cargo builds only the targets named, and --examples alone
-  # leaves out the C library (cdylib, staticlib), the Node and Java libraries and the CLI.
-  cargo build --workspace --release --lib --bins --examples --quiet
+  # leaves out the C library (cdylib, staticlib), the Node and Java libraries and the CLI. The
+  # Python extension is maturin's alone: maturin links it with flags of its own, and a cargo build
+  # of it beside maturin's would make each compile it again on every run (80 s each here).
+  cargo build --workspace --exclude polylock-python --release --lib --bins --examples --quiet
   took "cargo release (libraries, CLI, examples)"
   cargo test --workspace --no-run --quiet 2>/dev/null ||
     cargo test --workspace --no-run # again, to show the errors
