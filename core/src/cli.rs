@@ -535,17 +535,31 @@ async fn status_of_any(client: &Client, name: &str) -> Result<Value, Error> {
             return Ok(semaphore_line(kind, st));
         }
     }
-    // On Redis the fair lock's read is the lock's (hash and TTL) plus its queue.
-    let lock = if client.queues_waiters() {
-        client.lock(name)?
-    } else {
-        client.fair_lock(name)?
+    // On Redis the fair lock's read is the lock's (hash and TTL) plus its queue. Servers whose
+    // every lock is fair (ZooKeeper, etcd), or that have no fair lock (SQL, RedLock), read the lock.
+    let lock = match client.queues_waiters() {
+        true => client.lock(name)?,
+        false => match client.fair_lock(name) {
+            Ok(fair) => fair,
+            Err(e) if e.kind() == ErrorKind::Unsupported => client.lock(name)?,
+            Err(e) => return Err(e),
+        },
     };
     match lock.status().await {
-        Ok(st) => {
+        Ok(mut st) => {
+            // PostgreSQL's readers hold a shared advisory lock, which only a read-write lock's
+            // read shows as such (a writer and a plain lock are the same exclusive lock there).
+            if st.locked && st.mode.is_none() {
+                if let Ok(read) = client.lock_of_kind(name, LockKind::Read) {
+                    match read.status().await {
+                        Ok(rw) if rw.mode == Some(crate::HoldMode::Read) => st = rw,
+                        _ => {}
+                    }
+                }
+            }
             let kind = if st.mode.is_some() {
                 "read-write lock"
-            } else if !client.queues_waiters() && !st.waiters.is_empty() {
+            } else if lock.kind() == LockKind::Fair && !st.waiters.is_empty() {
                 "fair lock"
             } else if st.locked || !st.waiters.is_empty() {
                 "lock"

@@ -1273,3 +1273,99 @@ fn the_books_reference_is_what_help_markdown_prints() {
         "docs/src/cli.md is not what `polylock help-markdown` prints: run scripts/docs.sh --fix-reference"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn status_says_what_each_name_holds_on_etcd_and_sql() {
+    let etcd =
+        std::env::var("POLYLOCK_ETCD_URL").unwrap_or_else(|_| "etcd://127.0.0.1:2379".into());
+    let mysql = std::env::var("POLYLOCK_MYSQL_URL")
+        .unwrap_or_else(|_| "mysql://polylock:polylock-pw@127.0.0.1:3307/polylock".into());
+    let pg = std::env::var("POLYLOCK_PG_URL")
+        .unwrap_or_else(|_| "postgres://polylock:polylock-pw@127.0.0.1:5433/polylock".into());
+    let id = uuid::Uuid::new_v4().simple().to_string();
+    // A semaphore on etcd (its permit keys must not read as a lock's contenders), a lock there.
+    let sem = format!("cli-status-sem-{id}");
+    let lock = format!("cli-status-lock-{id}");
+    // Each command prints what `status` says while it holds.
+    let inner = |url: &str, name: &str| {
+        format!(
+            "{} status --url '{url}' '{name}'",
+            env!("CARGO_BIN_EXE_polylock")
+        )
+    };
+    let cases: Vec<(Vec<String>, &str, &str)> = vec![
+        (
+            vec![
+                "--url".into(),
+                etcd.clone(),
+                "--permits".into(),
+                "2".into(),
+                sem.clone(),
+            ],
+            "semaphore",
+            &sem,
+        ),
+        (
+            vec!["--url".into(), etcd.clone(), lock.clone()],
+            "lock",
+            &lock,
+        ),
+        (
+            vec!["--url".into(), etcd.clone(), "--read".into(), lock.clone()],
+            "read-write lock",
+            &lock,
+        ),
+        (
+            vec!["--url".into(), mysql.clone(), lock.clone()],
+            "lock",
+            &lock,
+        ),
+        (
+            vec!["--url".into(), pg.clone(), lock.clone()],
+            "lock",
+            &lock,
+        ),
+        (
+            vec!["--url".into(), pg.clone(), "--read".into(), lock.clone()],
+            "read-write lock",
+            &lock,
+        ),
+        (
+            vec!["--url".into(), format!("{pg}?mode=table"), lock.clone()],
+            "lock",
+            &lock,
+        ),
+    ];
+    for (args, kind, name) in cases {
+        let url = args[1].clone();
+        let mut full: Vec<String> = vec!["run".into()];
+        full.extend(args);
+        full.extend(["--".into(), "sh".into(), "-c".into(), inner(&url, name)]);
+        let full: Vec<&str> = full.iter().map(String::as_str).collect();
+        let out = run(&full);
+        assert!(
+            out.status.success(),
+            "{full:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout)
+            .unwrap_or_else(|e| panic!("{full:?}: {e}: {}", String::from_utf8_lossy(&out.stdout)));
+        assert_eq!(v["kind"], kind, "{full:?}: {v}");
+        if kind != "semaphore" {
+            assert_eq!(v["locked"], true, "{full:?}: {v}");
+        } else {
+            assert_eq!(
+                (v["permits"].as_i64(), v["taken"].as_i64()),
+                (Some(2), Some(1)),
+                "{v}"
+            );
+        }
+        // Released: the name is free again (a semaphore keeps its count, all of it free).
+        let after = status_of(&["status", "--url", &url, name]);
+        if kind == "semaphore" {
+            assert_eq!(after["available"], 2, "{after}");
+        } else {
+            assert_eq!(after["kind"], "free", "{full:?} after: {after}");
+        }
+    }
+}
