@@ -358,7 +358,10 @@ def run_shell(b: Block, env: dict, work: Path) -> tuple[int, str]:
                          VIRTUAL_ENV=str(venv))
     f = work / "example.sh"
     f.write_text("set -euo pipefail\n" + b.code)
-    return run(["bash", str(f)], cwd=work, env=shell_env, timeout=max(TIMEOUT, 600))
+    # A block that installs packages gets 10 minutes; any other the usual limit (a `polylock lock`
+    # that failed leaves its `until` loop waiting for output that never comes).
+    return run(["bash", str(f)], cwd=work, env=shell_env,
+               timeout=max(TIMEOUT, 600) if re.search(r"\b(pip|npm|mvn|cargo)\b", b.code) else TIMEOUT)
 
 
 RUNNERS = {"python": run_python, "node": run_node, "java": run_java, "c": run_c, "shell": run_shell}
