@@ -63,7 +63,7 @@ def machine() -> str:
     return f"{cpu}, {os.cpu_count()} cores{mem}, Linux {platform.release()}"
 
 
-def versions() -> list[tuple[str, str]]:
+def versions(commit: str) -> list[tuple[str, str]]:
     pg = sorted(Path("/usr/lib/postgresql").glob("*/bin/postgres"))
     redisson = re.search(r"<artifactId>redisson</artifactId>\s*<version>([^<]+)",
                          (ROOT / "bindings-java/pom.xml").read_text())
@@ -77,7 +77,7 @@ def versions() -> list[tuple[str, str]]:
             return "not installed"
 
     return [
-        ("polylock", sh("git -C %s describe --always --dirty" % ROOT)),
+        ("polylock", commit),
         ("rustc", sh("rustc --version")),
         ("Redis", sh("redis-server --version")),
         ("ZooKeeper", sh("dpkg-query -W -f '${Version}' zookeeper")),
@@ -139,16 +139,23 @@ def main() -> int:
     ap.add_argument("--out", required=True)
     a = ap.parse_args()
     logs = Path(a.logs)
-    now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    # The run's own date and commit (bench.sh writes run.txt first); for older logs, the date of
+    # their earliest file and an unknown commit.
+    run_info = dict(l.split("=", 1) for l in (logs / "run.txt").read_text().splitlines()
+                    if "=" in l) if (logs / "run.txt").exists() else {}
+    first = min((f.stat().st_mtime for f in logs.iterdir()), default=datetime.datetime.now().timestamp())
+    now = run_info.get("date") or datetime.datetime.fromtimestamp(first, datetime.timezone.utc).strftime(
+        "%Y-%m-%d %H:%M UTC")
+    commit = run_info.get("commit") or "not recorded (these logs predate run.txt)"
     page = [
         "# Performance",
         "",
         "<!-- Written by scripts/bench.sh (scripts/bench-page.py) from the benchmarks' own reports; do not",
         "edit by hand: run `bash scripts/bench.sh` to replace it. -->",
         "",
-        "Every figure below comes from one run of `bash scripts/bench.sh`"
+        "Every figure below comes from one run of `bash scripts/bench.sh"
         + (" --short" if a.mode == "short" else "")
-        + ": each benchmark runs polylock beside its peers in the same process or the same run, against",
+        + "`: each benchmark runs polylock beside its peers in the same process or the same run, against",
         "the servers of `scripts/servers.sh` on 127.0.0.1, from a release build. Compare the ratios within",
         "a table; absolute times move with the machine. Why the code is shaped the way these figures",
         "show: [design notes](design-notes.md).",
@@ -159,17 +166,18 @@ def main() -> int:
     if a.note:
         page += [f"**Note on this run:** {a.note}", ""]
     page += ["| | |", "|---|---|", f"| date | {now} |", f"| machine | {cells(machine())} |"]
-    page += [f"| {name} | {cells(v)} |" for name, v in versions()]
+    page += [f"| {name} | {cells(v)} |" for name, v in versions(commit)]
     page.append("")
     for key, title, what in BENCHES:
         report = logs / f"{key}.txt"
         if not report.exists():
             continue
-        status = (logs / f"{key}.status").read_text().strip() if (logs / f"{key}.status").exists() else "?"
+        status = (logs / f"{key}.status").read_text().strip() if (logs / f"{key}.status").exists() \
+            else "did not finish"
         cmd = (logs / f"{key}.cmd").read_text().strip() if (logs / f"{key}.cmd").exists() else ""
         secs = (logs / f"{key}.seconds").read_text().strip() if (logs / f"{key}.seconds").exists() else "?"
         page += [f"## {title}", "", what, "", f"`{cmd}` ({secs} s, {status})", ""]
-        text = report.read_text()
+        text = re.sub(r"\x1b\[[0-9;]*[A-Za-z]", "", report.read_text())  # Maven's colour codes
         page.append(tables(text) if text.strip() else "(no report)\n")
     Path(a.out).write_text("\n".join(page).rstrip() + "\n")
     return 0

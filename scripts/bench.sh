@@ -41,6 +41,8 @@ fi
 wanted() { [[ " $only " == *" $1 "* ]]; }
 rm -rf "$logs"
 mkdir -p "$logs"
+# When and what was measured, for the page (written before the first benchmark).
+printf 'date=%s\ncommit=%s\n' "$(date -u '+%Y-%m-%d %H:%M UTC')" "$(git describe --always --dirty)" >"$logs/run.txt"
 
 bash scripts/servers.sh start >/dev/null || { echo "the servers did not start"; exit 1; }
 eval "$(bash scripts/servers.sh env)"
