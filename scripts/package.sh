@@ -11,7 +11,8 @@
 #   dist/polylock-<ver>.jar                         io.polylock:polylock, the native library inside
 #                                                   (Automatic-Module-Name io.polylock)
 # The checks: a fresh venv installs the wheel, locks on Redis and runs `polylock --version`; a C
-# program builds against the unpacked tarball through pkg-config and locks; an empty folder
+# program builds against the tarball exactly as unpacked (its pkg-config file is relocatable),
+# through PKG_CONFIG_PATH, and locks; an empty folder
 # `npm install`s the two npm tarballs and locks from CommonJS and from ESM; a plain `java -cp
 # polylock.jar` program and the module path (`--module-path`, `requires io.polylock`) lock. Needs
 # the Redis of scripts/servers.sh for the checks.
@@ -120,10 +121,12 @@ c.close()
 print('sdist: built from source with cargo and locked')
 " "$url"
 
+# The tarball exactly as a user unpacks it: its polylock.pc is relocatable (prefix=${pcfiledir}/../..),
+# so pointing PKG_CONFIG_PATH at the unpacked lib/pkgconfig is all it takes.
 mkdir -p "$work/c"
 tar xzf "dist/polylock-c-$version-linux-$arch.tar.gz" -C "$work/c"
-sed -i "s|^prefix=.*|prefix=$work/c|; s|^libdir=.*|libdir=$work/c/lib|; s|^includedir=.*|includedir=$work/c/include|" \
-  "$work/c/lib/pkgconfig/polylock.pc"
+grep -qx 'prefix=${pcfiledir}/../..' "$work/c/lib/pkgconfig/polylock.pc" ||
+  { echo "the tarball's polylock.pc is not relocatable:"; cat "$work/c/lib/pkgconfig/polylock.pc"; exit 1; }
 env -i PATH="$clean_path" PKG_CONFIG_PATH="$work/c/lib/pkgconfig" bash -c '
   set -euo pipefail
   if command -v cargo >/dev/null; then echo "cargo is on the PATH"; exit 1; fi

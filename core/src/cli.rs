@@ -1,21 +1,24 @@
-//! The `polylock` command: run a command under a distributed lock, inspect a lock, or force it
-//! open. [`main`] is the whole command (the `polylock` binary calls it, and so does the Python
-//! package's console script).
+//! The `polylock` command: run a command under a distributed lock, hold a lock from a shell,
+//! inspect whatever a name holds, or force a lock open. [`main`] is the whole command (the
+//! `polylock` binary calls it, and so does the Python package's console script).
 //!
 //! Exit codes (sysexits.h): the command's own code, or 64 usage error, 69 server unreachable,
-//! 70 internal error, 75 `--wait` ran out, 76 the lock was lost while the command ran (with
-//! `--on-lost kill`), 77 credentials refused, 126/127 the command could not be run, 128+N the
-//! command died of signal N.
+//! 70 internal error, 75 the lock was not had (`-n`, or `--wait` ran out; `-E N` changes it),
+//! 76 the lock was lost while the command ran (with `--on-lost kill`), 77 credentials refused,
+//! 126/127 the command could not be run, 128+N the command died of signal N.
 
 /// The process's exit code (0 to 255).
 type ExitCode = u8;
+use std::io::Write as _;
 use std::time::Duration;
 
 use crate::{
-    AcquireOptions, Client, ClientOptions, Error, ErrorKind, Lock, LockKind, LostSignal, MultiLock,
-    OwnerId, Permit, PermitExpirableSemaphore, Permits, Semaphore, Wait,
+    AcquireOptions, Client, ClientOptions, Error, ErrorKind, Lock, LockKind, LockStatus,
+    LostSignal, MultiLock, OwnerId, Permit, PermitExpirableSemaphore, Permits, Semaphore,
+    SemaphoreStatus, Wait,
 };
-use clap::{Parser, Subcommand, ValueEnum};
+use clap::{ArgGroup, CommandFactory, Parser, Subcommand, ValueEnum};
+use serde_json::{json, Value};
 use tokio::signal::unix::{signal, SignalKind};
 
 const EX_USAGE: u8 = 64;
@@ -25,62 +28,140 @@ const EX_TEMPFAIL: u8 = 75;
 const EX_LOST: u8 = 76;
 const EX_NOPERM: u8 = 77;
 
+/// The server used when neither `--url` nor `POLYLOCK_URL` names one.
+const DEFAULT_URL: &str = "redis://127.0.0.1:6379";
+
+/// Every URL form, shown after the help of each command that takes `--url`.
+const URL_FORMS: &str = "\
+URL forms (--url, else $POLYLOCK_URL, else redis://127.0.0.1:6379):
+  redis://[user:password@]host:port[/db]            one Redis (Redisson's formats)
+  rediss://...[#insecure]                           the same over TLS (#insecure: no verification)
+  redis+sentinel://[user:password@]h1:26379,h2:26379/<master>[/db]
+                                                    the master a Sentinel group names
+                                                    (rediss+sentinel://; ?sentinel_user=&sentinel_password=)
+  redis+cluster://[user:password@]h1:7000,h2:7001   a Redis Cluster (rediss+cluster://)
+      every Redis URL also takes ?wait_replicas=N[&wait_timeout=50ms]
+  zk://[user:password@]h1:2181[,h2:2181...][/chroot][?session_timeout_ms=N][&acl=open|creator]
+                                                    ZooKeeper (Curator's formats; NAME is a znode path)
+  zks://...?tls_ca_file=PATH[&tls_cert_file=PATH&tls_key_file=PATH]   ZooKeeper over TLS
+  etcd://[user:password@]h1:2379[,h2:2379...][?ttl=SECONDS]    etcd (etcd's own lock, as etcdctl lock)
+  etcds://...?tls_ca_file=PATH[&tls_cert_file=PATH&tls_key_file=PATH]  etcd over TLS
+  mysql://user:password@host:3306/db                MySQL or MariaDB GET_LOCK (also mariadb://)
+  postgres://user:password@host:5432/db             PostgreSQL advisory locks (also postgresql://)
+      SQL URLs also take ?mode=table[&table=shedlock] (ShedLock's lease table),
+      ?fencing=sequence|table|none, ?max_connections=N, and TLS: mysql://...?require_ssl=true
+      [&sslrootcert=ca.pem], postgres://...?sslmode=verify-full[&sslrootcert=ca.pem]
+  --url three or more times (redis:// URLs of independent masters): a RedLock across them
+Every form and its options: the URL table in docs/src/contract.md#urls";
+
+/// What the exit codes mean, after the top-level help.
+const EXIT_CODES: &str = "\
+Exit codes: the command's own (128+N if it died of signal N); 64 usage error; 69 server
+unreachable; 70 internal error; 75 the lock was not had (-n, or --wait ran out; -E N changes
+it); 76 the lock was lost while the command ran (--on-lost kill); 77 credentials refused;
+126/127 the command could not be run / was not found.
+
+Run once across hosts (cron on every host, one of them runs the job, the others exit 0):
+  polylock run -n -E 0 nightly-report -- ./report.sh";
+
 #[derive(Parser, Debug)]
 #[command(
     name = "polylock",
     version,
-    about = "Distributed locks on Redis (Redisson-compatible) and ZooKeeper (Curator-compatible)"
+    about = "Distributed locks for shells and cron: Redis (Redisson's formats), ZooKeeper \
+             (Curator's), etcd (etcdctl lock's), MySQL/MariaDB and PostgreSQL",
+    after_help = EXIT_CODES
 )]
 struct Cli {
+    /// Say on stderr which server is used and where its URL came from, and who holds a lock
+    /// that could not be had.
+    #[arg(short, long, global = true)]
+    verbose: bool,
     #[command(subcommand)]
     command: Command,
 }
 
 #[derive(clap::Args, Debug)]
+#[command(group(
+    ArgGroup::new("names")
+        .required(true)
+        .multiple(true)
+        .args(["lock_name", "name", "read", "write"])
+))]
 struct Target {
-    /// Lock server: redis://[user:password@]host:port[/db], rediss://...,
-    /// zk://[user:password@]host:port[,host:port...][/chroot] (the name is then a znode path),
-    /// etcd://[user:password@]host:port[,host:port...] (etcd's own lock, as `etcdctl lock`),
-    /// mysql://user:password@host:port/db (GET_LOCK) or postgres://user:password@host:port/db
-    /// (advisory locks; ?mode=table on either: ShedLock's lease table); also redis+sentinel://,
-    /// redis+cluster://, zks://, etcds://. Every form and its options: the URL table in
-    /// docs/src/contract.md#urls.
-    /// Given 3 or more times (redis:// URLs of independent masters): a RedLock across them.
-    #[arg(long, env = "POLYLOCK_URL", default_value = "redis://127.0.0.1:6379")]
+    /// Lock server; given 3 or more times (redis:// URLs of independent masters), a RedLock
+    /// across them. Default: $POLYLOCK_URL, else redis://127.0.0.1:6379. Forms: below.
+    #[arg(long, value_name = "URL")]
     url: Vec<String>,
-    /// Lock name (a reentrant lock; with --shared or --exclusive, a read-write lock). Given
-    /// several times: a multi-lock that takes all of them or none.
-    #[arg(long, value_name = "NAME", required_unless_present_any = ["read", "write"])]
+    /// The name: a reentrant lock (a ZooKeeper znode path on zk://), or with --shared,
+    /// --exclusive or --fair that kind of lock.
+    #[arg(value_name = "NAME")]
+    lock_name: Option<String>,
+    /// A name, as the positional NAME. Given several times: a multi-lock that takes all of them
+    /// or none.
+    #[arg(long, value_name = "NAME")]
     name: Vec<String>,
     /// The read half of the read-write lock NAME: shared with other readers.
-    #[arg(long, value_name = "NAME", conflicts_with_all = ["name", "write"])]
+    #[arg(long, value_name = "NAME", conflicts_with_all = ["name", "lock_name", "write"])]
     read: Option<String>,
     /// The write half of the read-write lock NAME: exclusive of readers and writers.
-    #[arg(long, value_name = "NAME", conflicts_with_all = ["name", "read"])]
+    #[arg(long, value_name = "NAME", conflicts_with_all = ["name", "lock_name", "read"])]
     write: Option<String>,
-    /// With --name: take the read half of a read-write lock (flock's word).
-    #[arg(long, short = 's', requires = "name", conflicts_with = "exclusive")]
+    /// The read half of the read-write lock NAME (flock's word).
+    #[arg(long, short = 's', conflicts_with_all = ["exclusive", "read", "write"])]
     shared: bool,
-    /// With --name: take the write half of a read-write lock (flock's word).
-    #[arg(long, short = 'x', requires = "name")]
+    /// The write half of the read-write lock NAME (flock's word).
+    #[arg(long, short = 'x', conflicts_with_all = ["read", "write"])]
     exclusive: bool,
-    /// With --name: a fair lock, granted in the order of asking (Redisson's RFairLock; every
-    /// ZooKeeper lock is fair already). `status --fair` lists its queue.
-    #[arg(long, requires = "name", conflicts_with_all = ["shared", "exclusive"])]
+    /// A fair lock, granted in the order of asking (Redisson's RFairLock; every ZooKeeper and
+    /// etcd lock is fair already). `status --fair` lists its queue.
+    #[arg(long, conflicts_with_all = ["shared", "exclusive", "read", "write"])]
     fair: bool,
 }
 
+/// Where the URLs of a command came from (said on `--verbose`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum UrlSource {
+    Flag,
+    Env,
+    Default,
+}
+
 impl Target {
+    /// The names given as the positional NAME and as --name, in that order.
+    fn plain_names(&self) -> Vec<&str> {
+        self.lock_name
+            .iter()
+            .chain(&self.name)
+            .map(String::as_str)
+            .collect()
+    }
+
     /// The locks' names and kind, from whichever option named them.
     fn locks(&self) -> (Vec<&str>, LockKind) {
-        let names = || self.name.iter().map(String::as_str).collect();
         match (&self.read, &self.write) {
             (Some(n), _) => (vec![n.as_str()], LockKind::Read),
             (_, Some(n)) => (vec![n.as_str()], LockKind::Write),
-            _ if self.shared => (names(), LockKind::Read),
-            _ if self.exclusive => (names(), LockKind::Write),
-            _ if self.fair => (names(), LockKind::Fair),
-            _ => (names(), LockKind::Reentrant),
+            _ if self.shared => (self.plain_names(), LockKind::Read),
+            _ if self.exclusive => (self.plain_names(), LockKind::Write),
+            _ if self.fair => (self.plain_names(), LockKind::Fair),
+            _ => (self.plain_names(), LockKind::Reentrant),
+        }
+    }
+
+    /// True when no option chose the kind of lock (`status` then reads what the name holds).
+    fn kind_given(&self) -> bool {
+        self.read.is_some() || self.write.is_some() || self.shared || self.exclusive || self.fair
+    }
+
+    /// The URLs to connect to, and where they came from.
+    fn urls(&self) -> (Vec<String>, UrlSource) {
+        if !self.url.is_empty() {
+            return (self.url.clone(), UrlSource::Flag);
+        }
+        match std::env::var("POLYLOCK_URL") {
+            Ok(u) if !u.trim().is_empty() => (vec![u.trim().to_string()], UrlSource::Env),
+            _ => (vec![DEFAULT_URL.to_string()], UrlSource::Default),
         }
     }
 
@@ -110,9 +191,20 @@ impl Target {
             [one] => Ok(one),
             _ => Err(Error::new(
                 ErrorKind::InvalidArgument,
-                "--permits takes one --name: a semaphore, not a multi-lock",
+                "--permits takes one name: a semaphore, not a multi-lock",
             )),
         }
+    }
+
+    /// --shared, --exclusive and --fair qualify a name given as NAME or --name.
+    fn check(&self) -> Result<(), Error> {
+        if (self.shared || self.exclusive || self.fair) && self.plain_names().is_empty() {
+            return Err(Error::new(
+                ErrorKind::InvalidArgument,
+                "--shared, --exclusive and --fair go with a NAME (or --name)",
+            ));
+        }
+        Ok(())
     }
 }
 
@@ -124,51 +216,81 @@ enum OnLost {
     Ignore,
 }
 
+/// How `run` and `lock` take the lock.
+#[derive(clap::Args, Debug)]
+struct HoldArgs {
+    #[command(flatten)]
+    target: Target,
+    /// Wait at most this long for the lock (e.g. 30s, 2m; 0 = one try, as -n). Default: wait
+    /// forever.
+    #[arg(long, short = 'w', value_parser = wait_duration, value_name = "DURATION")]
+    wait: Option<Duration>,
+    /// One try: if another holder has the lock, exit at once with the conflict code (flock's
+    /// -n; the same as --wait 0).
+    #[arg(long, short = 'n', conflicts_with = "wait")]
+    no_wait: bool,
+    /// The exit code when the lock was not had (-n, or --wait ran out); nothing is printed
+    /// then unless --verbose. 0 makes "another host has it" a success for cron (flock's -E).
+    #[arg(long, short = 'E', value_name = "N", default_value_t = EX_TEMPFAIL)]
+    conflict_exit_code: u8,
+    /// Fixed lease: the lock expires after it even while CMD runs (no watchdog).
+    #[arg(long, value_parser = duration, value_name = "DURATION")]
+    lease: Option<Duration>,
+    /// Watchdog lease, renewed every third of it while polylock runs.
+    #[arg(long, value_parser = duration, default_value = "30s", value_name = "DURATION")]
+    watchdog: Duration,
+    /// Take one of N permits of the semaphore NAME instead of a lock: at most N commands run at
+    /// once across machines. On Redis the permits expire (renewed while polylock runs), so a
+    /// killed polylock never keeps one; on ZooKeeper they are leases of its session.
+    #[arg(long, value_name = "N", conflicts_with_all = ["read", "write", "shared", "exclusive", "fair"])]
+    permits: Option<u32>,
+    /// What to do if the lock is lost while CMD runs (or while `lock` holds it: it exits 76).
+    #[arg(long, value_enum, default_value_t = OnLost::Kill)]
+    on_lost: OnLost,
+    /// After SIGTERM on a lost lock, how long CMD gets before SIGKILL.
+    #[arg(long, value_parser = duration, default_value = "10s", value_name = "DURATION")]
+    grace: Duration,
+}
+
 #[derive(Subcommand, Debug)]
 enum Command {
-    /// Acquire the lock, run CMD with POLYLOCK_NAME and POLYLOCK_FENCING_TOKEN set, release it when
-    /// CMD exits, and exit with CMD's code. With several --name: all of them or none, and
+    /// Acquire the lock, run CMD with POLYLOCK_NAME and POLYLOCK_FENCING_TOKEN set, release it
+    /// when CMD exits, and exit with CMD's code. With several names: all of them or none, and
     /// POLYLOCK_FENCING_TOKENS holds their tokens, comma-separated in the order given.
+    #[command(after_help = URL_FORMS)]
     Run {
         #[command(flatten)]
-        target: Target,
-        /// Wait at most this long for the lock (e.g. 30s, 2m); exit 75 if it ran out.
-        /// Default: wait forever.
-        #[arg(long, value_parser = duration)]
-        wait: Option<Duration>,
-        /// Fixed lease: the lock expires after it even while CMD runs (no watchdog).
-        #[arg(long, value_parser = duration)]
-        lease: Option<Duration>,
-        /// Watchdog lease, renewed every third of it while polylock runs.
-        #[arg(long, value_parser = duration, default_value = "30s")]
-        watchdog: Duration,
-        /// Take one of N permits of the semaphore NAME instead of a lock: at most N commands run at
-        /// once across machines. On Redis the permits expire (renewed while polylock runs), so a
-        /// killed polylock never keeps one; on ZooKeeper they are leases of its session.
-        #[arg(long, value_name = "N", conflicts_with_all = ["read", "write", "shared", "exclusive"])]
-        permits: Option<u32>,
-        /// What to do if the lock is lost while CMD runs.
-        #[arg(long, value_enum, default_value_t = OnLost::Kill)]
-        on_lost: OnLost,
-        /// After SIGTERM on a lost lock, how long CMD gets before SIGKILL.
-        #[arg(long, value_parser = duration, default_value = "10s")]
-        grace: Duration,
+        hold: HoldArgs,
         /// The command and its arguments.
         #[arg(required = true, last = true, value_name = "CMD")]
         cmd: Vec<std::ffi::OsString>,
     },
-    /// Print one line of JSON: locked, the mode of a read-write lock, holders with counts and
-    /// modes, remaining TTL in ms (Redis, etcd), and the contenders waiting in order (ZooKeeper,
-    /// etcd; on etcd each contender is `<lease id>@<create revision> ttl=<seconds left>s`). With
-    /// --permits: the semaphore's free and taken permits.
+    /// Acquire the lock and hold it. With CMD, as `run`. Without, print one line of JSON (name,
+    /// key, owner, fencing_token) and hold the lock until SIGINT or SIGTERM, then release it and
+    /// exit 0 (as `etcdctl lock NAME` does); exit 76 if it is lost meanwhile.
+    #[command(after_help = URL_FORMS)]
+    Lock {
+        #[command(flatten)]
+        hold: HoldArgs,
+        /// The command and its arguments (optional).
+        #[arg(last = true, value_name = "CMD")]
+        cmd: Vec<std::ffi::OsString>,
+    },
+    /// Print one line of JSON per name: what it holds ("kind": lock, read-write lock, fair lock,
+    /// semaphore, or free), whether it is locked, the mode of a read-write lock, the holders with
+    /// counts and modes, the remaining TTL in ms (Redis, etcd), and the contenders waiting in
+    /// order (ZooKeeper, etcd, a Redis fair lock). A semaphore shows its free and taken permits.
+    /// --read/--write/--fair/--permits read the name as that kind instead.
+    #[command(after_help = URL_FORMS)]
     Status {
         #[command(flatten)]
         target: Target,
-        /// NAME is a semaphore (as taken by `run --permits`).
-        #[arg(long, conflicts_with_all = ["read", "write", "shared", "exclusive"])]
+        /// Read NAME as a semaphore (as taken by `run --permits`).
+        #[arg(long, conflicts_with_all = ["read", "write", "shared", "exclusive", "fair"])]
         permits: bool,
     },
     /// Delete the lock whoever holds it (Redisson's forceUnlock) and wake its waiters.
+    #[command(after_help = URL_FORMS)]
     Unlock {
         #[command(flatten)]
         target: Target,
@@ -176,6 +298,9 @@ enum Command {
         #[arg(long)]
         force: bool,
     },
+    /// Print this command's reference as Markdown (docs/src/cli.md is its output).
+    #[command(hide = true)]
+    HelpMarkdown,
 }
 
 fn duration(s: &str) -> Result<Duration, String> {
@@ -187,6 +312,14 @@ fn duration(s: &str) -> Result<Duration, String> {
         return Err("is longer than the 10-year limit".into());
     }
     Ok(d)
+}
+
+/// A wait: like [`duration`], and zero means one try.
+fn wait_duration(s: &str) -> Result<Duration, String> {
+    if s.trim().trim_end_matches(|c: char| c.is_ascii_alphabetic()) == "0" {
+        return Ok(Duration::ZERO);
+    }
+    duration(s)
 }
 
 /// Run the command line `args` (the program name first, as `std::env::args_os()` gives it) and
@@ -204,10 +337,50 @@ where
             return code;
         }
     };
+    if let Command::HelpMarkdown = cli.command {
+        print!("{}", help_markdown());
+        return 0;
+    }
     match crate::runtime::block_on(run(cli)) {
         Ok(Ok(code)) => code,
         Ok(Err(e)) | Err(e) => fail(&e),
     }
+}
+
+/// The command's reference in Markdown, from the clap definition itself: the top-level help and
+/// each visible command's long help, verbatim.
+fn help_markdown() -> String {
+    let mut top = Cli::command().term_width(100);
+    top.build();
+    let mut out = String::from(
+        "# Command-line reference\n\n\
+         <!-- Generated by `polylock help-markdown` from the clap definition in core/src/cli.rs;\n\
+         scripts/docs.sh fails when this file differs from its output. Do not edit by hand. -->\n\n",
+    );
+    let mut section = |title: &str, cmd: &mut clap::Command| {
+        let help = cmd.render_long_help().to_string();
+        let help: Vec<&str> = help.lines().map(str::trim_end).collect();
+        out.push_str(&format!(
+            "## `{title}`\n\n```text\n{}\n```\n\n",
+            help.join("\n").trim_end()
+        ));
+    };
+    section("polylock", &mut top.clone());
+    let names: Vec<String> = top
+        .get_subcommands()
+        .filter(|c| !c.is_hide_set() && c.get_name() != "help")
+        .map(|c| c.get_name().to_string())
+        .collect();
+    for name in names {
+        let mut sub = top
+            .find_subcommand_mut(&name)
+            .expect("a listed subcommand")
+            .clone();
+        section(&format!("polylock {name}"), &mut sub);
+    }
+    out.truncate(out.trim_end().len());
+    out.push('\n');
+    out
 }
 
 fn fail(e: &Error) -> ExitCode {
@@ -219,6 +392,24 @@ fn fail(e: &Error) -> ExitCode {
         ErrorKind::LockLost => EX_LOST,
         ErrorKind::Auth => EX_NOPERM,
         _ => EX_SOFTWARE,
+    }
+}
+
+/// The URL with any password replaced by `***`, for messages.
+fn redact(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.to_string();
+    };
+    let (before, after) = match rest.find(['/', '?', '#']) {
+        Some(i) => rest.split_at(i),
+        None => (rest, ""),
+    };
+    match before.rsplit_once('@') {
+        Some((cred, hosts)) if cred.contains(':') => {
+            let user = cred.split(':').next().unwrap_or_default();
+            format!("{scheme}://{user}:***@{hosts}{after}")
+        }
+        _ => url.to_string(),
     }
 }
 
@@ -234,14 +425,16 @@ async fn connect(urls: &[String], watchdog: Duration) -> Result<Client, Error> {
 }
 
 async fn run(cli: Cli) -> Result<ExitCode, Error> {
-    let (url, watchdog) = match &cli.command {
+    let verbose = cli.verbose;
+    let (target, watchdog) = match &cli.command {
         Command::Status { target, .. } | Command::Unlock { target, .. } => {
-            (target.url.clone(), Duration::from_secs(30))
+            (target, Duration::from_secs(30))
         }
-        Command::Run {
-            target, watchdog, ..
-        } => (target.url.clone(), *watchdog),
+        Command::Run { hold, .. } | Command::Lock { hold, .. } => (&hold.target, hold.watchdog),
+        Command::HelpMarkdown => unreachable!("handled before the runtime starts"),
     };
+    target.check()?;
+    let (urls, source) = target.urls();
     if let Command::Unlock {
         target,
         force: false,
@@ -253,8 +446,17 @@ async fn run(cli: Cli) -> Result<ExitCode, Error> {
         );
         return Ok(EX_USAGE);
     }
-    let client = connect(&url, watchdog).await?;
-    let result = run_with(&client, cli.command).await;
+    if verbose {
+        let from = match source {
+            UrlSource::Flag => "--url",
+            UrlSource::Env => "POLYLOCK_URL",
+            UrlSource::Default => "the default: no --url and no POLYLOCK_URL",
+        };
+        let shown: Vec<String> = urls.iter().map(|u| redact(u)).collect();
+        eprintln!("polylock: server {} (from {from})", shown.join(" "));
+    }
+    let client = connect(&urls, watchdog).await?;
+    let result = run_with(&client, cli.command, verbose).await;
     // Every way out closes the client: its holds and waiting nodes are removed now, and a
     // ZooKeeper session ends before the process does (its nodes would stay for the session
     // timeout otherwise, and the next waiter would queue behind them).
@@ -269,83 +471,196 @@ async fn run(cli: Cli) -> Result<ExitCode, Error> {
     }
 }
 
-async fn run_with(client: &Client, command: Command) -> Result<ExitCode, Error> {
+/// One line of `status` for a lock.
+fn lock_line(kind: &str, st: &LockStatus) -> Value {
+    let holders: Vec<_> = st
+        .holders
+        .iter()
+        .map(|h| json!({"owner": h.owner, "count": h.count, "mode": h.mode.word()}))
+        .collect();
+    json!({
+        "name": st.name,
+        "kind": kind,
+        "locked": st.locked,
+        "mode": st.mode.map(|m| m.word()),
+        "holders": holders,
+        "ttl_ms": st.ttl.map(|d| d.as_millis() as u64),
+        "waiters": st.waiters,
+    })
+}
+
+/// One line of `status` for a semaphore.
+fn semaphore_line(kind: &str, st: &SemaphoreStatus) -> Value {
+    let holders: Vec<_> = st
+        .holders
+        .iter()
+        .map(|h| json!({"id": h.id, "expires_in_ms": h.expires_in.map(|d| d.as_millis() as u64)}))
+        .collect();
+    json!({
+        "name": st.name,
+        "kind": kind,
+        "available": st.available,
+        "permits": st.permits,
+        "taken": holders.len(),
+        "holders": holders,
+    })
+}
+
+/// The semaphore stored under `name`, read as expiring permits where the server has them (Redis)
+/// and as a semaphore elsewhere; `None` when the server cannot read it as one.
+async fn read_semaphore(client: &Client, name: &str) -> Option<(&'static str, SemaphoreStatus)> {
+    match client.permit_expirable_semaphore(name) {
+        Ok(s) => {
+            let st = s.status().await.ok()?;
+            let kind = if st.holders.is_empty() {
+                "semaphore"
+            } else {
+                "expiring semaphore"
+            };
+            Some((kind, st))
+        }
+        Err(_) => {
+            let st = client.semaphore(name).ok()?.status().await.ok()?;
+            Some(("semaphore", st))
+        }
+    }
+}
+
+/// Whatever `name` holds, said as one line: a semaphore, a read-write lock, a fair lock with
+/// its queue (Redis), a lock, or nothing ("free").
+async fn status_of_any(client: &Client, name: &str) -> Result<Value, Error> {
+    // A semaphore first: on etcd a semaphore's permit keys would read as a lock's contenders.
+    let semaphore = read_semaphore(client, name).await;
+    if let Some((kind, st)) = &semaphore {
+        if st.available != 0 || st.permits.is_some_and(|p| p != 0) || !st.holders.is_empty() {
+            return Ok(semaphore_line(kind, st));
+        }
+    }
+    // On Redis the fair lock's read is the lock's (hash and TTL) plus its queue. Servers whose
+    // every lock is fair (ZooKeeper, etcd), or that have no fair lock (SQL, RedLock), read the lock.
+    let lock = match client.queues_waiters() {
+        true => client.lock(name)?,
+        false => match client.fair_lock(name) {
+            Ok(fair) => fair,
+            Err(e) if e.kind() == ErrorKind::Unsupported => client.lock(name)?,
+            Err(e) => return Err(e),
+        },
+    };
+    match lock.status().await {
+        Ok(mut st) => {
+            // PostgreSQL's readers hold a shared advisory lock, which only a read-write lock's
+            // read shows as such (a writer and a plain lock are the same exclusive lock there).
+            if st.locked && st.mode.is_none() {
+                if let Ok(read) = client.lock_of_kind(name, LockKind::Read) {
+                    match read.status().await {
+                        Ok(rw) if rw.mode == Some(crate::HoldMode::Read) => st = rw,
+                        _ => {}
+                    }
+                }
+            }
+            let kind = if st.mode.is_some() {
+                "read-write lock"
+            } else if lock.kind() == LockKind::Fair && !st.waiters.is_empty() {
+                "fair lock"
+            } else if st.locked || !st.waiters.is_empty() {
+                "lock"
+            } else {
+                "free"
+            };
+            Ok(lock_line(kind, &st))
+        }
+        // The name holds something a lock's read cannot take (a Redis string: a semaphore whose
+        // permits are all taken, or a count-down latch): the semaphore's read said what it is.
+        Err(e) if e.kind() == ErrorKind::Backend => match semaphore {
+            Some((kind, st)) => Ok(semaphore_line(kind, &st)),
+            None => Err(e),
+        },
+        Err(e) => Err(e),
+    }
+}
+
+async fn run_with(client: &Client, command: Command, verbose: bool) -> Result<ExitCode, Error> {
     match command {
         Command::Status {
             target,
             permits: true,
         } => {
             let name = target.single_name()?;
-            let st = match client.permit_expirable_semaphore(name) {
-                Ok(s) => s.status().await?,
+            let (kind, st) = match client.permit_expirable_semaphore(name) {
+                Ok(s) => ("expiring semaphore", s.status().await?),
                 Err(e) if e.kind() == ErrorKind::Unsupported => {
-                    client.semaphore(name)?.status().await?
+                    ("semaphore", client.semaphore(name)?.status().await?)
                 }
                 Err(e) => return Err(e),
             };
-            let holders: Vec<_> = st
-                .holders
-                .iter()
-                .map(|h| serde_json::json!({"id": h.id, "expires_in_ms": h.expires_in.map(|d| d.as_millis() as u64)}))
-                .collect();
-            let line = serde_json::json!({
-                "name": st.name,
-                "available": st.available,
-                "permits": st.permits,
-                "taken": holders.len(),
-                "holders": holders,
-            });
-            println!("{line}");
+            println!("{}", semaphore_line(kind, &st));
             Ok(0)
         }
         Command::Status { target, .. } => {
             // One line per name.
-            for lock in target.handles(client)? {
-                let st = lock.status().await?;
-                let holders: Vec<_> = st
-                    .holders
-                    .iter()
-                    .map(|h| serde_json::json!({"owner": h.owner, "count": h.count, "mode": h.mode.word()}))
-                    .collect();
-                let line = serde_json::json!({
-                    "name": st.name,
-                    "locked": st.locked,
-                    "mode": st.mode.map(|m| m.word()),
-                    "holders": holders,
-                    "ttl_ms": st.ttl.map(|d| d.as_millis() as u64),
-                    "waiters": st.waiters,
-                });
-                println!("{line}");
+            if target.kind_given() {
+                let (_, kind) = target.locks();
+                for lock in target.handles(client)? {
+                    let st = lock.status().await?;
+                    let word = match kind {
+                        LockKind::Read | LockKind::Write => "read-write lock",
+                        other => other.word(),
+                    };
+                    println!("{}", lock_line(word, &st));
+                }
+            } else {
+                for name in target.locks().0 {
+                    println!("{}", status_of_any(client, name).await?);
+                }
             }
             Ok(0)
         }
         Command::Unlock { target, .. } => {
             for lock in target.handles(client)? {
                 let was = lock.force_unlock().await?;
-                println!(
-                    "{}",
-                    serde_json::json!({"name": lock.name(), "unlocked": was})
-                );
+                println!("{}", json!({"name": lock.name(), "unlocked": was}));
             }
             Ok(0)
         }
-        Command::Run {
-            target,
-            wait,
-            lease,
-            permits,
-            on_lost,
-            grace,
-            cmd,
-            ..
-        } => {
+        Command::Run { hold, cmd } | Command::Lock { hold, cmd } => {
             let how = Take {
-                wait: wait.map_or(Wait::Forever, Wait::For),
-                lease,
-                permits,
+                wait: match (hold.no_wait, hold.wait) {
+                    (true, _) => Wait::Never,
+                    (false, Some(d)) if d.is_zero() => Wait::Never,
+                    (false, Some(d)) => Wait::For(d),
+                    (false, None) => Wait::Forever,
+                },
+                lease: hold.lease,
+                permits: hold.permits,
             };
-            run_command(client, target, how, on_lost, grace, cmd).await
+            let mut signals = Signals::new()?;
+            // A signal while waiting: stop waiting (dropping the wait leaves nothing behind).
+            let held = tokio::select! {
+                r = Held::take(client, &hold.target, &how) => r,
+                sig = signals.next() => return Ok(128 + sig as u8),
+            };
+            let held = match held {
+                Ok(held) => held,
+                Err(e) if e.kind() == ErrorKind::Timeout => {
+                    if verbose {
+                        eprintln!("polylock: {e}");
+                        for name in hold.target.locks().0 {
+                            if let Ok(line) = status_of_any(client, name).await {
+                                eprintln!("polylock: {line}");
+                            }
+                        }
+                    }
+                    return Ok(hold.conflict_exit_code);
+                }
+                Err(e) => return Err(e),
+            };
+            if cmd.is_empty() {
+                hold_until_signal(client, &hold.target, held, signals, hold.on_lost).await
+            } else {
+                run_command(&hold.target, held, signals, hold.on_lost, hold.grace, cmd).await
+            }
         }
+        Command::HelpMarkdown => Ok(0),
     }
 }
 
@@ -516,6 +831,26 @@ impl Held {
         }
     }
 
+    /// One line of JSON saying what is held (`lock` without a command prints it).
+    async fn describe(&self, client: &Client, target: &Target) -> Value {
+        match self {
+            Held::Lock {
+                lock, owner, token, ..
+            } => {
+                let (key, holder) = identity(client, lock, *owner).await;
+                json!({"name": lock.name(), "key": key, "owner": holder, "fencing_token": token})
+            }
+            Held::Multi { owner, tokens, .. } => json!({
+                "name": target.name(),
+                "names": target.locks().0,
+                "owner": format!("{}:{}", client.id(), owner),
+                "fencing_tokens": tokens,
+            }),
+            Held::Permit { permit, .. } => json!({"name": target.name(), "permit": permit.id}),
+            Held::Lease { permits, .. } => json!({"name": target.name(), "permits": permits.count}),
+        }
+    }
+
     async fn release(&self) -> Result<(), Error> {
         match self {
             Held::Lock { lock, owner, .. } | Held::Multi { lock, owner, .. } => {
@@ -527,20 +862,88 @@ impl Held {
     }
 }
 
-async fn run_command(
+/// `lock NAME` without a command: say what is held (one line of JSON on stdout), then hold it
+/// until SIGINT, SIGTERM, SIGHUP or SIGQUIT, and release it.
+async fn hold_until_signal(
     client: &Client,
-    target: Target,
-    how: Take,
+    target: &Target,
+    held: Held,
+    mut signals: Signals,
+    on_lost: OnLost,
+) -> Result<ExitCode, Error> {
+    println!("{}", held.describe(client, target).await);
+    let _ = std::io::stdout().flush();
+    let mut signal = held.lost();
+    let lost = loop {
+        let lost_wait = async {
+            match &signal {
+                Some(s) => s.wait().await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            reason = lost_wait => {
+                let Some(reason) = reason else {
+                    signal = None; // the hold ended without a loss: stop watching
+                    continue;
+                };
+                if on_lost == OnLost::Kill {
+                    eprintln!("polylock: lock '{}' lost ({})", target.name(), reason.describe());
+                    break true;
+                }
+                eprintln!("polylock: warning: lock '{}' lost ({}); holding on until a signal", target.name(), reason.describe());
+                signal = None;
+            }
+            _ = signals.next() => break false,
+        }
+    };
+    match held.release().await {
+        Ok(()) => {}
+        Err(e) if e.kind() == ErrorKind::LockLost && lost => {}
+        Err(e) if e.kind() == ErrorKind::LockLost && on_lost == OnLost::Kill => {
+            eprintln!("polylock: {e}");
+            return Ok(EX_LOST);
+        }
+        Err(e) => eprintln!("polylock: release failed: {e}"),
+    }
+    Ok(if lost { EX_LOST } else { 0 })
+}
+
+/// What `lock` prints of a lock's hold: the key (or node) that holds it on the server, and the
+/// holder as the server stores it: `<client id>:<owner id>` on Redis, the node name on
+/// ZooKeeper, `<lease id>@<create revision>` on etcd, the connection (or ShedLock's `locked_by`)
+/// on SQL. Where several readers hold and cannot be told apart: the name and polylock's owner.
+async fn identity(client: &Client, lock: &Lock, owner: OwnerId) -> (String, String) {
+    let name = lock.name().to_string();
+    let ours = format!("{}:{}", client.id(), owner);
+    let Ok(st) = lock.status().await else {
+        return (name, ours);
+    };
+    if st.holders.iter().any(|h| h.owner == ours) {
+        return (name, ours); // Redis: the hash NAME, field <client id>:<owner id>
+    }
+    let [only] = st.holders.as_slice() else {
+        return (name, ours);
+    };
+    if let Some((lease, _)) = only.owner.split_once('@') {
+        let rev = only.owner.split_whitespace().next().unwrap_or(&only.owner);
+        return (format!("{name}/{lease}"), rev.to_string()); // etcd: NAME/<lease hex>
+    }
+    if only.owner.starts_with("_c_") {
+        let node = format!("{}/{}", name.trim_end_matches('/'), only.owner);
+        return (node, only.owner.clone()); // ZooKeeper: the holder's node
+    }
+    (name, only.owner.clone())
+}
+
+async fn run_command(
+    target: &Target,
+    held: Held,
+    mut signals: Signals,
     on_lost: OnLost,
     grace: Duration,
     cmd: Vec<std::ffi::OsString>,
 ) -> Result<ExitCode, Error> {
-    let mut signals = Signals::new()?;
-    // A signal while waiting: stop waiting (dropping the wait leaves nothing behind).
-    let held = tokio::select! {
-        r = Held::take(client, &target, &how) => r?,
-        sig = signals.next() => return Ok(128 + sig as u8),
-    };
     let (key, value) = held.env();
     let mut child = match tokio::process::Command::new(&cmd[0])
         .args(&cmd[1..])

@@ -780,6 +780,598 @@ async fn three_urls_take_a_redlock() {
     assert_eq!(out.status.code(), Some(64));
 }
 
+/// A child killed and reaped when the test ends, whatever happens (a holder left running would
+/// keep its lock and the test's port busy).
+struct Holder(std::process::Child);
+
+impl Drop for Holder {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Start `polylock ARGS` holding a lock with `sleep 30` (or without a command), and wait until
+/// `ready` says the server shows it.
+async fn hold(args: &[&str], ready: impl AsyncFn() -> bool) -> Holder {
+    let child = polylock()
+        .args(args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let holder = Holder(child);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !ready().await {
+        assert!(Instant::now() < deadline, "{args:?} never held");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    holder
+}
+
+fn status_of(args: &[&str]) -> serde_json::Value {
+    let out = run(args);
+    assert!(
+        out.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{args:?}: {e}: {}", String::from_utf8_lossy(&out.stdout)))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn no_wait_and_the_conflict_exit_code() {
+    let name = unique("cli-nowait");
+    let _holder = hold(&["run", &name, "--", "sleep", "30"], async || {
+        let n: i64 = raw().await.exists(&name).await.unwrap();
+        n == 1
+    })
+    .await;
+    // -n: one try, exit 75 at once and silently (cron mails any output), the command not run.
+    let started = Instant::now();
+    let out = run(&["run", "-n", &name, "--", "sh", "-c", "echo ran"]);
+    assert_eq!(out.status.code(), Some(75));
+    assert!(
+        out.stdout.is_empty(),
+        "the command ran while the lock was held"
+    );
+    assert!(
+        out.stderr.is_empty(),
+        "a conflict is silent without --verbose: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(3),
+        "-n waited {:?}",
+        started.elapsed()
+    );
+    // --wait 0 is the same (it used to be a usage error).
+    assert_eq!(
+        run(&["run", "--wait", "0", &name, "--", "true"])
+            .status
+            .code(),
+        Some(75)
+    );
+    assert_eq!(
+        run(&["run", "--wait", "0s", &name, "--", "true"])
+            .status
+            .code(),
+        Some(75)
+    );
+    // -E 0: "another host has it" is a success for cron; -E N after a bounded wait too.
+    let out = run(&["run", "-n", "-E", "0", &name, "--", "sh", "-c", "echo ran"]);
+    assert_eq!(out.status.code(), Some(0));
+    assert!(out.stdout.is_empty(), "-E 0 must not run the command");
+    let out = run(&[
+        "run",
+        "--conflict-exit-code",
+        "3",
+        "--wait",
+        "200ms",
+        &name,
+        "--",
+        "true",
+    ]);
+    assert_eq!(out.status.code(), Some(3));
+    // --verbose says what happened and who holds it.
+    let out = run(&["--verbose", "run", "-n", &name, "--", "true"]);
+    assert_eq!(out.status.code(), Some(75));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("\"kind\":\"lock\"") && err.contains("\"locked\":true"),
+        "{err}"
+    );
+    // -n with --wait is a usage error; a free lock runs the command with -n.
+    assert_eq!(
+        run(&["run", "-n", "--wait", "1s", &name, "--", "true"])
+            .status
+            .code(),
+        Some(64)
+    );
+    let free = unique("cli-nowait-free");
+    let out = run(&["run", "-n", "-E", "0", &free, "--", "sh", "-c", "echo ran"]);
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "ran");
+}
+
+#[test]
+fn run_and_lock_take_the_name_positionally() {
+    let name = unique("cli-positional");
+    for sub in ["run", "lock"] {
+        let out = run(&[sub, &name, "--", "sh", "-c", "echo \"$POLYLOCK_NAME\""]);
+        assert!(
+            out.status.success(),
+            "{sub}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), name, "{sub}");
+    }
+    // --name is kept, and a name given both ways with another is a multi-lock of the two.
+    let out = run(&[
+        "run",
+        "--name",
+        &name,
+        "--",
+        "sh",
+        "-c",
+        "echo \"$POLYLOCK_NAME\"",
+    ]);
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), name);
+    let other = unique("cli-positional-2");
+    let out = run(&[
+        "run",
+        &name,
+        "--name",
+        &other,
+        "--",
+        "sh",
+        "-c",
+        "echo \"$POLYLOCK_FENCING_TOKENS\"",
+    ]);
+    assert!(out.status.success());
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout)
+            .trim()
+            .split(',')
+            .count(),
+        2,
+        "two names: a multi-lock with two tokens"
+    );
+    // No name at all is a usage error.
+    assert_eq!(run(&["run", "--", "true"]).status.code(), Some(64));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lock_without_a_command_holds_until_sigterm() {
+    use std::io::BufRead;
+    let name = unique("cli-hold");
+    let mut child = polylock()
+        .args(["lock", &name])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let line = tokio::task::spawn_blocking(move || {
+        let mut line = String::new();
+        std::io::BufReader::new(stdout)
+            .read_line(&mut line)
+            .unwrap();
+        line
+    })
+    .await
+    .unwrap();
+    let mut holder = Holder(child);
+    let v: serde_json::Value =
+        serde_json::from_str(&line).unwrap_or_else(|e| panic!("{e}: {line:?}"));
+    assert_eq!(v["name"], name.as_str());
+    assert_eq!(
+        v["key"],
+        name.as_str(),
+        "on Redis the key is the lock's hash"
+    );
+    let token = v["fencing_token"].as_u64().unwrap();
+    assert!(token >= 1);
+    // The owner it prints is the field the server stores for it.
+    let owner = v["owner"].as_str().unwrap().to_string();
+    let fields: std::collections::HashMap<String, i64> = raw().await.hgetall(&name).await.unwrap();
+    assert_eq!(fields.get(&owner), Some(&1), "{fields:?} holds {owner}");
+    // It holds: another command finds the lock taken, also a second later.
+    tokio::time::sleep(Duration::from_millis(1000)).await;
+    assert_eq!(
+        run(&["run", "-n", &name, "--", "true"]).status.code(),
+        Some(75)
+    );
+    // SIGTERM: it releases and exits 0.
+    let ok = Command::new("kill")
+        .args(["-TERM", &holder.0.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(ok.success());
+    let status = tokio::task::spawn_blocking(move || {
+        let s = holder.0.wait();
+        std::mem::forget(holder);
+        s
+    })
+    .await
+    .unwrap()
+    .unwrap();
+    assert_eq!(
+        status.code(),
+        Some(0),
+        "released after SIGTERM and exited 0"
+    );
+    let n: i64 = raw().await.exists(&name).await.unwrap();
+    assert_eq!(n, 0, "the lock was released");
+    let out = run(&[
+        "run",
+        "-n",
+        &name,
+        "--",
+        "sh",
+        "-c",
+        "echo $POLYLOCK_FENCING_TOKEN",
+    ]);
+    let next: u64 = String::from_utf8_lossy(&out.stdout).trim().parse().unwrap();
+    assert!(next > token);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lock_without_a_command_exits_76_when_the_lock_is_lost() {
+    let name = unique("cli-hold-lost");
+    let child = polylock()
+        .args(["lock", &name, "--watchdog", "900ms"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_locked(&name, true).await;
+    let _: () = raw().await.del(&name).await.unwrap();
+    let out = tokio::task::spawn_blocking(move || child.wait_with_output())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(76));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("lost"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn status_says_what_each_name_holds_on_redis() {
+    // Nothing stored.
+    let free = unique("cli-status-free");
+    let v = status_of(&["status", &free]);
+    assert_eq!(
+        (v["kind"].as_str(), v["locked"].as_bool()),
+        (Some("free"), Some(false))
+    );
+
+    // A lock.
+    let lock = unique("cli-status-lock");
+    let _l = hold(&["run", &lock, "--", "sleep", "30"], async || {
+        let n: i64 = raw().await.exists(&lock).await.unwrap();
+        n == 1
+    })
+    .await;
+    let v = status_of(&["status", &lock]);
+    assert_eq!(
+        (v["kind"].as_str(), v["locked"].as_bool()),
+        (Some("lock"), Some(true))
+    );
+
+    // A read-write lock taken for reading.
+    let rw = unique("cli-status-rw");
+    let _r = hold(&["run", "--read", &rw, "--", "sleep", "30"], async || {
+        let n: i64 = raw().await.exists(&rw).await.unwrap();
+        n == 1
+    })
+    .await;
+    let v = status_of(&["status", &rw]);
+    assert_eq!(v["kind"], "read-write lock");
+    assert_eq!(v["mode"], "read");
+    assert_eq!(v["holders"][0]["mode"], "read");
+
+    // A semaphore taken with --permits (this printed Redis's raw WRONGTYPE error before).
+    let sem = unique("cli-status-sem");
+    let _s = hold(
+        &["run", "--permits", "2", &sem, "--", "sleep", "30"],
+        async || {
+            let n: i64 = raw()
+                .await
+                .zcard(format!("{{{sem}}}:timeout"))
+                .await
+                .unwrap();
+            n == 1
+        },
+    )
+    .await;
+    let v = status_of(&["status", &sem]);
+    assert_eq!(v["kind"], "expiring semaphore", "{v}");
+    assert_eq!(
+        (v["available"].as_i64(), v["permits"].as_i64()),
+        (Some(1), Some(2))
+    );
+    assert_eq!(v["taken"], 1);
+
+    // A plain semaphore (Redisson's RSemaphore) whose permits are all taken: a bare "0".
+    let plain = unique("cli-status-plain");
+    let _: () = raw().await.set(&plain, 0).await.unwrap();
+    let v = status_of(&["status", &plain]);
+    assert_eq!(v["kind"], "semaphore", "{v}");
+    assert_eq!(v["available"], 0);
+
+    // A fair lock with a waiter in its queue.
+    let fair = unique("cli-status-fair");
+    let _f = hold(&["run", "--fair", &fair, "--", "sleep", "30"], async || {
+        let n: i64 = raw().await.exists(&fair).await.unwrap();
+        n == 1
+    })
+    .await;
+    let queue = format!("redisson_lock_queue:{{{fair}}}");
+    let _w = hold(&["run", "--fair", &fair, "--", "true"], async || {
+        let n: i64 = raw().await.llen(&queue).await.unwrap();
+        n == 1
+    })
+    .await;
+    let v = status_of(&["status", &fair]);
+    assert_eq!(v["kind"], "fair lock", "{v}");
+    assert_eq!(v["waiters"].as_array().unwrap().len(), 1);
+
+    // Several names: one line each, each saying what it is.
+    let out = run(&["status", &lock, "--name", &sem]);
+    let kinds: Vec<String> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["kind"].to_string())
+        .collect();
+    assert_eq!(kinds, ["\"lock\"", "\"expiring semaphore\""]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn status_says_what_each_name_holds_on_zookeeper() {
+    let u = zk_url();
+    let lock = zk_path("cli-status-lock");
+    let _l = hold(
+        &["run", "--url", &u, &lock, "--", "sleep", "30"],
+        async || !zk_children(&lock).await.is_empty(),
+    )
+    .await;
+    let v = status_of(&["status", "--url", &u, &lock]);
+    assert_eq!(
+        (v["kind"].as_str(), v["locked"].as_bool()),
+        (Some("lock"), Some(true)),
+        "{v}"
+    );
+
+    let sem = zk_path("cli-status-sem");
+    let leases = format!("{sem}/leases");
+    let _s = hold(
+        &[
+            "run",
+            "--url",
+            &u,
+            "--permits",
+            "2",
+            &sem,
+            "--",
+            "sleep",
+            "30",
+        ],
+        async || zk_children(&leases).await.len() == 1,
+    )
+    .await;
+    let v = status_of(&["status", "--url", &u, &sem]);
+    assert_eq!(v["kind"], "semaphore", "{v}");
+    assert_eq!(v["permits"], 2);
+
+    let free = zk_path("cli-status-free");
+    let v = status_of(&["status", "--url", &u, &free]);
+    assert_eq!(v["kind"], "free", "{v}");
+}
+
+#[test]
+fn verbose_says_which_server_and_where_its_url_came_from() {
+    let name = unique("cli-verbose");
+    // The default: no --url and no POLYLOCK_URL (the test server is the default's address).
+    let out = Command::new(env!("CARGO_BIN_EXE_polylock"))
+        .env_remove("POLYLOCK_URL")
+        .args(["--verbose", "status", &name])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("redis://127.0.0.1:6379 (from the default"),
+        "{err}"
+    );
+    // POLYLOCK_URL is read.
+    let out = polylock().args(["-v", "status", &name]).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(&format!("{} (from POLYLOCK_URL)", url())),
+        "{err}"
+    );
+    let out = polylock()
+        .env("POLYLOCK_URL", format!("redis://127.0.0.1:{}", free_port()))
+        .args(["status", &name])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(69), "POLYLOCK_URL names the server");
+    // --url wins, and a password is never printed.
+    let out = polylock()
+        .args([
+            "--verbose",
+            "status",
+            "--url",
+            "redis://user:secret@127.0.0.1:1/0",
+            &name,
+        ])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("redis://user:***@127.0.0.1:1/0 (from --url)"),
+        "{err}"
+    );
+    assert!(!err.contains("secret"), "{err}");
+    // Without --verbose nothing is said.
+    let out = polylock().args(["status", &name]).output().unwrap();
+    assert!(
+        out.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn help_lists_every_url_form_and_the_cron_recipe() {
+    for sub in ["run", "lock", "status", "unlock"] {
+        let out = run(&[sub, "--help"]);
+        assert_eq!(out.status.code(), Some(0));
+        let help = String::from_utf8_lossy(&out.stdout);
+        for form in [
+            "redis://",
+            "rediss://",
+            "redis+sentinel://",
+            "rediss+sentinel",
+            "redis+cluster://",
+            "rediss+cluster",
+            "wait_replicas=",
+            "zk://",
+            "zks://",
+            "etcd://",
+            "etcds://",
+            "mysql://",
+            "mariadb://",
+            "postgres://",
+            "postgresql://",
+            "mode=table",
+            "fencing=",
+            "sslmode=",
+            "POLYLOCK_URL",
+            "three or more times",
+        ] {
+            assert!(
+                help.contains(form),
+                "`polylock {sub} --help` lacks {form}:\n{help}"
+            );
+        }
+    }
+    let top = String::from_utf8_lossy(&run(&["--help"]).stdout).to_string();
+    assert!(top.contains("polylock run -n -E 0"), "{top}");
+    assert!(!top.contains("help-markdown"), "the generator stays hidden");
+}
+
+#[test]
+fn the_books_reference_is_what_help_markdown_prints() {
+    let out = run(&["help-markdown"]);
+    assert!(out.status.success());
+    let generated = String::from_utf8(out.stdout).unwrap();
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/src/cli.md");
+    let committed = std::fs::read_to_string(path).unwrap_or_default();
+    assert!(
+        generated.contains("## `polylock run`") && generated.contains("--conflict-exit-code"),
+        "{generated}"
+    );
+    assert!(
+        committed == generated,
+        "docs/src/cli.md is not what `polylock help-markdown` prints: run scripts/docs.sh --fix-reference"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn status_says_what_each_name_holds_on_etcd_and_sql() {
+    let etcd =
+        std::env::var("POLYLOCK_ETCD_URL").unwrap_or_else(|_| "etcd://127.0.0.1:2379".into());
+    let mysql = std::env::var("POLYLOCK_MYSQL_URL")
+        .unwrap_or_else(|_| "mysql://polylock:polylock-pw@127.0.0.1:3307/polylock".into());
+    let pg = std::env::var("POLYLOCK_PG_URL")
+        .unwrap_or_else(|_| "postgres://polylock:polylock-pw@127.0.0.1:5433/polylock".into());
+    let id = uuid::Uuid::new_v4().simple().to_string();
+    // A semaphore on etcd (its permit keys must not read as a lock's contenders), a lock there.
+    let sem = format!("cli-status-sem-{id}");
+    let lock = format!("cli-status-lock-{id}");
+    // Each command prints what `status` says while it holds.
+    let inner = |url: &str, name: &str| {
+        format!(
+            "{} status --url '{url}' '{name}'",
+            env!("CARGO_BIN_EXE_polylock")
+        )
+    };
+    let cases: Vec<(Vec<String>, &str, &str)> = vec![
+        (
+            vec![
+                "--url".into(),
+                etcd.clone(),
+                "--permits".into(),
+                "2".into(),
+                sem.clone(),
+            ],
+            "semaphore",
+            &sem,
+        ),
+        (
+            vec!["--url".into(), etcd.clone(), lock.clone()],
+            "lock",
+            &lock,
+        ),
+        (
+            vec!["--url".into(), etcd.clone(), "--read".into(), lock.clone()],
+            "read-write lock",
+            &lock,
+        ),
+        (
+            vec!["--url".into(), mysql.clone(), lock.clone()],
+            "lock",
+            &lock,
+        ),
+        (
+            vec!["--url".into(), pg.clone(), lock.clone()],
+            "lock",
+            &lock,
+        ),
+        (
+            vec!["--url".into(), pg.clone(), "--read".into(), lock.clone()],
+            "read-write lock",
+            &lock,
+        ),
+        (
+            vec!["--url".into(), format!("{pg}?mode=table"), lock.clone()],
+            "lock",
+            &lock,
+        ),
+    ];
+    for (args, kind, name) in cases {
+        let url = args[1].clone();
+        let mut full: Vec<String> = vec!["run".into()];
+        full.extend(args);
+        full.extend(["--".into(), "sh".into(), "-c".into(), inner(&url, name)]);
+        let full: Vec<&str> = full.iter().map(String::as_str).collect();
+        let out = run(&full);
+        assert!(
+            out.status.success(),
+            "{full:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout)
+            .unwrap_or_else(|e| panic!("{full:?}: {e}: {}", String::from_utf8_lossy(&out.stdout)));
+        assert_eq!(v["kind"], kind, "{full:?}: {v}");
+        if kind != "semaphore" {
+            assert_eq!(v["locked"], true, "{full:?}: {v}");
+        } else {
+            assert_eq!(
+                (v["permits"].as_i64(), v["taken"].as_i64()),
+                (Some(2), Some(1)),
+                "{v}"
+            );
+        }
+        // Released: the name is free again (a semaphore keeps its count, all of it free).
+        let after = status_of(&["status", "--url", &url, name]);
+        if kind == "semaphore" {
+            assert_eq!(after["available"], 2, "{after}");
+        } else {
+            assert_eq!(after["kind"], "free", "{full:?} after: {after}");
+        }
+    }
+}
+
 #[path = "sql_common/mod.rs"]
 mod sql_common;
 
