@@ -825,9 +825,18 @@ def main() -> int:
         w.reader.join(timeout=10)
         with open(run_dir / f"{w.wid}.events.jsonl", "w") as f:
             f.writelines(json.dumps(e) + "\n" for e in w.events)
+        log = w.log_path.read_text(errors="replace") if w.log_path.exists() else ""
         if w.proc.returncode != 0:
-            tail = w.log_path.read_text()[-1500:] if w.log_path.exists() else ""
-            failures.append(f"worker {w.wid} exited with {w.proc.returncode}: {tail.strip()[-800:]}")
+            failures.append(f"worker {w.wid} exited with {w.proc.returncode}: {log[-1500:].strip()[-800:]}")
+        else:
+            # A worker's stderr holds nothing but what the libraries log on purpose: a traceback,
+            # a panic or an uncaught exception (an actor thread that died, an error printed by a
+            # destructor) fails the run.
+            bad = [line for line in log.splitlines() if re.search(
+                r"Traceback|panicked|Exception in thread|Unhandled|uncaught|RuntimeError|\bat [\w.$]+\(\w+\.java", line)]
+            if bad:
+                failures.append(f"worker {w.wid} printed {len(bad)} error lines on stderr, e.g. {bad[0][:200]!r} "
+                                f"(see {w.log_path})")
     stop.set()
     for t in threads:
         t.join(timeout=60)

@@ -217,6 +217,12 @@ class Actor:
                 self.error(o.what, o.prim, e)
                 time.sleep(0.1)
         self.reap(block=True)
+        if self.loop is not None:
+            # On this thread: a loop left for the garbage collector is closed by whichever thread
+            # collects it (at exit, the main one), and its polylock driver, which belongs to this
+            # thread, is then leaked with a RuntimeError ("unsendable ... dropped on another
+            # thread") printed on stderr.
+            self.loop.close()
         emit(t="done", actor=self.name, ops=ops, digest=f"{digest:08x}")
 
     def one(self, o: Op) -> None:
