@@ -42,8 +42,17 @@ The checker counts
   ZooKeeper contender and lease nodes under the run's paths, MySQL/MariaDB locks of the run's
   names, PostgreSQL advisory locks (granted or waiting) of the run's keys, etcd keys under the
   run's prefix other than a semaphore's count.
-Then it removes whatever the run created, and prints one summary line. Exit 0 only when the last
-four counts are 0 and sections were run.
+Then it removes whatever the run created, looks again (nothing of the run's tag may remain on
+any server, fencing counters included), and prints one summary line with the seed. Exit 0 only
+when the last four counts are 0, every worker ran sections, and no worker reported an error
+(a LockLost told on a force-unlocked lock aside) or printed a traceback or panic; a failing run
+prints the command that replays it.
+
+--self-test plants what the checker must find: a rogue writer (sections on exclusive locks
+without the lock: double holders, and untold since the resource refuses them), semaphore
+sections past the permits (over-permit), a worker that leaves a Redis lock behind, and a
+ZooKeeper contender node, an etcd key, a MySQL named lock and a PostgreSQL advisory lock; it
+exits 1 when it found each of them and nothing else, 3 otherwise.
 
 Usage: chaos.py [--seconds N | --minutes M] [--seed S] [--self-test] [--no-java] [--no-node]
        chaos.py section ADDR PRIM SECTION MODE WRITES SLEEP_MS   (a CLI holder's command)
@@ -547,6 +556,7 @@ class Servers:
     def __init__(self, plan: Plan) -> None:
         self.plan = plan
         self.u = {b: urlparse(plan.urls[b]) for b in BACKENDS}
+        self.sleepers: list[subprocess.Popen] = []  # the self-test's SQL holders
 
     def redis(self, *args: str) -> str:
         u = self.u["redis"]
@@ -646,10 +656,12 @@ class Servers:
                 out[b] = [f"{b}: could not look ({e})"]
         return out
 
-    def plant(self) -> list[str]:
-        """Self-test: leftovers of the kinds the workers could leave, planted directly on
-        ZooKeeper (a contender node) and etcd (a key); the leaking worker leaves the Redis one.
-        Returns the names the checker must report."""
+    def plant(self) -> list[tuple[str, str]]:
+        """Self-test: leftovers of the kinds the workers could leave, planted directly: a
+        contender node on ZooKeeper, a key on etcd, and a MySQL named lock and a PostgreSQL
+        advisory lock held by a client that sleeps (the cleaning ends their sessions); the
+        leaking worker leaves the Redis one. Returns (backend, name) of what the checker must
+        report."""
         base = f"{ZK_ROOT}/{self.plan.tag}"
         for path in (ZK_ROOT, base, f"{base}/lock-0"):
             try:
@@ -661,7 +673,31 @@ class Servers:
         self.zk("create", node, "")
         key = f"{ETCD_ROOT}/{self.plan.tag}/lock-0/selftest"
         self.etcd("put", key, "leak")
-        return [node, key]
+        my_name, pg_name = self.plan.name("mysql", "lock", 0), self.plan.name("postgres", "lock", 0)
+        u = self.u["mysql"]
+        self.sleepers.append(subprocess.Popen(
+            ["mariadb", "--no-defaults", "--protocol=tcp", "-h", u.hostname or "127.0.0.1", "-P", str(u.port or 3306),
+             "-u", u.username or "", f"-p{u.password or ''}", "-N", "-B", (u.path or "/").lstrip("/"),
+             "-e", f"SELECT GET_LOCK('{my_name}', 5); SELECT SLEEP(120)"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+        u = self.u["postgres"]
+        self.sleepers.append(subprocess.Popen(
+            ["psql", "-h", u.hostname or "127.0.0.1", "-p", str(u.port or 5432), "-U", u.username or "",
+             "-d", (u.path or "/").lstrip("/"), "-c", f"SELECT pg_advisory_lock({int(pg_name, 16)})",
+             "-c", "SELECT pg_sleep(120)"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env={**os.environ, "PGPASSWORD": u.password or ""}))
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and not (self.left_mysql() and self.left_postgres()):
+            time.sleep(0.1)
+        return [("zookeeper", node), ("etcd", key), ("mysql", my_name), ("postgres", pg_name)]
+
+    def end_sleepers(self) -> None:
+        for proc in self.sleepers:
+            try:
+                proc.wait(timeout=10)  # the cleaning ended its session
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
 
     def traces(self) -> list[str]:
         """After cleaning: anything of the run's tag on any server (fencing counters, semaphore
@@ -847,7 +883,7 @@ def main() -> int:
 
     # What is left once every process ended (cleanups of a closing client run before it exits;
     # a server may take a moment to notice a closed connection, so look again for up to 2 s).
-    planted: list[str] = []
+    planted: list[tuple[str, str]] = []
     if opts.self_test:
         try:
             planted = servers.plant()
@@ -987,6 +1023,7 @@ def main() -> int:
         say(f"FAILED: {f}")
 
     servers.clean()
+    servers.end_sleepers()
     try:
         after = servers.traces()
     except Exception as e:
@@ -1013,8 +1050,7 @@ def main() -> int:
             "untold (rogue writer refused)": sum(1 for x, _ in untolds if x.sid.startswith("rogue-")),
             "left on redis (leaking worker)": sum(1 for i in left["redis"] if plan.leak_name in i),
         }
-        for name in planted:
-            where = "zookeeper" if name.startswith("/") else "etcd"
+        for where, name in planted:
             found[f"left on {where} (planted {name})"] = sum(1 for i in left[where] if name in i)
         for what, n in found.items():
             say(f"self-test: {what}: {n}")

@@ -4,13 +4,15 @@
 # against the local servers (started here if they are not running), each section reported to a
 # fenced resource; then it counts double holders, over-permit, untold losses and what is left on
 # the servers, cleans up, and prints one summary line:
-#   chaos: N operations, N sections, N double holders, N over-permit, N untold, N left
-# Exit status 0 only when the last four are 0.
+#   chaos: N operations, N sections, N double holders, N over-permit, N untold, N left (seed S)
+# Exit status 0 only when the last four are 0 (and no worker failed); a failing run prints the
+# command that replays it.
 #
 #   scripts/chaos.sh [--seconds N | --minutes M] [--seed S] [--self-test] [--no-java] [--no-node]
 #
 # --seed S replays a run's decisions (its first line names the seed); --self-test plants a rogue
-# writer and a leaked key and must fail naming both (exit 1; 3 if the checker missed one).
+# writer, an over-permit, a leaked Redis lock and leftovers on ZooKeeper, etcd, MySQL and
+# PostgreSQL, and must fail naming each (exit 1; 3 if the checker missed one or saw more).
 # The workers come from the one release build (scripts/build.sh), built here only if missing;
 # ChaosWorker.java is compiled against the JAR on every run (a second).
 set -euo pipefail
