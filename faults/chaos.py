@@ -782,7 +782,8 @@ def main() -> int:
     seed = opts.seed if opts.seed is not None else int.from_bytes(os.urandom(4), "big")
     seed &= M32
     flags = (" --self-test" if opts.self_test else "") + (" --no-java" if opts.no_java else "") + (
-        " --no-node" if opts.no_node else "")
+        " --no-node" if opts.no_node else "") + (
+        f" --runtimes {opts.runtimes}" if opts.runtimes != ap.get_default("runtimes") else "")
     say(f"seed {seed} (replay: scripts/chaos.sh --seed {seed} --seconds {seconds:g}{flags})")
 
     import polylock
