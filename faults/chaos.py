@@ -133,12 +133,15 @@ class Resource:
 
         class Handler(socketserver.StreamRequestHandler):
             def handle(self) -> None:
-                for raw in self.rfile:
-                    try:
-                        ok = resource.handle(raw.decode().strip())
-                    except ValueError:
-                        ok = False
-                    self.wfile.write(b"OK\n" if ok else b"REFUSED\n")
+                try:
+                    for raw in self.rfile:
+                        try:
+                            ok = resource.handle(raw.decode().strip())
+                        except ValueError:
+                            ok = False
+                        self.wfile.write(b"OK\n" if ok else b"REFUSED\n")
+                except ConnectionError:
+                    pass  # a CLI holder's command killed midway (SIGINT, or --on-lost kill)
 
         socketserver.ThreadingTCPServer.allow_reuse_address = True
         server = socketserver.ThreadingTCPServer(("127.0.0.1", 0), Handler)
