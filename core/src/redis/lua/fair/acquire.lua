@@ -22,6 +22,12 @@ if ARGV[4] == '1' then
     return {1, tonumber(redis.call('get', KEYS[2]) or '0'), cur}
   end
 end
+-- The client holds it (expected > 0) but the server no longer has the owner's entry (deleted,
+-- force-unlocked, expired): the hold was lost. Say so ({-1}) instead of starting a new
+-- ownership (or waiting for another owner) that the caller would take for its re-entry.
+if expected > 0 and redis.call('hexists', KEYS[1], ARGV[2]) == 0 then
+  return {-1}
+end
 evict(now)
 if redis.call('exists', KEYS[1]) == 0 then
   local head = redis.call('lindex', KEYS[3], 0)
