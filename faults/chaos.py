@@ -90,6 +90,31 @@ ETCD_ROOT = "polylock-chaos"
 M32 = 0xFFFFFFFF
 
 
+# The run's own links to the CLI and the Rust worker (see pin_binaries).
+BIN: dict[str, Path] = {"polylock": TARGET / "release/polylock",
+                        "chaos_worker": TARGET / "release/examples/chaos_worker"}
+
+
+def pin_binaries(tag: str) -> Optional[Path]:
+    """Hard links (copies across file systems) of the CLI and the Rust worker for this run: a
+    cargo build in the same target directory meanwhile (another checkout sharing it) replaces
+    those files, and a holder started at that moment found no CLI."""
+    folder = TARGET / "chaos-bin" / tag
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        for name, path in list(BIN.items()):
+            pinned = folder / name
+            try:
+                os.link(path, pinned)
+            except OSError:
+                shutil.copy2(path, pinned)
+            BIN[name] = pinned
+        return folder
+    except OSError as e:
+        say(f"running the binaries in place ({e})")
+        return None
+
+
 def say(*parts: object) -> None:
     print("chaos:", *parts, flush=True)
 
@@ -316,7 +341,7 @@ def make_workers(opts, plan_path: Path, run_dir: Path, seed: int, seconds: float
         if extra:
             args.append(extra)
         if rt == "rust":
-            cmd = [str(TARGET / "release/examples/chaos_worker"), *args]
+            cmd = [str(BIN["chaos_worker"]), *args]
         elif rt == "python":
             cmd = [sys.executable, str(ROOT / "faults/chaos_worker.py"), *args]
         elif rt == "node":
@@ -370,7 +395,7 @@ class CliRun:
 def cli_holders(plan: Plan, addr: str, rng: random.Random, deadline: float, runs: list, stop: threading.Event,
                 run_dir: Path) -> None:
     """Start a `polylock run` holder every 0.5 to 2 s (at most two at once); some get SIGINT."""
-    exe = str(TARGET / "release/polylock")
+    exe = str(BIN["polylock"])
     choices = [p for p in plan.prims if p.kind in ("lock", "fair", "rw")]
     live: list[CliRun] = []
     n = 0
@@ -808,6 +833,7 @@ def main() -> int:
     resource = Resource()
     server, port = resource.serve()
     addr = f"127.0.0.1:{port}"
+    pinned = pin_binaries(plan.tag)
     plan_path = run_dir / "plan.tsv"
     plan.write(plan_path, addr)
     workers = make_workers(opts, plan_path, run_dir, seed, seconds)
@@ -824,19 +850,27 @@ def main() -> int:
     deadline = time.monotonic() + seconds
     unlocks: list[ForceUnlock] = []
     cli_runs: list[CliRun] = []
+    failures: list[str] = []
+
+    def guarded(target, *args) -> threading.Thread:
+        """A driver thread whose crash fails the run (it would otherwise only thin it out)."""
+        def run() -> None:
+            try:
+                target(*args)
+            except Exception as e:
+                failures.append(f"the {target.__name__} thread failed: {type(e).__name__}: {e}")
+                say(f"FAILED: {failures[-1]}")
+        return threading.Thread(target=run, name=target.__name__, daemon=True)
+
     threads = [
-        threading.Thread(target=operator, args=(plan, clients, random.Random(seed ^ 0x0F0F), deadline, unlocks, stop),
-                         daemon=True),
-        threading.Thread(target=cli_holders, args=(plan, addr, random.Random(seed ^ 0xC11), deadline, cli_runs, stop,
-                                                   run_dir), daemon=True),
+        guarded(operator, plan, clients, random.Random(seed ^ 0x0F0F), deadline, unlocks, stop),
+        guarded(cli_holders, plan, addr, random.Random(seed ^ 0xC11), deadline, cli_runs, stop, run_dir),
     ]
     leaker = None
     if opts.self_test:
-        threads.append(threading.Thread(target=rogue, args=(plan, addr, random.Random(seed ^ 0x606), deadline, stop),
-                                        daemon=True))
+        threads.append(guarded(rogue, plan, addr, random.Random(seed ^ 0x606), deadline, stop))
         leaker = Worker("leak", "python", [sys.executable, str(ROOT / "faults/chaos_worker.py"), str(plan_path), "leak",
                                            "0", "0", "0", "leak"], run_dir / "leak.log")
-    failures: list[str] = []
 
     def interrupted(signum, frame):  # Ctrl-C: stop the fleet, still count and clean up
         stop.set()
@@ -1077,6 +1111,8 @@ def main() -> int:
         code = 0 if green and not failures else 1
         if code:
             say(f"FAILED; replay with: {replay}")
+    if pinned:
+        shutil.rmtree(pinned, ignore_errors=True)
     if (code == 0 or (opts.self_test and code == 1)) and not opts.keep:
         shutil.rmtree(run_dir, ignore_errors=True)
     else:

@@ -22,6 +22,7 @@ import atexit
 import faulthandler
 import json
 import os
+import signal
 import socket
 import sys
 import threading
@@ -203,7 +204,7 @@ class Actor:
 
     def run(self) -> None:
         digest, ops = 0x811C9DC5, 0
-        while time.monotonic() < self.deadline:
+        while time.monotonic() < self.deadline and not STOP.is_set():
             d = [self.rng.u32() for _ in range(10)]
             if ops < 64:
                 for v in d:
@@ -607,8 +608,14 @@ def leak(plan: Plan) -> None:
     os._exit(0)
 
 
+# Set by SIGINT (the driver's Ctrl-C): the actors end after their current operation, as they
+# do at the deadline, instead of running on to it behind a main thread that got the interrupt.
+STOP = threading.Event()
+
+
 def main() -> None:
     faulthandler.register(10)  # SIGUSR1: the threads' stacks on stderr (a hung worker, killed)
+    signal.signal(signal.SIGINT, lambda *_: STOP.set())
     path, wid, seed, seconds, actors = sys.argv[1:6]
     extra = sys.argv[6] if len(sys.argv) > 6 else ""
     plan = Plan(path)
