@@ -65,7 +65,7 @@ def test_calls_take_the_wanted_driver_and_one_loop_connection(run, client):
         if WANTED == "loop":
             # The first call made the loop's connection in the background; later ones use it.
             deadline = time.monotonic() + 5
-            while _aio._drivers[loop].connections() != 1:
+            while _aio._drivers[loop]().connections() != 1:
                 assert time.monotonic() < deadline, "no loop connection"
                 await lock.acquire_async()
                 await lock.release_async()
@@ -297,7 +297,7 @@ def test_a_redis_restart_while_tasks_wait_lets_none_hang(run):
             try:
                 results = await asyncio.wait_for(asyncio.gather(*tasks, return_exceptions=True), 20)
             except TimeoutError:
-                d = _aio._drivers.get(asyncio.get_running_loop())
+                d = _aio._drivers[asyncio.get_running_loop()]()
                 import io
                 buf = io.StringIO()
                 for t in tasks:
@@ -468,3 +468,59 @@ def test_a_task_calling_in_a_loop_lets_the_others_run(run, client):
 
     ticks = run(main())
     assert ticks >= 25, f"the other task ran {ticks} times during 800 calls"
+
+
+@pytest.mark.parametrize("kind", sorted(LOOPS))
+def test_a_loop_closed_on_its_thread_frees_its_driver_there(kind, client):
+    """Threads each running a loop to its end (asyncio.run in a thread pool): closing the loop
+    frees its driver on the loop's thread. Before, the drivers' table kept the driver until the
+    closed loop was garbage, collected by whichever thread ran the collector: the driver, which
+    belongs to its loop's thread, was then leaked with its self-pipe and a RuntimeError
+    ("unsendable ... dropped on another thread") went to sys.unraisablehook. Found by the
+    randomized checker (scripts/chaos.sh)."""
+    import gc
+
+    lock = client.lock(unique("closed-loop"))
+    unraisable: list = []
+    old_hook = sys.unraisablehook
+    sys.unraisablehook = lambda u: unraisable.append(u)
+
+    def fds() -> int:
+        return len(os.listdir("/proc/self/fd"))
+
+    async def main():
+        assert await lock.acquire_async(timeout=5)
+        await lock.release_async()
+
+    kept = []
+
+    def in_thread(i: int):
+        if i % 2:
+            with asyncio.Runner(loop_factory=LOOPS[kind]) as r:
+                r.run(main())
+        else:  # a loop that outlives its thread, closed there
+            loop = LOOPS[kind]()
+            loop.run_until_complete(main())
+            loop.close()
+            kept.append(loop)
+
+    warm_up = threading.Thread(target=in_thread, args=(1,))  # uvloop's first loop opens 2 for good
+    warm_up.start()
+    warm_up.join()
+    gc.collect()
+    gc.disable()  # the closed loops are collected below, on this thread
+    try:
+        before = fds()
+        for i in range(8):
+            t = threading.Thread(target=in_thread, args=(i,))
+            t.start()
+            t.join()
+        kept.clear()
+        gc.enable()
+        gc.collect()
+        after = fds()
+    finally:
+        gc.enable()
+        sys.unraisablehook = old_hook
+    assert [str(u.exc_value) for u in unraisable] == []
+    assert after <= before, f"{after - before} descriptors more after 8 loops ran in threads and closed"

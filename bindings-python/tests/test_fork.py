@@ -87,3 +87,56 @@ def test_a_child_forked_after_the_parent_used_a_backend(parent: str, child: str)
         timeout=60,
     )
     assert out.returncode == 0, f"parent {parent}, child {child}: {out.stdout}{out.stderr}"
+
+
+# A child that ends as an interpreter normally does (sys.exit, or the end of its code: gunicorn's
+# workers end this way, multiprocessing's call os._exit) runs the atexit hooks, and polylock's
+# closes every client still open: the parent's too. That close must forget the parent's client in
+# the child, not release the parent's holds or close its connections, which are the parent's.
+# Found by the randomized checker (scripts/chaos.sh): a forked child hung in its exit hook (on
+# ZooKeeper, MySQL, PostgreSQL and etcd while the parent held a lock; 2 to 5 s on each backend
+# even when it held none), and on PostgreSQL the child's exit freed the parent's lock on the
+# server while the parent went on believing it held it.
+EXIT = textwrap.dedent(
+    """
+    import os, sys, time, uuid
+    import polylock
+
+    url = sys.argv[1]
+    name = "py-fork-exit-" + uuid.uuid4().hex[:12]
+    if url.startswith("zk"):
+        name = "/" + name
+    client = polylock.connect(url)
+    lock = client.lock(name)
+    lock.acquire()
+    token = lock.fencing_token
+    pid = os.fork()
+    if pid == 0:
+        sys.exit(0)  # the atexit hooks run
+    started = time.monotonic()
+    while True:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            break
+        if time.monotonic() - started > 10:
+            os.kill(pid, 9)
+            os.waitpid(pid, 0)
+            raise AssertionError("the child was still exiting after 10 s")
+        time.sleep(0.02)
+    took = time.monotonic() - started
+    assert os.waitstatus_to_exitcode(status) == 0, status
+    assert took < 2, f"the child took {took:.1f} s to exit"
+    other = polylock.connect(url)
+    assert not other.lock(name).acquire(blocking=False), "the child's exit freed the parent's lock"
+    other.close()
+    assert lock.fencing_token == token and not lock.lost
+    lock.release()
+    client.close()
+    """
+)
+
+
+@pytest.mark.parametrize("backend", list(URLS))
+def test_a_child_that_exits_normally_leaves_the_parents_client_alone(backend: str) -> None:
+    out = subprocess.run([sys.executable, "-c", EXIT, URLS[backend]], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, f"{backend}: {out.stdout}{out.stderr}"

@@ -348,7 +348,19 @@ impl Client {
     /// to the command timeout) for the process's clean-ups of cancelled waits to finish on their
     /// servers. Idempotent. Later calls on the client
     /// or its locks fail with `InvalidState`.
+    ///
+    /// In a process forked after this client was created, closing it only forgets it there: its
+    /// holds and connections are the parent's, and stay the parent's.
     pub async fn close(&self) -> Result<()> {
+        if self.core.made_before_fork() {
+            // The exit hooks of a forked child close every client they know, the parent's too.
+            // Releasing its holds would free the parent's locks on the server (a PostgreSQL
+            // session lock was, while the parent went on working under it), closing its
+            // connections would close the parent's sockets, and both wait on tasks of the
+            // parent's runtime, which has no thread in the child (the child hung at exit).
+            self.core.set_closed();
+            return Ok(());
+        }
         if !self.core.set_closed() {
             return Ok(());
         }

@@ -1104,3 +1104,62 @@ async fn runtime_task_calls_cut_short_or_across_a_restart_stay_in_step() {
     }
     c.close().await.unwrap();
 }
+
+/// A re-entry after the hold vanished from the server (deleted or force-unlocked elsewhere)
+/// before this client noticed: the hold is lost, and the re-entry says so. It used to take the
+/// lock anew with a hold count of 1 as if nothing had happened (or, if another owner had taken
+/// it meanwhile, wait for it), so the holder's section went on through a window in which it did
+/// not hold the lock, and was never told; its releases then ended in NotOwner. Found by the
+/// randomized checker (scripts/chaos.sh: an untold loss on a force-unlocked Redis lock).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reentry_after_the_hold_vanished_reports_the_loss() {
+    let c = client().await;
+    let mut raw = raw().await;
+    let other = client().await;
+    let me = owner::fresh();
+    for kind in ["lock", "fair", "write", "read"] {
+        for taken_meanwhile in [false, true] {
+            let name = unique(&format!("reentry-vanished-{kind}"));
+            let (lock, olock) = match kind {
+                "lock" => (c.lock(&name).unwrap(), other.lock(&name).unwrap()),
+                "fair" => (c.fair_lock(&name).unwrap(), other.fair_lock(&name).unwrap()),
+                "write" => (
+                    c.read_write_lock(&name).unwrap().write_lock(),
+                    other.read_write_lock(&name).unwrap().write_lock(),
+                ),
+                _ => (
+                    c.read_write_lock(&name).unwrap().read_lock(),
+                    other.read_write_lock(&name).unwrap().write_lock(),
+                ),
+            };
+            let held = lock.acquire(me, AcquireOptions::forever()).await.unwrap();
+            // Gone from the server without a word to this client (the watchdog would notice
+            // within a third of its timeout).
+            let _: i64 = raw.del(&name).await.unwrap();
+            if taken_meanwhile {
+                olock.acquire(7, AcquireOptions::forever()).await.unwrap();
+            }
+            let err = lock
+                .acquire(me, AcquireOptions::try_once())
+                .await
+                .expect_err(&format!(
+                    "{kind} (taken meanwhile: {taken_meanwhile}): re-entered a vanished hold"
+                ));
+            assert_eq!(err.kind(), ErrorKind::LockLost, "{kind}: {err}");
+            assert!(held.lost.is_lost(), "{kind}: the hold is marked lost");
+            assert_eq!(
+                olock.is_locked().await.unwrap(),
+                taken_meanwhile,
+                "{kind}: the re-entry took nothing on the server"
+            );
+            assert_eq!(
+                lock.release(me).await.unwrap_err().kind(),
+                ErrorKind::LockLost,
+                "{kind}: the release tells the loss"
+            );
+            if taken_meanwhile {
+                olock.release(7).await.unwrap();
+            }
+        }
+    }
+}

@@ -62,8 +62,12 @@ class _Host:
 
 
 
-# One driver per loop (asyncio's and uvloop's loops both take weak references), dropped with it.
-_drivers: "weakref.WeakKeyDictionary[Any, Any]" = weakref.WeakKeyDictionary()
+# One driver per loop (asyncio's and uvloop's loops both take weak references), held weakly:
+# the driver lives while the loop watches its wake-up pipe (and its sockets), so closing the loop
+# frees it on the loop's thread. A table holding it strongly kept it until the closed loop was
+# garbage, collected on whichever thread ran the collector; the driver, which belongs to its
+# loop's thread, was then leaked with its pipe ("unsendable ... dropped on another thread").
+_drivers: "weakref.WeakKeyDictionary[Any, weakref.ReferenceType[Any]]" = weakref.WeakKeyDictionary()
 # The last loop asked for and its driver, both weakly: the lookup of nearly every call.
 _last: "tuple[Any, Any]" = (lambda: None, lambda: None)
 
@@ -77,14 +81,16 @@ def _driver(loop: asyncio.AbstractEventLoop) -> Any:
         d = _last[1]()
         if d is not None:
             return d
-    d = _drivers.get(loop)
+    ref = _drivers.get(loop)
+    d = ref() if ref is not None else None
     if d is None:
         host = _Host(loop)
         d = _native.LoopDriver(host)
         host.driver = weakref.ref(d)
-        # Other threads (polylock's runtime: timers, pub/sub) wake the loop through this pipe.
+        # Other threads (polylock's runtime: timers, pub/sub) wake the loop through this pipe;
+        # this reader is what keeps the driver alive while the loop is open.
         loop.add_reader(d.wake_fd, d.woken)
-        _drivers[loop] = d
+        _drivers[loop] = weakref.ref(d)
     _last = (weakref.ref(loop), weakref.ref(d))
     return d
 

@@ -1,5 +1,6 @@
 //! The state one client shares with every primitive it hands out.
 
+use std::mem::ManuallyDrop;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
@@ -21,7 +22,9 @@ pub(crate) struct ClientCore {
     /// process (the multi-lock orders its members by it).
     pub(crate) server: String,
     pub(crate) options: ClientOptions,
-    pub(crate) backend: Box<dyn Backend>,
+    /// Dropped with the client, except in a process forked after the client was made (see the
+    /// `Drop`).
+    pub(crate) backend: ManuallyDrop<Box<dyn Backend>>,
     pub(crate) holds: Holds,
     /// One acquire or release at a time per hold key (see [`super::gate`]).
     pub(crate) gates: Gates,
@@ -35,6 +38,22 @@ pub(crate) struct ClientCore {
     suspended: AtomicBool,
 }
 
+impl Drop for ClientCore {
+    fn drop(&mut self) {
+        if self.made_before_fork() {
+            // A forked child (its exit hooks, its garbage collector) dropping a client of its
+            // parent's: the backend's sockets are registered with the epoll instance of the
+            // parent's runtime, which fork shares between both processes, so dropping them here
+            // would deregister them for the parent too, whose next answer would then never be
+            // read (a PostgreSQL release hung). Leaked instead: the child's copies of the parent's
+            // sockets close when the child exits, which the parent does not notice.
+            return;
+        }
+        // SAFETY: the only place the backend is dropped, once; nothing uses it afterwards.
+        unsafe { ManuallyDrop::drop(&mut self.backend) }
+    }
+}
+
 impl ClientCore {
     pub(crate) fn new(
         id: String,
@@ -46,7 +65,7 @@ impl ClientCore {
             id,
             server,
             options,
-            backend,
+            backend: ManuallyDrop::new(backend),
             holds: Holds::default(),
             gates: Gates::default(),
             wake: Arc::new(Notify::new()),
@@ -57,8 +76,13 @@ impl ClientCore {
         }
     }
 
+    /// True in a process forked after this client was made: the client is the parent's.
+    pub(crate) fn made_before_fork(&self) -> bool {
+        self.pid != crate::runtime::process_id()
+    }
+
     pub(crate) fn check_usable(&self) -> Result<()> {
-        if self.pid != crate::runtime::process_id() {
+        if self.made_before_fork() {
             return Err(Error::state(
                 "this polylock client was created before fork(); it cannot be used in the child \
                  process. Create a new client in the child",

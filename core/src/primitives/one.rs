@@ -216,7 +216,19 @@ impl OneLock {
                 max_sleep: self.core.options.watchdog_timeout,
                 write_node: write_node.as_deref(),
             })
-            .await?;
+            .await;
+        let granted = match granted {
+            // A re-entry found the hold gone from the server (force-unlocked, expired, deleted)
+            // before this client noticed: the hold is lost, and says so to its listeners and to
+            // its release, rather than being taken again as if nothing had happened.
+            Err(e) if held > 0 && e.kind() == ErrorKind::LockLost => {
+                if let Some(h) = self.core.holds.lock().get_mut(&key) {
+                    h.mark_lost(&key, LostReason::Deleted);
+                }
+                return Err(e);
+            }
+            other => other?,
+        };
         let Some(mut granted) = granted else {
             return Err(self.timeout_error(asked));
         };

@@ -173,6 +173,8 @@ pub(super) fn parse_acquire(
             valid_until: Some(sent + lease),
         })),
         [0, pttl] => Ok(Err((*pttl > 0).then(|| Duration::from_millis(*pttl as u64)))),
+        // A re-entry whose hold is gone from the server: the hold was lost (see one.rs).
+        [-1] => Err(crate::model::lost::LostReason::Deleted.error(name)),
         _ => Err(Error::new(
             ErrorKind::Backend,
             format!("Redis: unexpected reply {v:?} from the acquire script; is '{name}' a Redisson lock of this kind?"),

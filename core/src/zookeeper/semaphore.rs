@@ -120,21 +120,12 @@ impl Leases {
         permits: Permits,
     ) -> Result<Option<Granted>> {
         let lock_path = format!("{path}/locks");
-        let wait = match deadline {
-            None => Wait::Forever,
-            // What is left of the caller's wait: under the 1 ms resolution of waits it is one
-            // more try, never an invalid wait (`--wait 1ms` once failed with INVALID_ARGUMENT).
-            Some(d) => match d.saturating_duration_since(Instant::now()) {
-                left if left < Duration::from_millis(1) => Wait::Never,
-                left => Wait::For(left),
-            },
-        };
         let internal_req = AcquireRequest {
             name: &lock_path,
             owner: 0,
             lease: max_sleep,
             held: 0,
-            wait: wait.checked()?,
+            wait: wait_left(deadline).checked()?,
             max_sleep,
             write_node: None,
         };
@@ -362,5 +353,39 @@ impl SemaphoreOps for ZkSemaphore {
                 })
                 .collect(),
         })
+    }
+}
+
+/// What is left of a caller's wait, for an internal acquire: under the 1 ms resolution that a
+/// caller's own wait must have, one try. (A remainder of a few hundred microseconds was passed
+/// on as it was and refused as an invalid wait: a timed semaphore acquire on ZooKeeper could fail
+/// with InvalidArgument instead of timing out. Found by the randomized checker.)
+fn wait_left(deadline: Option<Instant>) -> Wait {
+    match deadline.map(|d| d.saturating_duration_since(Instant::now())) {
+        None => Wait::Forever,
+        Some(left) if left < Duration::from_millis(1) => Wait::Never,
+        Some(left) => Wait::For(left),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_wait_left_under_a_millisecond_is_one_try_not_an_invalid_wait() {
+        for left in [
+            Duration::ZERO,
+            Duration::from_micros(169),
+            Duration::from_micros(999),
+        ] {
+            let wait = wait_left(Some(Instant::now() + left));
+            assert!(wait.checked().is_ok(), "{left:?} left: {wait:?}");
+        }
+        assert!(matches!(
+            wait_left(Some(Instant::now() + Duration::from_secs(5))),
+            Wait::For(d) if d > Duration::from_secs(4)
+        ));
+        assert_eq!(wait_left(None), Wait::Forever);
     }
 }

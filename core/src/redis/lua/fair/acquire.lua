@@ -5,7 +5,8 @@
 -- ARGV[4] '1' on a retry after a lost reply; ARGV[5] now (ms since the epoch, client clock);
 -- ARGV[6] the heartbeat timeout in ms; ARGV[7] '1' to take a place in the queue (a waiting
 -- acquire), '' for a single try that never queues; ARGV[8] Redisson's wait per waiter in ms
--- Returns {1, token, count} when held, {0, ms} when not: try again within ms.
+-- Returns {1, token, count} when held, {0, ms} when not: try again within ms; {-1} when the
+-- owner's hold (ARGV[3] > 0) is gone from the server.
 -- A queued waiter's deadline follows Redisson's chain (the deadline of the waiter before it plus
 -- the wait), so that the wait Redisson takes off every deadline when it grants the lock leaves a
 -- live polylock waiter in place; a polylock grant takes it off too. Every try of a live waiter
@@ -21,6 +22,12 @@ if ARGV[4] == '1' then
     redis.call('pexpire', KEYS[1], ARGV[1])
     return {1, tonumber(redis.call('get', KEYS[2]) or '0'), cur}
   end
+end
+-- The client holds it (expected > 0) but the server no longer has the owner's entry (deleted,
+-- force-unlocked, expired): the hold was lost. Say so ({-1}) instead of starting a new
+-- ownership (or waiting for another owner) that the caller would take for its re-entry.
+if expected > 0 and redis.call('hexists', KEYS[1], ARGV[2]) == 0 then
+  return {-1}
 end
 local free = redis.call('exists', KEYS[1]) == 0
 local head = redis.call('lindex', KEYS[3], 0)

@@ -5,7 +5,8 @@
 -- ARGV[1] lease ms; ARGV[2] reader field <clientId>:<ownerId>; ARGV[3] the read hold count the
 -- owner had before this acquire (as the client knows it); ARGV[4] '1' on a retry after a lost
 -- reply, '' on a first attempt; ARGV[5] the same owner's writer field <clientId>:<ownerId>:write
--- Returns {1, fencing token, hold count} when held, {0, pttl} when a writer holds it.
+-- Returns {-1} when the owner's hold (ARGV[3] > 0) is gone from the server; {1, fencing token,
+-- hold count} when held, {0, pttl} when a writer holds it.
 local expected = tonumber(ARGV[3])
 local lease = tonumber(ARGV[1])
 if ARGV[4] == '1' then
@@ -14,6 +15,12 @@ if ARGV[4] == '1' then
     redis.call('pexpire', KEYS[1], math.max(redis.call('pttl', KEYS[1]), lease))
     return {1, tonumber(redis.call('get', KEYS[2]) or '0'), cur}
   end
+end
+-- The client holds it (expected > 0) but the server no longer has the owner's entry (deleted,
+-- force-unlocked, expired): the hold was lost. Say so ({-1}) instead of starting a new
+-- ownership (or waiting for another owner) that the caller would take for its re-entry.
+if expected > 0 and redis.call('hexists', KEYS[1], ARGV[2]) == 0 then
+  return {-1}
 end
 local mode = redis.call('hget', KEYS[1], 'mode')
 if mode == false then

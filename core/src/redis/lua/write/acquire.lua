@@ -3,7 +3,8 @@
 -- KEYS[1] lock hash <name>; KEYS[2] fencing counter redisson_lock_token:{<name>}
 -- ARGV[1] lease ms; ARGV[2] writer field <clientId>:<ownerId>:write; ARGV[3] the write hold
 -- count the owner had before this acquire; ARGV[4] '1' on a retry after a lost reply
--- Returns {1, fencing token, hold count} when held, {0, pttl} when others hold it (readers, or
+-- Returns {-1} when the owner's hold (ARGV[3] > 0) is gone from the server; {1, fencing token,
+-- hold count} when held, {0, pttl} when others hold it (readers, or
 -- another writer; also the owner's own read hold: an upgrade never succeeds).
 local expected = tonumber(ARGV[3])
 if ARGV[4] == '1' then
@@ -12,6 +13,12 @@ if ARGV[4] == '1' then
     redis.call('pexpire', KEYS[1], ARGV[1])
     return {1, tonumber(redis.call('get', KEYS[2]) or '0'), cur}
   end
+end
+-- The client holds it (expected > 0) but the server no longer has the owner's entry (deleted,
+-- force-unlocked, expired): the hold was lost. Say so ({-1}) instead of starting a new
+-- ownership (or waiting for another owner) that the caller would take for its re-entry.
+if expected > 0 and redis.call('hexists', KEYS[1], ARGV[2]) == 0 then
+  return {-1}
 end
 local mode = redis.call('hget', KEYS[1], 'mode')
 if mode == false then
