@@ -236,10 +236,9 @@ pub async fn killed_connection_is_lost(url: &str, server: &Server) {
         .expect("the lost signal did not fire");
     let after = killed_at.elapsed();
     assert!(lost.is_some());
-    assert!(
-        after <= watchdog / 3 + Duration::from_millis(300),
-        "lost {after:?} after the kill"
-    );
+    // Told by the next keep-alive (every 500 ms); the bound leaves a loaded machine two more
+    // periods (938 ms was seen in a CI run on 2 busy cores), far below the 5 s timeout above.
+    assert!(after <= watchdog, "lost {after:?} after the kill");
     let b = client(url).await;
     let lb = b.lock(&name).unwrap();
     let next = lb
