@@ -352,6 +352,17 @@ def test_ten_thousand_pairs_by_64_tasks_keep_a_counter_exact(run, client):
         assert not client.lock(n).locked()
 
 
+async def loop_connection(driver, lock) -> None:
+    """Until the loop's connection is made (in the background, after the first call; on a busy
+    machine more than a few calls later): calls take the runtime until then."""
+    deadline = time.monotonic() + 5
+    while driver.connections() != 1:
+        assert time.monotonic() < deadline, "no loop connection"
+        await lock.acquire_async()
+        await lock.release_async()
+        await asyncio.sleep(0.01)
+
+
 def waited_in_calls(driver) -> int:
     """From the driver's description: "..., <n> calls waited for their reply inside the call; ..."."""
     head = driver.describe().split(";")[0]
@@ -367,13 +378,7 @@ def test_calls_of_many_tasks_are_in_flight_together(run, client):
 
     async def main():
         driver = _aio._driver(asyncio.get_running_loop())
-        # The first call makes the loop's connection in the background (on a busy machine that
-        # can take more than a few calls); alone, a call made on it waits in it.
-        deadline = time.monotonic() + 5
-        while driver.connections() != 1:
-            assert time.monotonic() < deadline, "no loop connection"
-            await locks[0].acquire_async()
-            await locks[0].release_async()
+        await loop_connection(driver, locks[0])  # alone, a call made on it waits in it
         before = waited_in_calls(driver)
         for lk in locks:
             await lk.acquire_async()
@@ -408,9 +413,7 @@ def test_the_commands_of_tasks_resumed_together_share_writes(run, client):
 
     async def main():
         driver = _aio._driver(asyncio.get_running_loop())
-        for lk in locks[:2]:  # the loop's connection is made, and alone a call is written at once
-            await lk.acquire_async()
-            await lk.release_async()
+        await loop_connection(driver, locks[0])  # alone, a call made on it is written at once
         alone = driver.writes()
         await locks[0].acquire_async()
         await locks[0].release_async()
@@ -440,13 +443,7 @@ def test_a_task_calling_in_a_loop_lets_the_others_run(run, client):
 
     async def main():
         if WANTED == "loop":  # the loop's connection first (calls take the runtime until then)
-            driver = _aio._driver(asyncio.get_running_loop())
-            deadline = time.monotonic() + 5
-            while driver.connections() != 1:
-                assert time.monotonic() < deadline, "no loop connection"
-                await lock.acquire_async()
-                await lock.release_async()
-                await asyncio.sleep(0.01)
+            await loop_connection(_aio._driver(asyncio.get_running_loop()), lock)
         ticks = 0
         stop = False
 
