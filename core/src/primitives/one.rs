@@ -595,12 +595,22 @@ impl OneLock {
     /// client on it are lost at once.
     pub async fn force_unlock(&self) -> Result<bool> {
         self.core.check_usable()?;
-        let was = self.ops.force_unlock(&self.name).await?;
         let kind = HoldKind::Lock(self.kind());
+        // The holds this ends are the ones this client had when it was sent: a waiter of this
+        // client can be granted the lock between the server's delete and this reply, and its
+        // new hold is not lost (it was, when the reply came second).
+        let ended: Vec<_> = {
+            let map = self.core.holds.lock();
+            map.iter()
+                .filter(|(key, _)| *key.0 == *self.name && key.1 == kind)
+                .map(|(key, hold)| (key.clone(), hold.token))
+                .collect()
+        };
+        let was = self.ops.force_unlock(&self.name).await?;
         let mut map = self.core.holds.lock();
-        for (key, hold) in map.iter_mut() {
-            if *key.0 == *self.name && key.1 == kind {
-                hold.mark_lost(key, LostReason::Deleted);
+        for (key, token) in ended {
+            if let Some(hold) = map.get_mut(&key).filter(|h| h.token == token) {
+                hold.mark_lost(&key, LostReason::Deleted);
             }
         }
         Ok(was)
