@@ -144,6 +144,11 @@ fn fixed_end(lease: LeaseMode, deadline: Instant) -> Option<Instant> {
 /// A hold is one owner's hold of one kind of lock (or one permit) on one name.
 pub(crate) type HoldKey = (Arc<str>, HoldKind, OwnerId);
 
+/// Whether `key` is a hold of the primitive `name` of `kind` (any owner).
+pub(crate) fn is_hold_of(key: &HoldKey, name: &str, kind: HoldKind) -> bool {
+    *key.0 == *name && key.1 == kind
+}
+
 /// The holds of one client.
 pub(crate) struct Holds {
     map: Mutex<HashMap<HoldKey, Hold>>,

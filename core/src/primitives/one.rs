@@ -10,7 +10,7 @@ use crate::backend::{
     AcquireRequest, LeaseSupport, LockOps, Reentry, ReleaseRequest, RenewItem, UnlockReply,
 };
 use crate::hold::gate::Entry;
-use crate::hold::{watch_gone, ClientCore, Hold, HoldKey, LeaseMode};
+use crate::hold::{is_hold_of, watch_gone, ClientCore, Hold, HoldKey, LeaseMode};
 use crate::model::error::{Error, ErrorKind, Result};
 use crate::model::kind::{HoldKind, LockKind};
 use crate::model::lost::{LostReason, LostSignal};
@@ -602,7 +602,7 @@ impl OneLock {
         let ended: Vec<_> = {
             let map = self.core.holds.lock();
             map.iter()
-                .filter(|(key, _)| *key.0 == *self.name && key.1 == kind)
+                .filter(|(key, _)| is_hold_of(key, &self.name, kind))
                 .map(|(key, hold)| (key.clone(), hold.token))
                 .collect()
         };
@@ -622,7 +622,7 @@ impl OneLock {
         let kind = HoldKind::Lock(self.kind());
         let map = self.core.holds.lock();
         map.iter()
-            .any(|(k, h)| *k.0 == *self.name && k.1 == kind && h.lost.is_none())
+            .any(|(k, h)| is_hold_of(k, &self.name, kind) && h.lost.is_none())
     }
 
     /// The fencing token of `owner`'s current hold, if it holds the lock (local, no round trip).

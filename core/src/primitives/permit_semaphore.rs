@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::backend::{ExpirableOps, PermitRelease, PermitRequest};
-use crate::hold::{ClientCore, Hold, HoldKey, LeaseMode};
+use crate::hold::{is_hold_of, ClientCore, Hold, HoldKey, LeaseMode};
 use crate::model::error::{Error, ErrorKind, Result};
 use crate::model::kind::HoldKind;
 use crate::model::lost::{LostReason, LostSignal};
@@ -197,7 +197,7 @@ impl PermitExpirableSemaphore {
             let key = map
                 .iter()
                 .find(|(k, h)| {
-                    *k.0 == *self.name && k.1 == HoldKind::Permit && h.node.as_deref() == Some(id)
+                    is_hold_of(k, &self.name, HoldKind::Permit) && h.node.as_deref() == Some(id)
                 })
                 .map(|(k, _)| k.clone());
             key.and_then(|k| map.remove(&k).map(|h| (k, h)))

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use crate::backend::{Granted, PermitRequest, SemaphoreOps};
-use crate::hold::{watch_gone, ClientCore, Hold, HoldKey, LeaseMode};
+use crate::hold::{is_hold_of, watch_gone, ClientCore, Hold, HoldKey, LeaseMode};
 use crate::model::error::{Error, ErrorKind, Result};
 use crate::model::kind::HoldKind;
 use crate::model::lost::LostSignal;
@@ -188,7 +188,7 @@ impl Semaphore {
             let mut map = self.core.holds.lock();
             let mut mine: Vec<(OwnerId, bool)> = map
                 .iter()
-                .filter(|(k, h)| *k.0 == *self.name && k.1 == HoldKind::Permit && !h.releasing)
+                .filter(|(k, h)| is_hold_of(k, &self.name, HoldKind::Permit) && !h.releasing)
                 .map(|(k, h)| (k.2, h.lost.is_some()))
                 .collect();
             if mine.len() < permits as usize {
@@ -310,7 +310,7 @@ impl Semaphore {
     pub fn held_permits(&self) -> u32 {
         let map = self.core.holds.lock();
         map.iter()
-            .filter(|(k, h)| *k.0 == *self.name && k.1 == HoldKind::Permit && h.lost.is_none())
+            .filter(|(k, h)| is_hold_of(k, &self.name, HoldKind::Permit) && h.lost.is_none())
             .count() as u32
     }
 
