@@ -3,6 +3,9 @@
 //! cancelled waits, the read-write lock, the semaphore, status and typed errors.
 
 mod etcd_common;
+#[path = "common/sem.rs"]
+#[allow(dead_code)]
+mod sem;
 
 use std::time::{Duration, Instant};
 
@@ -335,6 +338,13 @@ async fn semaphore_the_n_first_keys_hold() {
     );
     s1.release(1).await.unwrap();
     s2.release(1).await.unwrap();
+    assert!(keys(&name).await.is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_acquires_of_every_permit_take_turns() {
+    let name = unique("sem-all");
+    sem::two_acquires_of_every_permit_take_turns(&client().await, &client().await, &name).await;
     assert!(keys(&name).await.is_empty());
 }
 

@@ -15,6 +15,16 @@ async fn n_permits_bound_16_workers() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_acquires_of_every_permit_take_turns() {
+    sem::two_acquires_of_every_permit_take_turns(
+        &client().await,
+        &client().await,
+        &unique("sem-all"),
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn timeouts_wakeups_and_bad_input() {
     sem::timeouts_wakeups_and_bad_input(&client().await, &client().await, &unique("sem-wait"))
         .await;

@@ -17,6 +17,14 @@ async fn n_permits_bound_16_workers() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_acquires_of_every_permit_take_turns() {
+    let path = zk_path("sem-all");
+    sem::two_acquires_of_every_permit_take_turns(&zk_client().await, &zk_client().await, &path)
+        .await;
+    zk_children_until(&format!("{path}/leases"), |c| c.is_empty()).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn timeouts_wakeups_and_bad_input() {
     let path = zk_path("sem-wait");
     sem::timeouts_wakeups_and_bad_input(&zk_client().await, &zk_client().await, &path).await;

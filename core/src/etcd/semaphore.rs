@@ -6,7 +6,8 @@
 //! | `NAME/<lease hex>_<n hex>` | one per permit held or waited for, attached to the holder's lease |
 //!
 //! Permits queue by create revision: the N keys created first under `NAME/` hold, where N is the
-//! number in `NAME`. A waiter watches the whole range (the count and the permit keys) and looks
+//! number in `NAME`. An acquire of several permits puts its keys in one transaction, so they
+//! share one create revision and are granted together. A waiter watches the whole range (the count and the permit keys) and looks
 //! again after any change. Keys live with their client's lease, so a client that dies gives its
 //! permits back when its lease expires. A name used for a semaphore must not also be used for a
 //! lock (both queue under `NAME/`).
@@ -47,6 +48,24 @@ fn permit_keys(prefix: &str) -> GetOptions {
         .with_keys_only()
 }
 
+/// How many of the permit keys (in create order) hold: whole groups of one create revision (one
+/// acquire), first to last, while they fit in the count.
+fn holding(count: i64, keys: &[ec::KeyValue]) -> usize {
+    let mut held = 0;
+    while held < keys.len() {
+        let rev = keys[held].create_revision();
+        let group = keys[held..]
+            .iter()
+            .take_while(|kv| kv.create_revision() == rev)
+            .count();
+        if (held + group) as i64 > count {
+            break;
+        }
+        held += group;
+    }
+    held
+}
+
 fn parse_count(kvs: &[ec::KeyValue]) -> i64 {
     kvs.first()
         .and_then(|kv| std::str::from_utf8(kv.value()).ok()?.trim().parse().ok())
@@ -76,70 +95,118 @@ impl EtcdSemaphore {
         Ok((count, parts.next().unwrap_or_default(), at))
     }
 
-    async fn acquire_one(&self, name: &str, deadline: Option<Instant>) -> Result<Option<Granted>> {
+    /// Take `n` permits at once: `n` keys put in one transaction share one create revision, so
+    /// they are granted together when the keys created before them number at most the count
+    /// minus `n`. (Keys put one at a time let two acquires of every permit hold one each and
+    /// wait for each other.)
+    async fn acquire_n(
+        &self,
+        name: &str,
+        n: u32,
+        deadline: Option<Instant>,
+    ) -> Result<Option<Vec<Granted>>> {
         let mut tries = 0;
-        let (mut cleanup, rev, suffix) = loop {
+        let (mut cleanups, rev, suffixes) = loop {
             tries += 1;
             let lease = self.session.any_lease().await?;
-            let suffix = format!("{:x}_{:x}", lease.id, self.session.next_permit());
-            let key = format!("{name}/{suffix}");
-            let mut cleanup = Cleanup {
-                session: self.session.clone(),
-                name: None,
-                key: key.clone(),
-                lease,
-                rev: None,
-                armed: true,
-            };
+            let suffixes: Vec<String> = (0..n)
+                .map(|_| format!("{:x}_{:x}", lease.id, self.session.next_permit()))
+                .collect();
+            let mut cleanups: Vec<Cleanup> = suffixes
+                .iter()
+                .map(|suffix| Cleanup {
+                    session: self.session.clone(),
+                    name: None,
+                    key: format!("{name}/{suffix}"),
+                    lease,
+                    rev: None,
+                    armed: true,
+                })
+                .collect();
+            let puts: Vec<TxnOp> = cleanups
+                .iter()
+                .map(|c| {
+                    TxnOp::put(
+                        c.key.as_str(),
+                        PERMIT_VALUE,
+                        Some(PutOptions::new().with_lease(lease.id)),
+                    )
+                })
+                .collect();
             let mut c = self.session.client()?;
-            let put = TxnOp::put(
-                key.as_str(),
-                PERMIT_VALUE,
-                Some(PutOptions::new().with_lease(lease.id)),
-            );
             match self
                 .session
                 .call_raw(
                     "take a place in the semaphore",
-                    c.txn(Txn::new().and_then([put])),
+                    c.txn(Txn::new().and_then(puts)),
                 )
                 .await
             {
                 Ok(r) => {
                     let rev = r.header().map_or(0, |h| h.revision());
-                    cleanup.rev = Some(rev);
-                    break (cleanup, rev, suffix);
+                    for c in &mut cleanups {
+                        c.rev = Some(rev);
+                    }
+                    break (cleanups, rev, suffixes);
                 }
                 Err(Ok(e)) if super::lease_not_found(&e) && tries < 2 => {
-                    cleanup.armed = false;
+                    for c in &mut cleanups {
+                        c.armed = false;
+                    }
                     self.session.lease_missing(lease);
                 }
                 Err(Ok(e)) => return Err(super::map_err(e, "take a place in the semaphore")),
                 Err(Err(e)) => return Err(e),
             }
         };
-        let key = cleanup.key.clone();
+        let give_back = |cleanups: &mut Vec<Cleanup>| {
+            let mut all = std::mem::take(cleanups);
+            async move {
+                for c in &mut all {
+                    c.delete_now().await;
+                }
+            }
+        };
         loop {
             let (count, keys, at) = self.look(name).await?;
-            let Some(rank) = keys.iter().position(|kv| kv.key() == key.as_bytes()) else {
-                cleanup.armed = false;
+            let ours = keys
+                .iter()
+                .filter(|kv| {
+                    kv.create_revision() == rev
+                        && cleanups.iter().any(|c| c.key.as_bytes() == kv.key())
+                })
+                .count();
+            if ours < cleanups.len() {
+                give_back(&mut cleanups).await;
                 return Err(Error::new(
                     ErrorKind::LockLost,
-                    format!("our permit key {key} disappeared while waiting (its lease expired or it was deleted)"),
+                    format!(
+                        "a permit key of ours under '{name}/' disappeared while waiting (its \
+                         lease expired or it was deleted)"
+                    ),
                 ));
-            };
-            if (rank as i64) < count {
-                cleanup.armed = false;
-                return Ok(Some(Granted {
-                    token: rev as u64,
-                    count: 1,
-                    gone: Some(watch_gone(&self.session, key, rev)),
-                    node: Some(format!("{suffix}@{rev}")),
-                    valid_until: None,
-                }));
+            }
+            let before = keys.iter().filter(|kv| kv.create_revision() < rev).count() as i64;
+            if before + i64::from(n) <= count {
+                return Ok(Some(
+                    cleanups
+                        .iter_mut()
+                        .zip(&suffixes)
+                        .map(|(c, suffix)| {
+                            c.armed = false;
+                            Granted {
+                                token: rev as u64,
+                                count: 1,
+                                gone: Some(watch_gone(&self.session, c.key.clone(), rev)),
+                                node: Some(format!("{suffix}@{rev}")),
+                                valid_until: None,
+                            }
+                        })
+                        .collect(),
+                ));
             }
             if deadline.is_some_and(|d| Instant::now() >= d) {
-                cleanup.delete_now().await;
+                give_back(&mut cleanups).await;
                 return Ok(None);
             }
             // Any change to the count or to the permit keys: look again.
@@ -147,7 +214,7 @@ impl EtcdSemaphore {
             match watch_for(&self.session, name, Some(end), at + 1, deadline, |_| true).await? {
                 Watched::Event => self.session.woken(),
                 Watched::Deadline => {
-                    cleanup.delete_now().await;
+                    give_back(&mut cleanups).await;
                     return Ok(None);
                 }
                 Watched::Ended => {}
@@ -227,28 +294,8 @@ impl SemaphoreOps for EtcdSemaphore {
     }
 
     async fn acquire(&self, req: &PermitRequest<'_>) -> Result<Option<Vec<Granted>>> {
-        let deadline = req.wait.deadline();
-        let mut taken: Vec<Granted> = Vec::new();
-        for _ in 0..req.permits {
-            match self.acquire_one(req.name, deadline).await {
-                Ok(Some(g)) => taken.push(g),
-                other => {
-                    let nodes: Vec<String> = taken.drain(..).filter_map(|g| g.node).collect();
-                    for node in &nodes {
-                        if let Err(e) = self.drop_hold(req.name, 0, Some(node)).await {
-                            tracing::warn!(
-                                semaphore = req.name,
-                                "polylock: giving back permit key {node} of '{}' after a failed \
-                                 acquire failed ({e}); it ends with its lease",
-                                req.name
-                            );
-                        }
-                    }
-                    return other.map(|_| None);
-                }
-            }
-        }
-        Ok(Some(taken))
+        self.acquire_n(req.name, req.permits, req.wait.deadline())
+            .await
     }
 
     async fn release(&self, name: &str, _permits: u32, nodes: &[String]) -> Result<()> {
@@ -260,13 +307,14 @@ impl SemaphoreOps for EtcdSemaphore {
 
     async fn available(&self, name: &str) -> Result<i64> {
         let (count, keys, _) = self.look(name).await?;
+        // What a newcomer could take now: it queues behind the waiters too.
         Ok((count - keys.len() as i64).max(0))
     }
 
     async fn drain(&self, name: &str) -> Result<(i64, Vec<Granted>)> {
         let mut taken = Vec::new();
-        while let Some(g) = self.acquire_one(name, Wait::Never.deadline()).await? {
-            taken.push(g);
+        while let Some(g) = self.acquire_n(name, 1, Wait::Never.deadline()).await? {
+            taken.extend(g);
         }
         Ok((taken.len() as i64, taken))
     }
@@ -280,7 +328,7 @@ impl SemaphoreOps for EtcdSemaphore {
             permits: Some(count),
             holders: keys
                 .iter()
-                .take(count.max(0) as usize)
+                .take(holding(count, &keys))
                 .map(|kv| {
                     let key = String::from_utf8_lossy(kv.key());
                     PermitHolder {

@@ -69,8 +69,11 @@ impl Leases {
         Ok(children)
     }
 
-    /// Take `n` leases, each within what is left of the one deadline; on a failure or a timeout
-    /// the leases already taken are given back. Lease nodes are named `leases/<node>`.
+    /// Take `n` leases within the one deadline, all under one hold of Curator's internal mutex
+    /// (`locks/`): two acquires of several leases never hold some each and wait for each other's
+    /// (Curator itself lets the mutex go between leases, so a Curator client's acquire of several
+    /// can still interleave with ours). On a failure or a timeout the leases already taken are
+    /// given back. Lease nodes are named `leases/<node>`.
     pub(crate) async fn acquire(
         &self,
         path: &str,
@@ -80,45 +83,6 @@ impl Leases {
         permits: Permits,
     ) -> Result<Option<Vec<Granted>>> {
         let deadline = wait.deadline();
-        let client = self.session.client()?;
-        let mut taken: Vec<Granted> = Vec::new();
-        // The leases taken so far go back however this ends without all of them: now on a
-        // timeout or failure, in the background if the acquire is dropped.
-        let mut give_back: Vec<Cleanup> = Vec::new();
-        for _ in 0..n {
-            let got = self.acquire_one(path, deadline, max_sleep, permits).await;
-            match got {
-                Ok(Some(g)) => {
-                    give_back.push(Cleanup {
-                        client: client.clone(),
-                        path: path.to_string(),
-                        uuid: String::new(),
-                        node: g.node.clone(),
-                        armed: true,
-                    });
-                    taken.push(g);
-                }
-                other => {
-                    for lease in &mut give_back {
-                        lease.delete_now().await;
-                    }
-                    return other.map(|_| None);
-                }
-            }
-        }
-        for lease in &mut give_back {
-            lease.armed = false;
-        }
-        Ok(Some(taken))
-    }
-
-    async fn acquire_one(
-        &self,
-        path: &str,
-        deadline: Option<Instant>,
-        max_sleep: Duration,
-        permits: Permits,
-    ) -> Result<Option<Granted>> {
         let lock_path = format!("{path}/locks");
         let internal_req = AcquireRequest {
             name: &lock_path,
@@ -133,8 +97,8 @@ impl Leases {
             return Ok(None);
         };
         // Let the internal mutex go however this ends: before returning (so that this client's
-        // next try, or the next lease of a multi-permit acquire, does not find it still taken),
-        // and in the background if the acquire is cancelled.
+        // next try does not find it still taken), and in the background if the acquire is
+        // cancelled.
         let mut internal = Cleanup {
             client: self.session.client()?,
             path: lock_path,
@@ -142,6 +106,48 @@ impl Leases {
             node: internal.node,
             armed: true,
         };
+        let client = self.session.client()?;
+        let mut taken: Vec<Granted> = Vec::new();
+        // The leases taken so far go back however this ends without all of them: now on a
+        // timeout or failure, in the background if the acquire is dropped. They stay guarded
+        // until the internal mutex is gone: dropped during that delete, the acquire leaves
+        // neither behind.
+        let mut give_back: Vec<Cleanup> = Vec::new();
+        for _ in 0..n {
+            match self.take_lease(path, deadline, permits).await {
+                Ok(Some(g)) => {
+                    give_back.push(Cleanup {
+                        client: client.clone(),
+                        path: path.to_string(),
+                        uuid: String::new(),
+                        node: g.node.clone(),
+                        armed: true,
+                    });
+                    taken.push(g);
+                }
+                other => {
+                    for lease in &mut give_back {
+                        lease.delete_now().await;
+                    }
+                    internal.delete_now().await;
+                    return other.map(|_| None);
+                }
+            }
+        }
+        internal.delete_now().await;
+        for lease in &mut give_back {
+            lease.armed = false;
+        }
+        Ok(Some(taken))
+    }
+
+    /// One lease, with the internal mutex held by the caller.
+    async fn take_lease(
+        &self,
+        path: &str,
+        deadline: Option<Instant>,
+        permits: Permits,
+    ) -> Result<Option<Granted>> {
         let leases = format!("{path}/leases");
         let client = self.session.client()?;
         let uuid = uuid::Uuid::new_v4().to_string();
@@ -177,9 +183,6 @@ impl Leases {
             };
             let holders = children.iter().filter(|c| c.contains(LEASE_MARKER)).count();
             if holders as i64 <= max as i64 {
-                // The lease stays guarded until the internal mutex is gone: dropped during that
-                // delete, the acquire leaves neither behind.
-                internal.delete_now().await;
                 cleanup.armed = false;
                 return Ok(Some(Granted {
                     token,
@@ -191,7 +194,6 @@ impl Leases {
             }
             if deadline.is_some_and(|d| Instant::now() >= d) {
                 cleanup.delete_now().await;
-                internal.delete_now().await;
                 return Ok(None);
             }
             let woke = async {
@@ -207,7 +209,6 @@ impl Leases {
             };
             if !woke.await {
                 cleanup.delete_now().await;
-                internal.delete_now().await;
                 return Ok(None);
             }
             self.session.woken();

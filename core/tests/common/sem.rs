@@ -1,4 +1,4 @@
-//! Semaphore and latch behaviour shared by the Redis and ZooKeeper suites.
+//! Semaphore and latch behaviour shared by the Redis, ZooKeeper and etcd suites.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -261,4 +261,26 @@ pub async fn cancelled_acquires_keep_nothing(
         );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
+}
+
+/// Two clients that each need every permit, 30 rounds: one takes them all, then the other. An
+/// acquire that took its permits one at a time could hold one while the other acquire held the
+/// rest, both waiting for each other until they timed out.
+pub async fn two_acquires_of_every_permit_take_turns(a: &Client, b: &Client, name: &str) {
+    let (sa, sb) = (a.semaphore(name).unwrap(), b.semaphore(name).unwrap());
+    assert!(sa.try_set_permits(2).await.unwrap());
+    for round in 0..30 {
+        let both = [sa.clone(), sb.clone()].map(|s| {
+            tokio::spawn(async move {
+                s.acquire(2, within(5000)).await?;
+                tokio::time::sleep(Duration::from_millis(2)).await;
+                s.release(2).await
+            })
+        });
+        for (i, h) in both.into_iter().enumerate() {
+            let r = h.await.unwrap();
+            assert!(r.is_ok(), "round {round}: client {i}: {r:?}");
+        }
+    }
+    assert_eq!(sa.available_permits().await.unwrap(), 2);
 }
