@@ -316,8 +316,10 @@ public final class ChaosWorker {
                         error("cancel", o.prim, "HeldAfterCancel", "hold count " + lock.getHoldCount() + " after an interrupted wait");
                     }
                     return;
+                } finally {
+                    // Also when the wait failed otherwise: a late interrupt would end the actor's next sleep.
+                    stop.disarm();
                 }
-                stop.disarm();
             } else if (o.what.equals("try")) {
                 got = lock.tryLock(0, o.leaseMs, TimeUnit.MILLISECONDS);
             } else {
@@ -378,8 +380,9 @@ public final class ChaosWorker {
                     stop.disarm();
                     op("cancel", o.prim, "cancelled");
                     return;
+                } finally {
+                    stop.disarm();
                 }
-                stop.disarm();
             } else {
                 lease = sem.acquireLease(o.permits, o.waitMs, TimeUnit.MILLISECONDS);
             }

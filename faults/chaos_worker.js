@@ -334,6 +334,11 @@ class Actor {
     } finally {
       if (timer) clearTimeout(timer);
     }
+    if (taken === null) {
+      // An acquire with waitMs resolves null when the wait runs out.
+      this.op(o.what, o.prim, 'timeout');
+      return;
+    }
     this.op(o.what, o.prim, 'acquired');
     const sid = this.sid();
     const prim = o.prim.id;
