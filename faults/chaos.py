@@ -691,14 +691,21 @@ class Servers:
         leaking worker leaves the Redis one. Returns (backend, name) of what the checker must
         report."""
         base = f"{ZK_ROOT}/{self.plan.tag}"
-        for path in (ZK_ROOT, base, f"{base}/lock-0"):
-            try:
-                self.zk("create", path, "")
-            except RuntimeError as e:  # there already
-                if "exists" not in str(e):
-                    raise
         node = f"{base}/lock-0/_c_selftest-lock-0000000000"
-        self.zk("create", node, "")
+        for attempt in range(5):
+            for path in (ZK_ROOT, base, f"{base}/lock-0"):
+                try:
+                    self.zk("create", path, "")
+                except RuntimeError as e:  # there already
+                    if "exists" not in str(e):
+                        raise
+            try:
+                self.zk("create", node, "")
+                break
+            except RuntimeError as e:
+                # The workers' empty container parent was reaped between the two creates: again.
+                if "does not exist" not in str(e) or attempt == 4:
+                    raise
         key = f"{ETCD_ROOT}/{self.plan.tag}/lock-0/selftest"
         self.etcd("put", key, "leak")
         my_name, pg_name = self.plan.name("mysql", "lock", 0), self.plan.name("postgres", "lock", 0)
