@@ -10,6 +10,7 @@ use crate::model::kind::LockKind;
 use crate::model::lost::{LostEvent, LostReason};
 use crate::model::names::validate_name;
 use crate::model::options::ClientOptions;
+use crate::primitives::election::Election;
 use crate::primitives::latch::CountDownLatch;
 use crate::primitives::lock::Lock;
 use crate::primitives::permit_semaphore::PermitExpirableSemaphore;
@@ -291,9 +292,35 @@ impl Client {
     }
 
     /// A lock handle of any kind (the bindings' one entry point for lock-like primitives).
+    /// A leader election's lock is refused: use [`Client::election`].
     pub fn lock_of_kind(&self, name: &str, kind: LockKind) -> Result<Lock> {
         self.checked_name(name)?;
+        if kind == LockKind::Leader {
+            return Err(Error::invalid(
+                "a leader election is not a lock handle: use election(name, identity)",
+            ));
+        }
         Lock::new(self.core.clone(), name, kind)
+    }
+
+    /// A candidate in the leader election `name` that campaigns as `identity` (Curator's
+    /// `LeaderLatch` on ZooKeeper, etcd's `concurrency.Election`, a Redisson lock plus a leader
+    /// record on Redis; `Unsupported` on SQL and RedLock). Any client can read the leader and
+    /// follow changes through it, campaigning or not.
+    ///
+    /// ```no_run
+    /// # async fn demo(client: polylock::Client) -> polylock::Result<()> {
+    /// use polylock::Wait;
+    /// let election = client.election("scheduler", "node-a")?;
+    /// if let Some(leading) = election.campaign(Wait::Forever).await? {
+    ///     // lead, with leading.term as the fencing token; stop when leading.lost fires
+    ///     election.resign().await?;
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub fn election(&self, name: &str, identity: &str) -> Result<Election> {
+        self.checked_name(name)?;
+        Election::new(self.core.clone(), name, identity)
     }
 
     #[doc(hidden)]

@@ -73,10 +73,11 @@ pub use crate::model::options::{
     AcquireOptions, ClientOptions, Wait, MAX_DURATION, MIN_WATCHDOG_TIMEOUT,
 };
 pub use crate::model::outcome::{
-    Acquired, Holder, LeaseChange, LockStatus, PermitHolder, Released, RemainingLease,
+    Acquired, Holder, Leader, LeaseChange, LockStatus, PermitHolder, Released, RemainingLease,
     SemaphoreStatus,
 };
 pub use crate::model::owner::{self, OwnerId};
+pub use crate::primitives::election::{validate_identity, Election, Leadership, MAX_IDENTITY_LEN};
 pub use crate::primitives::latch::CountDownLatch;
 pub use crate::primitives::lock::Lock;
 pub use crate::primitives::lock::MultiLock;

@@ -17,7 +17,7 @@ use async_trait::async_trait;
 use crate::model::error::{Error, Result};
 use crate::model::kind::{HoldKind, LockKind};
 use crate::model::options::Wait;
-use crate::model::outcome::{LockStatus, RemainingLease, SemaphoreStatus};
+use crate::model::outcome::{Leader, LockStatus, RemainingLease, SemaphoreStatus};
 use crate::model::owner::OwnerId;
 
 /// Who counts re-entries of one owner.
@@ -139,6 +139,9 @@ pub(crate) struct AcquireRequest<'a> {
     /// The owner's own write-lock node when it asks for the read lock of the same read-write
     /// lock (a downgrade; ZooKeeper places the read node in the writer's place).
     pub(crate) write_node: Option<&'a str>,
+    /// What the hold tells about its holder, where the format has a place for it (a leader
+    /// candidate's identity: a ZooKeeper node's data, an etcd key's value).
+    pub(crate) data: Option<&'a str>,
 }
 
 /// One release, as a backend sees it.
@@ -360,6 +363,26 @@ pub(crate) trait LatchOps: Send + Sync {
     async fn delete(&self, name: &str) -> Result<bool>;
 }
 
+/// A future that resolves when what it was armed on may have changed.
+pub(crate) type Change = std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>;
+
+/// What a backend adds to its [`LockKind::Leader`] lock for an election: who leads, who else
+/// campaigns, and a way to wait for a change. Campaigning and resigning are that lock's
+/// acquire and release.
+#[async_trait]
+pub(crate) trait ElectionOps: Send + Sync {
+    /// The leader now, if there is one.
+    async fn leader(&self, name: &str) -> Result<Option<Leader>>;
+
+    /// The candidates' identities in their order, the leader first.
+    async fn candidates(&self, name: &str) -> Result<Vec<String>>;
+
+    /// Arm a notification of a change of the election (a watch, a subscription) and return the
+    /// future it resolves; a change made after this returns resolves it. It may also resolve
+    /// with no change (a poll bound where the server tells no expiry).
+    async fn arm(&self, name: &str) -> Result<Change>;
+}
+
 /// Where a backend with sessions reports them (the client's holds).
 pub(crate) trait SessionSink: Send + Sync {
     /// The connection is down but the session may live (`true`), or it is back (`false`).
@@ -399,6 +422,14 @@ pub(crate) trait Backend: Send + Sync {
         Err(Error::unsupported(format!(
             "{} has no semaphore of expiring permits: its semaphore's leases last while the \
              session lives (use semaphore())",
+            self.server()
+        )))
+    }
+
+    /// What a leader election needs beyond its lock, or `Unsupported`.
+    fn election_ops(&self) -> Result<Arc<dyn ElectionOps>> {
+        Err(Error::unsupported(format!(
+            "{} has no leader election in polylock",
             self.server()
         )))
     }

@@ -50,6 +50,9 @@ pub(crate) enum Mode {
     Read,
     /// The writer of the read-write lock (a `Mutex` key).
     Write,
+    /// A candidate of `concurrency.Election`: a `Mutex` key whose value is its proposal (the
+    /// candidate's identity); the first leads.
+    Leader,
 }
 
 /// The key of a contender on `name` with `lease`: etcd's `NAME/<lease hex>`.
@@ -278,9 +281,10 @@ impl EtcdLock {
         EtcdLock { session, mode }
     }
 
-    fn value(&self) -> &'static str {
+    fn value<'a>(&self, req: &AcquireRequest<'a>) -> &'a str {
         match self.mode {
             Mode::Read => READ_VALUE,
+            Mode::Leader => req.data.unwrap_or_default(),
             Mode::Exclusive | Mode::Write => "",
         }
     }
@@ -289,7 +293,9 @@ impl EtcdLock {
     /// first key, for a writer).
     fn holds(&self, before_or_first: &[Contender], rev: i64) -> bool {
         match self.mode {
-            Mode::Exclusive | Mode::Write => before_or_first.first().is_none_or(|c| c.rev == rev),
+            Mode::Exclusive | Mode::Leader | Mode::Write => {
+                before_or_first.first().is_none_or(|c| c.rev == rev)
+            }
             Mode::Read => !before_or_first.iter().any(|c| c.rev < rev && !c.reader),
         }
     }
@@ -311,16 +317,17 @@ impl EtcdLock {
         name: &str,
         key: &str,
         lease: i64,
+        value: &str,
     ) -> std::result::Result<(i64, i64, Vec<Contender>), Enqueue> {
         let prefix = format!("{name}/");
         let head = match self.mode {
             Mode::Read => all_by_create(&prefix),
-            Mode::Exclusive | Mode::Write => first_create(&prefix),
+            Mode::Exclusive | Mode::Leader | Mode::Write => first_create(&prefix),
         };
         let txn = Txn::new()
             .when([Compare::create_revision(key, CompareOp::Equal, 0)])
             .and_then([
-                TxnOp::put(key, self.value(), Some(PutOptions::new().with_lease(lease))),
+                TxnOp::put(key, value, Some(PutOptions::new().with_lease(lease))),
                 TxnOp::get(prefix.as_str(), Some(head.clone())),
             ])
             .or_else([
@@ -361,7 +368,7 @@ impl EtcdLock {
     /// writer goes). True if the hold was still ours.
     async fn let_go(&self, name: &str, lease: i64, rev: i64, retry: bool) -> Result<bool> {
         let key = key_of(name, lease);
-        if self.mode != Mode::Exclusive {
+        if matches!(self.mode, Mode::Read | Mode::Write) {
             if let Some(reader_stays) = self.session.unshare(&key, self.mode == Mode::Write) {
                 if self.mode == Mode::Write && reader_stays {
                     let mut c = self.session.client()?;
@@ -442,6 +449,7 @@ impl LockOps for EtcdLock {
     fn kind(&self) -> LockKind {
         match self.mode {
             Mode::Exclusive => LockKind::Reentrant,
+            Mode::Leader => LockKind::Leader,
             Mode::Read => LockKind::Read,
             Mode::Write => LockKind::Write,
         }
@@ -478,7 +486,7 @@ impl LockOps for EtcdLock {
                 rev: None,
                 armed: true,
             };
-            match self.enqueue(name, &key, lease.id).await {
+            match self.enqueue(name, &key, lease.id, self.value(req)).await {
                 Ok((rev, at, head)) => {
                     cleanup.rev = Some(rev);
                     break (cleanup, rev, at, head);
@@ -583,7 +591,7 @@ impl LockOps for EtcdLock {
     async fn is_locked(&self, name: &str) -> Result<bool> {
         let list = self.list(name).await?;
         Ok(match self.mode {
-            Mode::Exclusive => !list.is_empty(),
+            Mode::Exclusive | Mode::Leader => !list.is_empty(),
             Mode::Write => list.first().is_some_and(|c| !c.reader),
             Mode::Read => list.first().is_some_and(|c| c.reader),
         })
@@ -604,6 +612,7 @@ impl LockOps for EtcdLock {
         let n = holding(&list);
         let holders: Vec<&Contender> = match self.mode {
             Mode::Exclusive => list.iter().take(n).collect(),
+            Mode::Leader => list.iter().take(1).collect(),
             Mode::Write => list.iter().take(n).filter(|c| !c.reader).collect(),
             Mode::Read => list.iter().take(n).filter(|c| c.reader).collect(),
         };
@@ -617,7 +626,7 @@ impl LockOps for EtcdLock {
     async fn status(&self, name: &str) -> Result<LockStatus> {
         let list = self.list(name).await?;
         let n = holding(&list);
-        let rw = self.mode != Mode::Exclusive || list.iter().any(|c| c.reader);
+        let rw = matches!(self.mode, Mode::Read | Mode::Write) || list.iter().any(|c| c.reader);
         let mut described = Vec::with_capacity(list.len());
         let mut first_ttl = None;
         for (i, c) in list.iter().enumerate() {

@@ -26,6 +26,7 @@
 //! holder (it is not `etcdctl lock`'s `ETCD_LOCK_REV`, which is the revision at which etcdctl saw
 //! itself first: a header revision, never below its key's create revision).
 
+mod election;
 mod lock;
 mod semaphore;
 
@@ -39,11 +40,12 @@ use etcd_client as ec;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
-use crate::backend::{Backend, HoldOps, LockOps, SemaphoreOps, SessionSink};
+use crate::backend::{Backend, ElectionOps, HoldOps, LockOps, SemaphoreOps, SessionSink};
 use crate::model::error::{Error, ErrorKind, Result};
 use crate::model::kind::{HoldKind, LockKind};
 use crate::model::options::ClientOptions;
 
+use election::EtcdElection;
 use lock::{EtcdLock, Mode};
 use semaphore::EtcdSemaphore;
 
@@ -479,6 +481,8 @@ pub(crate) struct EtcdBackend {
     exclusive: Arc<EtcdLock>,
     read: Arc<EtcdLock>,
     write: Arc<EtcdLock>,
+    leader: Arc<EtcdLock>,
+    election: Arc<EtcdElection>,
     semaphore: Arc<EtcdSemaphore>,
 }
 
@@ -554,6 +558,8 @@ pub(crate) async fn connect(url: &str, options: &ClientOptions) -> Result<Box<dy
         exclusive: Arc::new(EtcdLock::new(session.clone(), Mode::Exclusive)),
         read: Arc::new(EtcdLock::new(session.clone(), Mode::Read)),
         write: Arc::new(EtcdLock::new(session.clone(), Mode::Write)),
+        leader: Arc::new(EtcdLock::new(session.clone(), Mode::Leader)),
+        election: Arc::new(EtcdElection::new(session.clone())),
         semaphore: Arc::new(EtcdSemaphore::new(session.clone())),
         session,
     }))
@@ -598,6 +604,7 @@ impl Backend for EtcdBackend {
             LockKind::Reentrant | LockKind::Fair => Ok(self.exclusive.clone()),
             LockKind::Read => Ok(self.read.clone()),
             LockKind::Write => Ok(self.write.clone()),
+            LockKind::Leader => Ok(self.leader.clone()),
             LockKind::Mutex => Err(Error::unsupported(
                 "etcd has no non-reentrant mutex in polylock (Curator's semaphore mutex is a \
                  ZooKeeper recipe); use lock(), which is etcd's own concurrency.Mutex",
@@ -615,9 +622,14 @@ impl Backend for EtcdBackend {
             HoldKind::Lock(LockKind::Reentrant | LockKind::Fair) => Ok(self.exclusive.clone()),
             HoldKind::Lock(LockKind::Read) => Ok(self.read.clone()),
             HoldKind::Lock(LockKind::Write) => Ok(self.write.clone()),
+            HoldKind::Lock(LockKind::Leader) => Ok(self.leader.clone()),
             HoldKind::Permit => Ok(self.semaphore.clone()),
             _ => Err(Error::unsupported("etcd has no such hold")),
         }
+    }
+
+    fn election_ops(&self) -> Result<Arc<dyn ElectionOps>> {
+        Ok(self.election.clone())
     }
 
     fn semaphore_ops(&self) -> Result<Arc<dyn SemaphoreOps>> {

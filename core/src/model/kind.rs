@@ -18,16 +18,21 @@ pub enum LockKind {
     /// A reentrant lock granted in the order of asking (Redisson's `RFairLock`; on ZooKeeper every
     /// lock queues in order, and a fair lock is the ordinary one).
     Fair,
+    /// A candidacy in a leader election (see [`Election`](crate::Election)): the lock its leader
+    /// holds (Curator's `LeaderLatch`, etcd's `concurrency.Election`, a Redisson lock plus a
+    /// leader record on Redis).
+    Leader,
 }
 
 impl LockKind {
     /// Every kind.
-    pub const ALL: [LockKind; 5] = [
+    pub const ALL: [LockKind; 6] = [
         LockKind::Reentrant,
         LockKind::Mutex,
         LockKind::Read,
         LockKind::Write,
         LockKind::Fair,
+        LockKind::Leader,
     ];
 
     /// A lower-case word for messages and `status` output.
@@ -38,6 +43,7 @@ impl LockKind {
             LockKind::Read => "read lock",
             LockKind::Write => "write lock",
             LockKind::Fair => "fair lock",
+            LockKind::Leader => "leader election",
         }
     }
 }

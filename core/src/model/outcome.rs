@@ -130,3 +130,13 @@ pub enum LeaseChange {
     /// The lease ends its original length from now (as when it was acquired).
     Reset,
 }
+
+/// The leader of an election: who, and since which term.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Leader {
+    /// The identity the leader campaigned with (on Redis, a holder that is not a polylock
+    /// candidate, such as a Redisson `RLock` on the same name, shows as its stored owner).
+    pub identity: String,
+    /// The leader's term: its lock's fencing token, greater for every new leader.
+    pub term: u64,
+}

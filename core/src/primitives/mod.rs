@@ -1,7 +1,8 @@
 //! The primitives, each written once over the backend traits: the lock (every lock-like kind,
-//! reentrant, mutex, read and write), the read-write lock that pairs two of them, the semaphores
-//! and the count-down latch.
+//! reentrant, mutex, read and write), the read-write lock that pairs two of them, the semaphores,
+//! the count-down latch and the leader election.
 
+pub(crate) mod election;
 pub(crate) mod latch;
 pub(crate) mod lock;
 pub(crate) mod multi;

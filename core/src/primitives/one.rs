@@ -28,6 +28,9 @@ pub(crate) struct OneLock {
     core: Arc<ClientCore>,
     name: Arc<str>,
     ops: Arc<dyn LockOps>,
+    /// What the hold tells about its holder where the format has a place for it (an election
+    /// candidate's identity).
+    data: Option<Arc<str>>,
 }
 
 impl std::fmt::Debug for OneLock {
@@ -48,7 +51,14 @@ impl OneLock {
             core,
             name: Arc::from(name),
             ops,
+            data: None,
         })
+    }
+
+    /// The same lock, its holds telling `data` about their holder.
+    pub(crate) fn with_data(mut self, data: &str) -> OneLock {
+        self.data = Some(Arc::from(data));
+        self
     }
 
     /// The lock's name.
@@ -215,6 +225,7 @@ impl OneLock {
                 wait,
                 max_sleep: self.core.options.watchdog_timeout,
                 write_node: write_node.as_deref(),
+                data: self.data.as_deref(),
             })
             .await;
         let granted = match granted {

@@ -5,6 +5,7 @@
 //! ([`sync_conn`]), and one subscriber connection for waiters ([`pubsub`]). The lock kinds live
 //! in [`lock`], their Lua scripts in `lua/`.
 
+mod election;
 mod fair;
 mod latch;
 mod lock;
@@ -24,12 +25,15 @@ use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use redis::{RedisError, RetryMethod};
 use tokio_util::sync::CancellationToken;
 
-use crate::backend::{Backend, ExpirableOps, HoldOps, LatchOps, LockOps, RenewItem, SemaphoreOps};
+use crate::backend::{
+    Backend, ElectionOps, ExpirableOps, HoldOps, LatchOps, LockOps, RenewItem, SemaphoreOps,
+};
 use crate::model::error::{Error, ErrorKind, Result};
 use crate::model::kind::{HoldKind, LockKind};
 use crate::model::options::ClientOptions;
 use crate::{driver, runtime};
 
+use election::{RedisElection, RedisLeader};
 use fair::RedisFairLock;
 use latch::RedisLatch;
 use lock::{Flavor, RedisLock};
@@ -524,6 +528,8 @@ pub(crate) struct RedisBackend {
     read: Arc<RedisLock>,
     write: Arc<RedisLock>,
     fair: Arc<RedisFairLock>,
+    leader: Arc<RedisLeader>,
+    election: Arc<RedisElection>,
     semaphore: Arc<RedisSemaphore>,
     permits: Arc<RedisSemaphore>,
     latch: Arc<RedisLatch>,
@@ -638,7 +644,13 @@ async fn connect_backend(
             options.clone(),
         ));
     }
+    let leader = Arc::new(RedisLeader::new(
+        conn.clone(),
+        Arc::new(RedisLock::new(conn.clone(), Flavor::Plain)),
+    ));
     Ok(RedisBackend {
+        election: Arc::new(RedisElection::new(conn.clone(), &leader)),
+        leader,
         plain: Arc::new(RedisLock::new(conn.clone(), Flavor::Plain)),
         read: Arc::new(RedisLock::new(conn.clone(), Flavor::Read)),
         write: Arc::new(RedisLock::new(conn.clone(), Flavor::Write)),
@@ -694,6 +706,7 @@ impl Backend for RedisBackend {
             LockKind::Read => Ok(self.read.clone()),
             LockKind::Write => Ok(self.write.clone()),
             LockKind::Fair => Ok(self.fair.clone()),
+            LockKind::Leader => Ok(self.leader.clone()),
             LockKind::Mutex => Err(Error::unsupported(
                 "the non-reentrant semaphore mutex is a ZooKeeper lock; use lock() on Redis",
             )),
@@ -706,6 +719,7 @@ impl Backend for RedisBackend {
             HoldKind::Lock(LockKind::Read) => Ok(self.read.clone()),
             HoldKind::Lock(LockKind::Write) => Ok(self.write.clone()),
             HoldKind::Lock(LockKind::Fair) => Ok(self.fair.clone()),
+            HoldKind::Lock(LockKind::Leader) => Ok(self.leader.clone()),
             HoldKind::Permit => Ok(self.permits.clone()),
             _ => Err(Error::internal(format!(
                 "no {} holds on Redis",
@@ -724,6 +738,10 @@ impl Backend for RedisBackend {
 
     fn latch_ops(&self) -> Result<Arc<dyn LatchOps>> {
         Ok(self.latch.clone())
+    }
+
+    fn election_ops(&self) -> Result<Arc<dyn ElectionOps>> {
+        Ok(self.election.clone())
     }
 
     async fn ping(&self) -> Result<()> {

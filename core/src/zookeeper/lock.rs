@@ -33,6 +33,7 @@ use crate::model::outcome::{Holder, LockStatus};
 use crate::model::owner::OwnerId;
 
 const MUTEX_MARKER: &str = "lock-";
+const LATCH_MARKER: &str = "latch-";
 const READ_MARKER: &str = "__READ__";
 const WRITE_MARKER: &str = "__WRIT__";
 
@@ -45,6 +46,8 @@ pub(crate) enum Queue {
     Read,
     /// InterProcessReadWriteLock's write lock.
     Write,
+    /// LeaderLatch: the first node leads; its data is the participant's id.
+    Latch,
 }
 
 impl Queue {
@@ -54,6 +57,7 @@ impl Queue {
             Queue::Mutex => MUTEX_MARKER,
             Queue::Read => READ_MARKER,
             Queue::Write => WRITE_MARKER,
+            Queue::Latch => LATCH_MARKER,
         }
     }
 
@@ -61,6 +65,7 @@ impl Queue {
     fn markers(self) -> &'static [&'static str] {
         match self {
             Queue::Mutex => &[MUTEX_MARKER],
+            Queue::Latch => &[LATCH_MARKER],
             Queue::Read | Queue::Write => &[READ_MARKER, WRITE_MARKER],
         }
     }
@@ -68,8 +73,8 @@ impl Queue {
     /// Whether the contender at `idx` holds the lock; if not, the index of the node to watch.
     fn verdict(self, list: &[Contender], idx: usize) -> std::result::Result<(), usize> {
         match self {
-            Queue::Mutex | Queue::Write if idx == 0 => Ok(()),
-            Queue::Mutex | Queue::Write => Err(idx - 1),
+            Queue::Mutex | Queue::Write | Queue::Latch if idx == 0 => Ok(()),
+            Queue::Mutex | Queue::Write | Queue::Latch => Err(idx - 1),
             Queue::Read => match list[..idx].iter().position(|c| c.writer) {
                 None => Ok(()),
                 Some(first_writer) => Err(first_writer),
@@ -89,7 +94,7 @@ pub(crate) struct Contender {
 impl Contender {
     fn mode(&self, queue: Queue) -> HoldMode {
         match (queue, self.writer) {
-            (Queue::Mutex, _) => HoldMode::Exclusive,
+            (Queue::Mutex | Queue::Latch, _) => HoldMode::Exclusive,
             (_, true) => HoldMode::Write,
             (_, false) => HoldMode::Read,
         }
@@ -211,6 +216,7 @@ impl LockOps for ZkLock {
             Queue::Mutex => LockKind::Reentrant,
             Queue::Read => LockKind::Read,
             Queue::Write => LockKind::Write,
+            Queue::Latch => LockKind::Leader,
         }
     }
 
@@ -249,7 +255,8 @@ impl LockOps for ZkLock {
         // after the create already contains our node.
         let prefix = format!("{path}/{PROTECTED_PREFIX}{uuid}{marker}");
         let options = zk::CreateMode::EphemeralSequential.with_acls(self.session.acls());
-        let create = client.create(&prefix, &[], &options);
+        let data = req.data.unwrap_or_default().as_bytes();
+        let create = client.create(&prefix, data, &options);
         let listing = client.get_children(path);
         let (created, listed) = tokio::join!(create, listing);
         let (node, token) = match created {
@@ -264,7 +271,7 @@ impl LockOps for ZkLock {
                     Some(found) => found,
                     None => {
                         self.session
-                            .create_protected(&client, path, &uuid, &marker)
+                            .create_protected(&client, path, &uuid, &marker, data)
                             .await?
                     }
                 }
@@ -272,7 +279,7 @@ impl LockOps for ZkLock {
             // Missing parents and the like: the careful path creates them.
             Err(_) => {
                 self.session
-                    .create_protected(&client, path, &uuid, &marker)
+                    .create_protected(&client, path, &uuid, &marker, data)
                     .await?
             }
         };
@@ -340,7 +347,7 @@ impl LockOps for ZkLock {
     async fn is_locked(&self, name: &str) -> Result<bool> {
         let list = self.contenders(name).await?;
         Ok(match self.queue {
-            Queue::Mutex => !list.is_empty(),
+            Queue::Mutex | Queue::Latch => !list.is_empty(),
             Queue::Write => list.first().is_some_and(|c| c.writer),
             Queue::Read => list.first().is_some_and(|c| !c.writer),
         })
@@ -356,6 +363,8 @@ impl LockOps for ZkLock {
         let holding: Vec<String> = match self.queue {
             // Every contender, as Curator's users expect of a mutex's force-unlock.
             Queue::Mutex => list.into_iter().map(|c| c.name).collect(),
+            // The leader only: the next candidate leads.
+            Queue::Latch => list.into_iter().take(1).map(|c| c.name).collect(),
             Queue::Write => list
                 .into_iter()
                 .take(1)
@@ -390,7 +399,7 @@ impl LockOps for ZkLock {
 /// The status of a queue lock from its ordered contenders.
 fn status_of(name: &str, queue: Queue, list: Vec<Contender>) -> LockStatus {
     let holding = match queue {
-        Queue::Mutex => list.len().min(1),
+        Queue::Mutex | Queue::Latch => list.len().min(1),
         Queue::Read | Queue::Write => match list.first() {
             None => 0,
             Some(c) if c.writer => 1,
@@ -398,7 +407,7 @@ fn status_of(name: &str, queue: Queue, list: Vec<Contender>) -> LockStatus {
         },
     };
     let mode = match queue {
-        Queue::Mutex => None,
+        Queue::Mutex | Queue::Latch => None,
         Queue::Read | Queue::Write => list.first().map(|c| c.mode(queue)),
     };
     let holders = list[..holding]

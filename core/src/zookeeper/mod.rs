@@ -14,6 +14,7 @@
 //! removes the empty container parent and a later contender creates it again.
 
 mod count;
+mod election;
 mod expire;
 mod latch;
 mod lock;
@@ -28,11 +29,12 @@ use tokio_util::sync::CancellationToken;
 use zookeeper_client as zk;
 
 use crate::backend::cleanup::{clean_up, CleanUp};
-use crate::backend::{Backend, HoldOps, LatchOps, LockOps, SemaphoreOps, SessionSink};
+use crate::backend::{Backend, ElectionOps, HoldOps, LatchOps, LockOps, SemaphoreOps, SessionSink};
 use crate::model::error::{Error, ErrorKind, Result};
 use crate::model::kind::{HoldKind, LockKind};
 use crate::model::options::ClientOptions;
 
+use election::ZkElection;
 use latch::ZkLatch;
 use lock::{Queue, ZkLock};
 use semaphore::ZkSemaphore;
@@ -440,13 +442,14 @@ impl ZkSession {
         path: &str,
         uuid: &str,
         marker: &str,
+        data: &[u8],
     ) -> Result<(String, u64)> {
         let prefix = format!("{path}/{PROTECTED_PREFIX}{uuid}{marker}");
         let options = zk::CreateMode::EphemeralSequential.with_acls(self.acls());
         let mut attempts = 0;
         loop {
             attempts += 1;
-            match client.create(&prefix, &[], &options).await {
+            match client.create(&prefix, data, &options).await {
                 Ok((stat, seq)) => {
                     let node = format!("{PROTECTED_PREFIX}{uuid}{marker}{seq}");
                     return Ok((node, stat.czxid as u64));
@@ -632,6 +635,8 @@ pub(crate) struct ZkBackend {
     mutex: Arc<ZkLock>,
     read: Arc<ZkLock>,
     write: Arc<ZkLock>,
+    leader: Arc<ZkLock>,
+    election: Arc<ZkElection>,
     semaphore_mutex: Arc<ZkSemaphoreMutex>,
     semaphore: Arc<ZkSemaphore>,
     latch: Arc<ZkLatch>,
@@ -653,6 +658,8 @@ pub(crate) async fn connect(url: &str, options: &ClientOptions) -> Result<Box<dy
         mutex: Arc::new(ZkLock::new(session.clone(), Queue::Mutex)),
         read: Arc::new(ZkLock::new(session.clone(), Queue::Read)),
         write: Arc::new(ZkLock::new(session.clone(), Queue::Write)),
+        leader: Arc::new(ZkLock::new(session.clone(), Queue::Latch)),
+        election: Arc::new(ZkElection::new(session.clone())),
         semaphore_mutex: Arc::new(ZkSemaphoreMutex::new(session.clone())),
         semaphore: Arc::new(ZkSemaphore::new(session.clone())),
         latch: Arc::new(ZkLatch::new(session.clone())),
@@ -677,6 +684,7 @@ impl Backend for ZkBackend {
             LockKind::Mutex => Ok(self.semaphore_mutex.clone()),
             LockKind::Read => Ok(self.read.clone()),
             LockKind::Write => Ok(self.write.clone()),
+            LockKind::Leader => Ok(self.leader.clone()),
         }
     }
 
@@ -686,6 +694,7 @@ impl Backend for ZkBackend {
             HoldKind::Lock(LockKind::Mutex) => Ok(self.semaphore_mutex.clone()),
             HoldKind::Lock(LockKind::Read) => Ok(self.read.clone()),
             HoldKind::Lock(LockKind::Write) => Ok(self.write.clone()),
+            HoldKind::Lock(LockKind::Leader) => Ok(self.leader.clone()),
             HoldKind::Permit => Ok(self.semaphore.clone()),
         }
     }
@@ -696,6 +705,10 @@ impl Backend for ZkBackend {
 
     fn latch_ops(&self) -> Result<Arc<dyn LatchOps>> {
         Ok(self.latch.clone())
+    }
+
+    fn election_ops(&self) -> Result<Arc<dyn ElectionOps>> {
+        Ok(self.election.clone())
     }
 
     fn watch_session(&self, sink: Weak<dyn SessionSink>) {

@@ -92,6 +92,7 @@ impl Leases {
             wait: wait_left(deadline).checked()?,
             max_sleep,
             write_node: None,
+            data: None,
         };
         let Some(internal) = self.internal.acquire(&internal_req).await? else {
             return Ok(None);
@@ -160,7 +161,7 @@ impl Leases {
         };
         let (node, token) = self
             .session
-            .create_protected(&client, &leases, &uuid, LEASE_MARKER)
+            .create_protected(&client, &leases, &uuid, LEASE_MARKER, &[])
             .await?;
         cleanup.node = Some(node.clone());
         loop {
