@@ -13,9 +13,9 @@ use std::io::Write as _;
 use std::time::Duration;
 
 use crate::{
-    AcquireOptions, Client, ClientOptions, Error, ErrorKind, Lock, LockKind, LockStatus,
-    LostSignal, MultiLock, OwnerId, Permit, PermitExpirableSemaphore, Permits, Semaphore,
-    SemaphoreStatus, Wait,
+    AcquireOptions, Client, ClientOptions, Election, Error, ErrorKind, Leader, Lock, LockKind,
+    LockStatus, LostSignal, MultiLock, OwnerId, Permit, PermitExpirableSemaphore, Permits,
+    Semaphore, SemaphoreStatus, Wait,
 };
 use clap::{ArgGroup, CommandFactory, Parser, Subcommand, ValueEnum};
 use serde_json::{json, Value};
@@ -119,6 +119,35 @@ struct Target {
     fair: bool,
 }
 
+/// The URLs given with --url, else $POLYLOCK_URL, else the default; and where they came from.
+fn server_urls(given: &[String]) -> (Vec<String>, UrlSource) {
+    if !given.is_empty() {
+        return (given.to_vec(), UrlSource::Flag);
+    }
+    match std::env::var("POLYLOCK_URL") {
+        Ok(u) if !u.trim().is_empty() => (vec![u.trim().to_string()], UrlSource::Env),
+        _ => (vec![DEFAULT_URL.to_string()], UrlSource::Default),
+    }
+}
+
+/// A leader election: its server and name.
+#[derive(clap::Args, Debug)]
+struct ElectionTarget {
+    /// Lock server (redis://, zk://, etcd:// and their TLS forms; not SQL or RedLock).
+    /// Default: $POLYLOCK_URL, else redis://127.0.0.1:6379. Forms: below.
+    #[arg(long, value_name = "URL")]
+    url: Option<String>,
+    /// The election's name (a znode path on zk://).
+    #[arg(value_name = "NAME")]
+    name: String,
+}
+
+impl ElectionTarget {
+    fn urls(&self) -> (Vec<String>, UrlSource) {
+        server_urls(self.url.as_slice())
+    }
+}
+
 /// Where the URLs of a command came from (said on `--verbose`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum UrlSource {
@@ -156,13 +185,7 @@ impl Target {
 
     /// The URLs to connect to, and where they came from.
     fn urls(&self) -> (Vec<String>, UrlSource) {
-        if !self.url.is_empty() {
-            return (self.url.clone(), UrlSource::Flag);
-        }
-        match std::env::var("POLYLOCK_URL") {
-            Ok(u) if !u.trim().is_empty() => (vec![u.trim().to_string()], UrlSource::Env),
-            _ => (vec![DEFAULT_URL.to_string()], UrlSource::Default),
-        }
+        server_urls(&self.url)
     }
 
     /// One handle per name.
@@ -298,9 +321,105 @@ enum Command {
         #[arg(long)]
         force: bool,
     },
+    /// Campaign in the leader election NAME (Curator's LeaderLatch on ZooKeeper, etcd's
+    /// election, a Redisson lock plus a leader record on Redis), run CMD while leading with
+    /// POLYLOCK_NAME and POLYLOCK_TERM set (the term rises with every new leader: a fencing
+    /// token), resign when CMD exits, and exit with CMD's code. If leadership is lost while CMD
+    /// runs, CMD gets SIGTERM (SIGKILL after --grace) and polylock exits 76.
+    #[command(after_help = URL_FORMS)]
+    Elect {
+        #[command(flatten)]
+        target: ElectionTarget,
+        /// The identity others see as the leader. Default: <host>-<pid>.
+        #[arg(long, value_name = "ID")]
+        identity: Option<String>,
+        /// Campaign at most this long (0 = only if nobody leads); exit with the conflict code
+        /// if not elected by then. Default: campaign until elected.
+        #[arg(long, short = 'w', value_parser = wait_duration, value_name = "DURATION")]
+        wait: Option<Duration>,
+        /// The exit code when not elected within --wait.
+        #[arg(long, short = 'E', value_name = "N", default_value_t = EX_TEMPFAIL)]
+        conflict_exit_code: u8,
+        /// Watchdog lease of the leadership (Redis), renewed every third of it while polylock
+        /// runs.
+        #[arg(long, value_parser = duration, default_value = "30s", value_name = "DURATION")]
+        watchdog: Duration,
+        /// After SIGTERM on a lost leadership, how long CMD gets before SIGKILL.
+        #[arg(long, value_parser = duration, default_value = "10s", value_name = "DURATION")]
+        grace: Duration,
+        /// The command and its arguments.
+        #[arg(required = true, last = true, value_name = "CMD")]
+        cmd: Vec<std::ffi::OsString>,
+    },
+    /// Print who leads the election NAME as one line of JSON (name, leader, term, candidates in
+    /// order; leader and term null when nobody leads). With --watch, a line per change until
+    /// SIGINT or SIGTERM.
+    #[command(after_help = URL_FORMS)]
+    Leader {
+        #[command(flatten)]
+        target: ElectionTarget,
+        /// Follow the election: print a line whenever the leader changes.
+        #[arg(long)]
+        watch: bool,
+    },
     /// Print this command's reference as Markdown (docs/src/cli.md is its output).
     #[command(hide = true)]
     HelpMarkdown,
+}
+
+/// The default identity of `elect`: the host's name and the process id.
+fn default_identity() -> String {
+    let mut buf = [0u8; 256];
+    // SAFETY: gethostname(2) writes at most buf.len() bytes into our buffer.
+    let host = if unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) } == 0 {
+        let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
+        String::from_utf8_lossy(&buf[..end]).into_owned()
+    } else {
+        "host".to_string()
+    };
+    format!("{host}-{}", std::process::id())
+}
+
+/// One line of `leader`.
+fn leader_line(name: &str, leader: Option<&Leader>, candidates: &[String]) -> Value {
+    json!({
+        "name": name,
+        "leader": leader.map(|l| l.identity.as_str()),
+        "term": leader.map(|l| l.term),
+        "candidates": candidates,
+    })
+}
+
+/// `leader NAME [--watch]`.
+async fn show_leader(election: &Election, watch: bool) -> Result<ExitCode, Error> {
+    let mut signals = Signals::new()?;
+    let mut seen = election.leader().await?;
+    println!(
+        "{}",
+        leader_line(
+            election.name(),
+            seen.as_ref(),
+            &election.candidates().await?
+        )
+    );
+    let _ = std::io::stdout().flush();
+    if !watch {
+        return Ok(0);
+    }
+    loop {
+        let change = tokio::select! {
+            c = election.next_change(seen.as_ref(), Wait::Forever) => c?,
+            _ = signals.next() => break,
+        };
+        let Some(now) = change else { continue };
+        println!(
+            "{}",
+            leader_line(election.name(), now.as_ref(), &election.candidates().await?)
+        );
+        let _ = std::io::stdout().flush();
+        seen = now;
+    }
+    Ok(0)
 }
 
 fn duration(s: &str) -> Result<Duration, String> {
@@ -426,15 +545,21 @@ async fn connect(urls: &[String], watchdog: Duration) -> Result<Client, Error> {
 
 async fn run(cli: Cli) -> Result<ExitCode, Error> {
     let verbose = cli.verbose;
-    let (target, watchdog) = match &cli.command {
+    let ((urls, source), watchdog) = match &cli.command {
         Command::Status { target, .. } | Command::Unlock { target, .. } => {
-            (target, Duration::from_secs(30))
+            target.check()?;
+            (target.urls(), Duration::from_secs(30))
         }
-        Command::Run { hold, .. } | Command::Lock { hold, .. } => (&hold.target, hold.watchdog),
+        Command::Run { hold, .. } | Command::Lock { hold, .. } => {
+            hold.target.check()?;
+            (hold.target.urls(), hold.watchdog)
+        }
+        Command::Elect {
+            target, watchdog, ..
+        } => (target.urls(), *watchdog),
+        Command::Leader { target, .. } => (target.urls(), Duration::from_secs(30)),
         Command::HelpMarkdown => unreachable!("handled before the runtime starts"),
     };
-    target.check()?;
-    let (urls, source) = target.urls();
     if let Command::Unlock {
         target,
         force: false,
@@ -657,8 +782,60 @@ async fn run_with(client: &Client, command: Command, verbose: bool) -> Result<Ex
             if cmd.is_empty() {
                 hold_until_signal(client, &hold.target, held, signals, hold.on_lost).await
             } else {
-                run_command(&hold.target, held, signals, hold.on_lost, hold.grace, cmd).await
+                run_command(
+                    &hold.target.name(),
+                    held,
+                    signals,
+                    hold.on_lost,
+                    hold.grace,
+                    cmd,
+                )
+                .await
             }
+        }
+        Command::Elect {
+            target,
+            identity,
+            wait,
+            conflict_exit_code,
+            grace,
+            cmd,
+            ..
+        } => {
+            let identity = identity.unwrap_or_else(default_identity);
+            let election = client.election(&target.name, &identity)?;
+            let wait = match wait {
+                Some(d) if d.is_zero() => Wait::Never,
+                Some(d) => Wait::For(d),
+                None => Wait::Forever,
+            };
+            let mut signals = Signals::new()?;
+            // A signal while campaigning: stop (dropping the campaign withdraws it).
+            let leading = tokio::select! {
+                r = election.campaign(wait) => r?,
+                sig = signals.next() => return Ok(128 + sig as u8),
+            };
+            let Some(leading) = leading else {
+                if verbose {
+                    if let Ok(Some(l)) = election.leader().await {
+                        eprintln!(
+                            "polylock: '{}' leads '{}' (term {})",
+                            l.identity, target.name, l.term
+                        );
+                    }
+                }
+                return Ok(conflict_exit_code);
+            };
+            let held = Held::Leader {
+                election,
+                lost: leading.lost,
+                term: leading.term,
+            };
+            run_command(&target.name, held, signals, OnLost::Kill, grace, cmd).await
+        }
+        Command::Leader { target, watch } => {
+            let election = client.election(&target.name, "observer")?;
+            show_leader(&election, watch).await
         }
         Command::HelpMarkdown => Ok(0),
     }
@@ -725,6 +902,12 @@ enum Held {
     Lease {
         semaphore: Semaphore,
         permits: Permits,
+    },
+    /// The leadership of an election.
+    Leader {
+        election: Election,
+        lost: LostSignal,
+        term: u64,
     },
 }
 
@@ -811,6 +994,7 @@ impl Held {
             Held::Lock { lost, .. } | Held::Multi { lost, .. } => Some(lost.clone()),
             Held::Permit { permit, .. } => Some(permit.lost.clone()),
             Held::Lease { permits, .. } => permits.lost.clone(),
+            Held::Leader { lost, .. } => Some(lost.clone()),
         }
     }
 
@@ -828,6 +1012,7 @@ impl Held {
             ),
             Held::Permit { permit, .. } => ("POLYLOCK_PERMIT", permit.id.clone()),
             Held::Lease { permits, .. } => ("POLYLOCK_PERMITS", permits.count.to_string()),
+            Held::Leader { term, .. } => ("POLYLOCK_TERM", term.to_string()),
         }
     }
 
@@ -848,6 +1033,9 @@ impl Held {
             }),
             Held::Permit { permit, .. } => json!({"name": target.name(), "permit": permit.id}),
             Held::Lease { permits, .. } => json!({"name": target.name(), "permits": permits.count}),
+            Held::Leader { election, term, .. } => {
+                json!({"name": election.name(), "leader": election.identity(), "term": term})
+            }
         }
     }
 
@@ -858,6 +1046,7 @@ impl Held {
             }
             Held::Permit { semaphore, permit } => semaphore.release(&permit.id).await,
             Held::Lease { semaphore, permits } => permits.release(semaphore).await,
+            Held::Leader { election, .. } => election.resign().await.map(drop),
         }
     }
 }
@@ -937,7 +1126,7 @@ async fn identity(client: &Client, lock: &Lock, owner: OwnerId) -> (String, Stri
 }
 
 async fn run_command(
-    target: &Target,
+    name: &str,
     held: Held,
     mut signals: Signals,
     on_lost: OnLost,
@@ -947,7 +1136,7 @@ async fn run_command(
     let (key, value) = held.env();
     let mut child = match tokio::process::Command::new(&cmd[0])
         .args(&cmd[1..])
-        .env("POLYLOCK_NAME", target.name())
+        .env("POLYLOCK_NAME", name)
         .env(key, value)
         .spawn()
     {
@@ -996,12 +1185,12 @@ async fn run_command(
                 lost = true;
                 match on_lost {
                     OnLost::Kill => {
-                        eprintln!("polylock: lock '{}' lost ({}: {}); stopping the command", target.name(), reason.name(), reason.describe());
+                        eprintln!("polylock: lock '{name}' lost ({}: {}); stopping the command", reason.name(), reason.describe());
                         send(libc::SIGTERM);
                         kill_deadline = Some(tokio::time::Instant::now() + grace);
                     }
                     OnLost::Ignore => {
-                        eprintln!("polylock: warning: lock '{}' lost ({}: {}); the command keeps running", target.name(), reason.name(), reason.describe());
+                        eprintln!("polylock: warning: lock '{name}' lost ({}: {}); the command keeps running", reason.name(), reason.describe());
                     }
                 }
             }
