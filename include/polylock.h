@@ -87,6 +87,12 @@
 typedef struct polylock_client polylock_client;
 
 /*
+ A candidate in one election (opaque). Thread-safe; one candidate however many threads use
+ it. It keeps its client alive.
+ */
+typedef struct polylock_election polylock_election;
+
+/*
  A count-down latch (opaque). Thread-safe. It keeps its client alive.
  */
 typedef struct polylock_latch polylock_latch;
@@ -305,6 +311,53 @@ polylock_result polylock_client_suspended(polylock_client *client, bool *out);
  process that is about to exit.
  */
 void polylock_client_free(polylock_client *client);
+
+/*
+ A candidate in the election `name` (a znode path on ZooKeeper) that campaigns as `identity`
+ (non-empty UTF-8, at most 1024 bytes). `POLYLOCK_UNSUPPORTED` on SQL and RedLock clients.
+ Free it with `polylock_election_free`.
+ */
+polylock_result polylock_election_new(polylock_client *client, const char *name, const char *identity, polylock_election **out);
+
+/*
+ Free a candidate (a leader it still is stays leader until its client closes; resign first).
+ NULL is allowed.
+ */
+void polylock_election_free(polylock_election *election);
+
+/*
+ Campaign until this candidate leads: `POLYLOCK_OK` with the term (a fencing token, greater
+ for every new leader) in `*out_term`, or `POLYLOCK_TIMEOUT` when `wait_ms` (-1 forever, 0
+ only if nobody leads, or a positive number of ms) ran out (the candidacy is withdrawn).
+ Leading already: `POLYLOCK_OK` with the same term. Blocks the calling thread.
+ */
+polylock_result polylock_election_campaign(polylock_election *election, int64_t wait_ms, uint64_t *out_term);
+
+/*
+ Whether this candidate leads now (local, no round trip; false once the leadership is lost).
+ */
+polylock_result polylock_election_is_leader(polylock_election *election, bool *out);
+
+/*
+ Stop leading; `*out_was` says whether this candidate led. `POLYLOCK_LOCK_LOST` if its
+ leadership had been lost meanwhile.
+ */
+polylock_result polylock_election_resign(polylock_election *election, bool *out_was);
+
+/*
+ Who leads (any client may ask): `*out_has` false when nobody does; otherwise the leader's
+ identity is copied into `buf` (at most `len` bytes, NUL-terminated when `len` > 0; the full
+ length in `*out_len`, as snprintf counts) and its term into `*out_term`. `buf`, `out_len`
+ and `out_term` may be NULL.
+ */
+polylock_result polylock_election_leader(polylock_election *election, char *buf, size_t len, size_t *out_len, uint64_t *out_term, bool *out_has);
+
+/*
+ Wait until the leader differs from the one seen (`seen_term`, 0 for "nobody"), at most
+ `wait_ms` (-1 forever): `POLYLOCK_OK` with the new leader's term in `*out_term` (0: nobody
+ leads now), or `POLYLOCK_TIMEOUT`. Blocks the calling thread.
+ */
+polylock_result polylock_election_next_change(polylock_election *election, uint64_t seen_term, int64_t wait_ms, uint64_t *out_term);
 
 /*
  A latch handle for `name` (a znode path on ZooKeeper). Free it with `polylock_latch_free`.

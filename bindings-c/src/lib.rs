@@ -18,6 +18,7 @@
 
 mod bench;
 mod client;
+mod election;
 mod latch;
 mod lock;
 mod result;
@@ -25,6 +26,7 @@ mod semaphore;
 
 pub use bench::*;
 pub use client::*;
+pub use election::*;
 pub use latch::*;
 pub use lock::*;
 pub use result::*;

@@ -150,7 +150,7 @@ pub(crate) fn block<T: Send + 'static>(
     runtime::block_on(fut)?
 }
 
-fn copy_out(text: &str, buf: *mut c_char, len: usize) -> usize {
+pub(crate) fn copy_out(text: &str, buf: *mut c_char, len: usize) -> usize {
     if !buf.is_null() && len > 0 {
         let n = text.len().min(len - 1);
         // SAFETY: `buf` has room for `len` bytes (caller contract); we write n + 1 <= len.

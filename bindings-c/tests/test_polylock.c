@@ -1201,6 +1201,67 @@ static void test_sql_mysql_and_postgres(void) {
     sql_case(pg ? pg : "postgres://polylock:polylock-pw@127.0.0.1:5433/polylock");
 }
 
+/* A leader election on one backend: one leader, the term, a bounded campaign that gives up, the
+ * leader as others read it (truncated into a small buffer), changes, resign. */
+static void election_on(const char *url, const char *name) {
+    polylock_client *a = NULL, *b = NULL;
+    CHECK(polylock_client_connect(url, &a) == POLYLOCK_OK);
+    CHECK(polylock_client_connect(url, &b) == POLYLOCK_OK);
+    polylock_election *ea = NULL, *eb = NULL;
+    CHECK(polylock_election_new(a, name, "c-node-a", &ea) == POLYLOCK_OK);
+    CHECK(polylock_election_new(b, name, "c-node-b", &eb) == POLYLOCK_OK);
+    uint64_t term = 0, term2 = 0, t = 0, changed = 0;
+    bool is = false, has = false, was = false;
+    char buf[64], small[4];
+    size_t n = 0;
+    CHECK(polylock_election_campaign(ea, -1, &term) == POLYLOCK_OK && term > 0);
+    CHECK(polylock_election_is_leader(ea, &is) == POLYLOCK_OK && is);
+    CHECK(polylock_election_campaign(eb, 200, &term2) == POLYLOCK_TIMEOUT);
+    CHECK(polylock_election_is_leader(eb, &is) == POLYLOCK_OK && !is);
+    CHECK(polylock_election_leader(eb, buf, sizeof buf, &n, &t, &has) == POLYLOCK_OK);
+    CHECK(has && strcmp(buf, "c-node-a") == 0 && n == 8 && t == term);
+    CHECK(polylock_election_leader(eb, small, sizeof small, &n, NULL, &has) == POLYLOCK_OK);
+    CHECK(n == 8 && strcmp(small, "c-n") == 0);
+    CHECK(polylock_election_next_change(eb, term, 100, &changed) == POLYLOCK_TIMEOUT);
+    CHECK(polylock_election_resign(ea, &was) == POLYLOCK_OK && was);
+    CHECK(polylock_election_resign(ea, &was) == POLYLOCK_OK && !was);
+    CHECK(polylock_election_next_change(eb, term, 5000, &changed) == POLYLOCK_OK && changed == 0);
+    CHECK(polylock_election_leader(eb, buf, sizeof buf, &n, &t, &has) == POLYLOCK_OK && !has && n == 0);
+    CHECK(polylock_election_campaign(eb, 5000, &term2) == POLYLOCK_OK && term2 > term);
+    CHECK(polylock_election_leader(ea, buf, sizeof buf, NULL, &t, &has) == POLYLOCK_OK);
+    CHECK(has && strcmp(buf, "c-node-b") == 0 && t == term2);
+    CHECK(polylock_election_resign(eb, &was) == POLYLOCK_OK && was);
+    polylock_election_free(ea);
+    polylock_election_free(eb);
+    CHECK(polylock_client_close(a) == POLYLOCK_OK);
+    CHECK(polylock_client_close(b) == POLYLOCK_OK);
+    polylock_client_free(a);
+    polylock_client_free(b);
+}
+
+static void test_election(void) {
+    char name[128];
+    unique(name, sizeof name, "c-election");
+    election_on(redis_url(), name);
+    election_on(etcd_url(), name);
+    unique(name, sizeof name, "/c-election");
+    election_on(zk_url(), name);
+    /* Bad input: typed results, nothing crashes. */
+    polylock_client *c = connect_redis();
+    polylock_election *e = NULL;
+    CHECK(polylock_election_new(c, "x", "", &e) == POLYLOCK_INVALID_ARGUMENT && e == NULL);
+    CHECK(polylock_election_new(c, "x", NULL, &e) == POLYLOCK_NULL_PARAMETER);
+    CHECK(polylock_election_new(c, "", "a", &e) == POLYLOCK_INVALID_ARGUMENT);
+    CHECK(polylock_election_new(c, "x", "a", NULL) == POLYLOCK_NULL_PARAMETER);
+    CHECK(polylock_election_new(NULL, "x", "a", &e) == POLYLOCK_NULL_PARAMETER);
+    uint64_t term = 0;
+    CHECK(polylock_election_campaign(NULL, 0, &term) == POLYLOCK_NULL_PARAMETER);
+    CHECK(polylock_election_campaign(NULL, -5, &term) == POLYLOCK_INVALID_ARGUMENT);
+    polylock_election_free(NULL);
+    CHECK(polylock_client_close(c) == POLYLOCK_OK);
+    polylock_client_free(c);
+}
+
 int main(void) {
     srand((unsigned)time(NULL));
     RUN(test_version_matches_header_and_cargo);
@@ -1227,6 +1288,7 @@ int main(void) {
     RUN(test_multi_lock_all_or_nothing);
     RUN(test_redlock);
     RUN(test_sql_mysql_and_postgres);
+    RUN(test_election);
     printf("\n%d passed, %d failed\n", passed, failed);
     return failed ? 1 : 0;
 }
