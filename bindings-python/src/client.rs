@@ -4,6 +4,7 @@ use polylock::{runtime, Client, ClientOptions};
 use pyo3::prelude::*;
 
 use crate::convert::{blocking, hold_kind_name, kind_arg, seconds};
+use crate::election::NativeElection;
 use crate::errors::err;
 use crate::lock::NativeLock;
 use crate::semaphore::{NativeLatch, NativePermitSemaphore, NativeSemaphore};
@@ -82,6 +83,13 @@ impl NativeClient {
         self.inner
             .count_down_latch(name)
             .map(NativeLatch::new)
+            .map_err(err)
+    }
+
+    fn election(&self, name: &str, identity: &str) -> PyResult<NativeElection> {
+        self.inner
+            .election(name, identity)
+            .map(NativeElection::new)
             .map_err(err)
     }
 

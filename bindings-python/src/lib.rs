@@ -9,6 +9,7 @@ mod aio_driver;
 mod call;
 mod client;
 mod convert;
+mod election;
 mod errors;
 mod lock;
 mod semaphore;
@@ -48,6 +49,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<semaphore::NativeSemaphore>()?;
     m.add_class::<semaphore::NativePermitSemaphore>()?;
     m.add_class::<semaphore::NativeLatch>()?;
+    m.add_class::<election::NativeElection>()?;
     m.add("VERSION", polylock::VERSION)?;
     Ok(())
 }

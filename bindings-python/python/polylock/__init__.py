@@ -39,6 +39,7 @@ from ._errors import (
     UpgradeNotSupportedError,
     NotReplicatedError,
 )
+from ._election import Election, Leader
 from ._lock import Lock, MultiLock, ReadWriteLock
 from ._lost import LostEvent
 from ._semaphore import CountDownLatch, PermitExpirableSemaphore, Semaphore
@@ -52,5 +53,5 @@ def error_table() -> "list[tuple[int, str, type[PolylockError]]]":
     boundary, is an ``InternalError`` whose ``code`` says ``"PANIC"``; NULL_PARAMETER is C's)."""
     return [(n, name, getattr(_errors, cls)) for n, name, cls in _native.error_table()]
 
-__all__ = ["connect", "connect_redlock", "error_table", "Client", "Lock", "MultiLock", "ReadWriteLock", "Semaphore", "PermitExpirableSemaphore", "CountDownLatch", "LostEvent"]
+__all__ = ["connect", "connect_redlock", "error_table", "Client", "Lock", "MultiLock", "ReadWriteLock", "Semaphore", "PermitExpirableSemaphore", "CountDownLatch", "LostEvent", "Election", "Leader"]
 __all__ += _errors.__all__

@@ -15,6 +15,7 @@ from typing import Any, Callable, Optional, Sequence, TypeVar, cast
 from . import _native
 from ._errors import InvalidArgumentError, LockLostError, LockTimeoutError
 from ._lock import Lock, ReadWriteLock, _check_name, _timeout
+from ._election import Election
 from ._semaphore import CountDownLatch, PermitExpirableSemaphore, Semaphore
 from ._lost import LostWatch
 
@@ -167,6 +168,15 @@ class Client:
         """A count-down latch (Redisson's ``RCountDownLatch`` on Redis, a SharedCount on ZooKeeper)."""
         _check_name(name)
         return CountDownLatch(self._native.count_down_latch(name))
+
+    def election(self, name: str, identity: str) -> Election:
+        """A candidate in the leader election ``name`` that campaigns as ``identity`` (Curator's
+        ``LeaderLatch`` on ZooKeeper, etcd's ``concurrency.Election``, a Redisson lock plus a
+        leader record on Redis; ``UnsupportedError`` on SQL and RedLock)."""
+        _check_name(name)
+        if not isinstance(identity, str):
+            raise InvalidArgumentError(f"identity must be a str, got {type(identity).__name__}")
+        return Election(self._native.election(name, identity))
 
     def synchronize(
         self,
