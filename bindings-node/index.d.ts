@@ -280,6 +280,32 @@ export class CountDownLatch {
   delete(): Promise<boolean>;
 }
 
+/** Who leads an election. */
+export interface Leader {
+  identity: string;
+  /** A fencing token, greater for every new leader. */
+  term: number;
+}
+
+/** A candidate in a leader election (Curator's LeaderLatch on ZooKeeper, etcd's
+ * concurrency.Election, a Redisson lock plus a leader record on Redis). */
+export class Election {
+  readonly name: string;
+  readonly identity: string;
+  /** The term while this candidate leads, else null. */
+  readonly term: number | null;
+  readonly isLeader: boolean;
+  /** True when elected; false when waitMs ran out (the candidacy is withdrawn). */
+  campaign(options?: { waitMs?: number; signal?: AbortSignal }): Promise<boolean>;
+  /** True if this candidate led. */
+  resign(): Promise<boolean>;
+  leader(): Promise<Leader | null>;
+  candidates(): Promise<string[]>;
+  /** The leader now, then after each change (null: nobody), until the signal aborts or waitMs
+   * passes with no change. */
+  observe(options?: { waitMs?: number; signal?: AbortSignal }): AsyncGenerator<Leader | null, void>;
+}
+
 export class Client {
   readonly id: string;
   readonly closed: boolean;
@@ -294,6 +320,7 @@ export class Client {
   semaphore(name: string): Semaphore;
   permitExpirableSemaphore(name: string): PermitExpirableSemaphore;
   countDownLatch(name: string): CountDownLatch;
+  election(name: string, identity: string): Election;
   /** `client.lock(name).using(fn, options)`: `fn` runs under the lock, in a section of its own;
    * `signal` aborts on a loss. */
   using<T>(name: string, fn: (signal: AbortSignal) => Promise<T> | T, options?: AcquireOptions): Promise<T>;

@@ -381,6 +381,17 @@ class Client {
     return new PermitExpirableSemaphore(this, call(() => this._native.permitSemaphore(semName)));
   }
 
+  /**
+   * A candidate in the leader election `electionName` that campaigns as `identity` (Curator's
+   * LeaderLatch on ZooKeeper, etcd's concurrency.Election, a Redisson lock plus a leader record
+   * on Redis).
+   */
+  election(electionName, identity) {
+    name(electionName, 'name');
+    name(identity, 'identity');
+    return new Election(call(() => this._native.election(electionName, identity)));
+  }
+
   /** A count-down latch (Redisson's RCountDownLatch on Redis, a SharedCount on ZooKeeper). */
   countDownLatch(latchName) {
     name(latchName, 'name');
@@ -1088,6 +1099,94 @@ class CountDownLatch {
   }
 }
 
+/** A leader from an election's answer, or null. */
+function leaderOf(outcome) {
+  return outcome.value && outcome.text !== null && outcome.text !== undefined
+    ? { identity: outcome.text, term: outcome.number }
+    : null;
+}
+
+/**
+ * A candidate in a leader election (from `client.election(name, identity)`): one candidate for
+ * every flow that uses it. Any client can read `leader()` and follow `observe()`.
+ */
+class Election {
+  constructor(nativeElection) {
+    this._native = nativeElection;
+  }
+
+  get name() {
+    return call(() => this._native.name);
+  }
+
+  get identity() {
+    return call(() => this._native.identity);
+  }
+
+  /** The term (a fencing token, greater for every new leader) while this candidate leads, else
+   * null. */
+  get term() {
+    return call(() => this._native.term);
+  }
+
+  get isLeader() {
+    return this.term !== null;
+  }
+
+  /**
+   * Campaign until elected: resolves true (the term in `term`), or false when `waitMs` ran out
+   * (the candidacy is withdrawn); rejects with the signal's reason when aborted.
+   */
+  async campaign(opts = {}) {
+    const { waitMs, signal } = options(opts);
+    const wait = waitOf(waitMs);
+    const outcome = await cancellable(signal, (token) => this._native.campaign(wait, token));
+    return outcome.value;
+  }
+
+  /** Stop leading; true if this candidate led (LOCK_LOST if its leadership was lost meanwhile). */
+  async resign() {
+    return check(await call(() => this._native.resign())).value;
+  }
+
+  /** The leader now, `{ identity, term }`, or null. */
+  async leader() {
+    return leaderOf(check(await call(() => this._native.leader())));
+  }
+
+  /** The candidates' identities in order, the leader first (Redis lists the leader only). */
+  async candidates() {
+    const text = check(await call(() => this._native.candidates())).text;
+    return text ? text.split('\u0000') : [];
+  }
+
+  /**
+   * The leader now, then the leader after each change (null: nobody leads), until `signal`
+   * aborts (the iteration then ends) or `waitMs` passes with no change.
+   */
+  async *observe(opts = {}) {
+    const { waitMs, signal } = options(opts);
+    const wait = waitOf(waitMs);
+    let seen = await this.leader();
+    yield seen;
+    for (;;) {
+      if (signal?.aborted) return;
+      let outcome;
+      try {
+        outcome = await cancellable(signal, (token) =>
+          this._native.nextChange(seen ? seen.identity : null, seen ? seen.term : null, wait, token),
+        );
+      } catch (e) {
+        if (signal?.aborted) return;
+        throw e;
+      }
+      if (!outcome.value) return;
+      seen = leaderOf({ value: true, text: outcome.text, number: outcome.number });
+      yield seen;
+    }
+  }
+}
+
 module.exports = {
   connect,
   connectRedlock,
@@ -1100,6 +1199,7 @@ module.exports = {
   Semaphore,
   PermitExpirableSemaphore,
   CountDownLatch,
+  Election,
   PolylockError,
   LockTimeoutError,
   NotOwnerError,

@@ -11,6 +11,7 @@ use polylock::{runtime, Client, ClientOptions};
 use crate::boundary::entry;
 use crate::convert::{hold_kind_name, kind_arg, ms};
 use crate::driver::promise;
+use crate::election::NativeElection;
 use crate::lock::NativeLock;
 use crate::outcome::{failed, outcome, sync_err};
 use crate::semaphore::{NativeLatch, NativePermitSemaphore, NativeSemaphore};
@@ -171,6 +172,17 @@ impl NativeClient {
             self.inner
                 .permit_expirable_semaphore(&name)
                 .map(NativePermitSemaphore::new)
+                .map_err(sync_err)
+        })
+    }
+
+    /// A candidate in the leader election `name`, campaigning as `identity`.
+    #[napi]
+    pub fn election(&self, name: String, identity: String) -> Result<NativeElection> {
+        entry(|| {
+            self.inner
+                .election(&name, &identity)
+                .map(NativeElection::new)
                 .map_err(sync_err)
         })
     }

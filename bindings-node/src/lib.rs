@@ -14,6 +14,7 @@ pub mod cancel;
 pub mod client;
 pub mod convert;
 mod driver;
+pub mod election;
 pub mod lock;
 pub mod outcome;
 pub mod semaphore;
