@@ -26,6 +26,7 @@
 
 mod client;
 mod convert;
+mod election;
 mod error;
 mod jvm;
 mod latch;

@@ -279,5 +279,24 @@ final class Native {
     static native long latchAwaitAsync(long client, String name, long waitMs, NativeFuture future);
 
     /** Calls {@code target.onLost(name, kind, owner, message)} for every lost hold. */
+    // Leader election: a candidate is a native handle (electionNew .. electionFree).
+    static native long electionNew(long client, String name, String id);
+
+    static native void electionFree(long election);
+
+    /** Completes the future with the term when elected, 0 when the wait ran out. */
+    static native long electionCampaignAsync(long election, long waitMs, NativeFuture future);
+
+    /** Completes the future when the current leadership ends: 1 lost, 0 otherwise. */
+    static native long electionLostAsync(long election, NativeFuture future);
+
+    static native boolean electionResign(long election);
+
+    static native long electionTerm(long election);
+
+    static native String[] electionLeader(long election);
+
+    static native String[] electionCandidates(long election);
+
     static native void watchLost(long client, PolylockClient target);
 }

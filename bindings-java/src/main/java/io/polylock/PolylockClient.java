@@ -189,6 +189,25 @@ public final class PolylockClient implements AutoCloseable {
     }
 
     /**
+     * A candidate in the leader election {@code path} (a ZooKeeper path; a name on Redis and
+     * etcd) that campaigns as {@code id} once {@link DistributedLeaderLatch#start() started}:
+     * Curator's {@code LeaderLatch} format on ZooKeeper. Close it to stop campaigning.
+     *
+     * @throws PolylockException UNSUPPORTED on SQL and RedLock clients, INVALID_ARGUMENT for an
+     *     empty id
+     */
+    public DistributedLeaderLatch getLeaderLatch(String path, String id) {
+        Objects.requireNonNull(path, "path");
+        Objects.requireNonNull(id, "id");
+        long h = enter();
+        try {
+            return new DistributedLeaderLatch(this, path, id, Native.electionNew(h, path, id));
+        } finally {
+            exit();
+        }
+    }
+
+    /**
      * A count-down latch on {@code name}: Redisson's {@code RCountDownLatch} on Redis, a Curator
      * {@code SharedCount} at the path on ZooKeeper (see {@link DistributedCountDownLatch}).
      *

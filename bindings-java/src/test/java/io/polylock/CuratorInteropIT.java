@@ -1,5 +1,6 @@
 package io.polylock;
 
+import static io.polylock.Servers.cli;
 import static io.polylock.Servers.zkPath;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
@@ -17,6 +18,8 @@ import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.CuratorFrameworkFactory;
+import org.apache.curator.framework.recipes.leader.LeaderLatch;
+import org.apache.curator.framework.recipes.leader.Participant;
 import org.apache.curator.framework.recipes.locks.InterProcessMutex;
 import org.apache.curator.framework.recipes.locks.InterProcessReadWriteLock;
 import org.apache.curator.framework.recipes.locks.InterProcessSemaphoreMutex;
@@ -62,15 +65,84 @@ class CuratorInteropIT {
         }
     }
 
-    /** The polylock command (built by the test scripts): $POLYLOCK_CLI, else target/debug. */
-    private static String cli() {
-        String explicit = System.getenv("POLYLOCK_CLI");
-        if (explicit != null && !explicit.isEmpty()) {
-            return explicit;
-        }
-        java.io.File f = new java.io.File("../target/debug/polylock");
-        assertTrue(f.canExecute(), "build the polylock command first: cargo build -p polylock");
-        return f.getAbsolutePath();
+    /**
+     * polylock's election on ZooKeeper is Curator's LeaderLatch: a `polylock elect` candidate and
+     * Curator's latches on one path agree on the participants (with their ids) and on the leader,
+     * one leader at a time, and leadership passes both ways.
+     */
+    @Test
+    void electionIsCuratorsLeaderLatch() throws Exception {
+        String path = zkPath("election");
+        LeaderLatch first = new LeaderLatch(curator, path, "curator-1");
+        first.start();
+        assertTrue(first.await(10, TimeUnit.SECONDS), "Curator leads first");
+        Process cli = new ProcessBuilder(cli(), "elect", "--url", Servers.zkUrl(), path, "--identity", "cli-1",
+                "--", "sh", "-c", "echo \"$POLYLOCK_TERM\"; exec sleep 60")
+                .redirectError(ProcessBuilder.Redirect.INHERIT)
+                .start();
+        awaitContenders(path, 2);
+        assertEquals(List.of("curator-1", "cli-1"),
+                first.getParticipants().stream().map(Participant::getId).toList());
+        assertEquals("curator-1", first.getLeader().getId());
+        assertTrue(leaderLine(path).contains("\"leader\":\"curator-1\""), leaderLine(path));
+        // Curator's leader leaves: the polylock candidate leads and its command starts.
+        first.close();
+        java.io.BufferedReader out = new java.io.BufferedReader(new java.io.InputStreamReader(cli.getInputStream()));
+        String term = out.readLine();
+        assertNotNull(term, "the command ran once polylock led");
+        assertTrue(Long.parseLong(term.trim()) > 0, term);
+        LeaderLatch second = new LeaderLatch(curator, path, "curator-2");
+        second.start();
+        awaitContenders(path, 2);
+        assertEquals("cli-1", second.getLeader().getId());
+        assertFalse(second.hasLeadership());
+        // polylock's leader leaves (SIGTERM: its command ends, it resigns): Curator leads.
+        cli.destroy();
+        assertTrue(cli.waitFor(10, TimeUnit.SECONDS));
+        assertTrue(second.await(10, TimeUnit.SECONDS), "leadership passed back to Curator");
+        assertEquals(List.of("curator-2"), second.getParticipants().stream().map(Participant::getId).toList());
+        second.close();
+    }
+
+    /**
+     * polylock's DistributedLeaderLatch and Curator's LeaderLatch on one path, in one JVM: one
+     * leader at a time, both sides name the same leader and participants, leadership passes
+     * both ways on close.
+     */
+    @Test
+    void leaderLatchesOfBothLibrariesShareOneElection() throws Exception {
+        String path = zkPath("latch-both");
+        DistributedLeaderLatch ours = polylock.getLeaderLatch(path, "polylock-1");
+        ours.start();
+        assertTrue(ours.await(10, TimeUnit.SECONDS));
+        LeaderLatch theirs = new LeaderLatch(curator, path, "curator-1");
+        theirs.start();
+        awaitContenders(path, 2);
+        assertFalse(theirs.await(300, TimeUnit.MILLISECONDS), "one leader at a time");
+        assertEquals("polylock-1", theirs.getLeader().getId());
+        assertEquals(List.of("polylock-1", "curator-1"),
+                theirs.getParticipants().stream().map(Participant::getId).toList());
+        assertEquals(List.of("polylock-1", "curator-1"),
+                ours.getParticipants().stream().map(io.polylock.Participant::getId).toList());
+        ours.close();
+        assertTrue(theirs.await(10, TimeUnit.SECONDS), "Curator leads once polylock's latch closed");
+        DistributedLeaderLatch again = polylock.getLeaderLatch(path, "polylock-2");
+        again.start();
+        awaitContenders(path, 2);
+        assertEquals("curator-1", again.getLeader().getId());
+        assertFalse(again.hasLeadership());
+        theirs.close();
+        assertTrue(again.await(10, TimeUnit.SECONDS), "polylock leads once Curator's latch closed");
+        again.close();
+    }
+
+    /** `polylock leader PATH`'s line of JSON. */
+    private static String leaderLine(String path) throws Exception {
+        Process p = new ProcessBuilder(cli(), "leader", "--url", Servers.zkUrl(), path).start();
+        String line = new String(p.getInputStream().readAllBytes(), java.nio.charset.StandardCharsets.UTF_8);
+        assertTrue(p.waitFor(10, TimeUnit.SECONDS));
+        assertEquals(0, p.exitValue(), line);
+        return line;
     }
 
     /**

@@ -1,5 +1,6 @@
 package io.polylock;
 
+import static io.polylock.Servers.cli;
 import static io.polylock.Servers.unique;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
@@ -479,5 +480,42 @@ class RedissonInteropIT {
         assertTrue(p.trySetCount(3));
         assertTrue(p.delete());
         assertEquals(0, r.getCount());
+    }
+
+    /**
+     * polylock's election on Redis is a Redisson RLock on the name: while a Redisson user holds
+     * that RLock, `polylock elect --wait 300ms` is not elected (exit 75); while polylock leads,
+     * Redisson's tryLock fails; when polylock's leader leaves, Redisson gets the lock.
+     */
+    @Test
+    void electionExcludesARedissonLockOnTheSameName() throws Exception {
+        String name = unique("election");
+        RLock lock = redisson.getLock(name);
+        assertTrue(lock.tryLock(0, 30, TimeUnit.SECONDS));
+        Process p = new ProcessBuilder(cli(), "elect", "--url", Servers.redisUrl(), name, "--wait", "300ms",
+                "--", "true").start();
+        assertTrue(p.waitFor(10, TimeUnit.SECONDS));
+        assertEquals(75, p.exitValue(), "not elected while Redisson holds the lock");
+        lock.unlock();
+        Process leader = new ProcessBuilder(cli(), "elect", "--url", Servers.redisUrl(), name, "--identity", "cli-1",
+                "--", "sh", "-c", "echo \"$POLYLOCK_TERM\"; exec sleep 60")
+                .redirectError(ProcessBuilder.Redirect.INHERIT)
+                .start();
+        java.io.BufferedReader out = new java.io.BufferedReader(new java.io.InputStreamReader(leader.getInputStream()));
+        String term = out.readLine();
+        assertNotNull(term, "polylock led");
+        assertTrue(Long.parseLong(term.trim()) > 0, term);
+        assertFalse(Servers.onOtherThread(() -> redisson.getLock(name).tryLock(0, 30, TimeUnit.SECONDS)),
+                "Redisson's tryLock fails while polylock leads");
+        leader.destroy();
+        assertTrue(leader.waitFor(10, TimeUnit.SECONDS));
+        assertTrue(Servers.onOtherThread(() -> {
+            RLock l = redisson.getLock(name);
+            boolean got = l.tryLock(5, 30, TimeUnit.SECONDS);
+            if (got) {
+                l.unlock();
+            }
+            return got;
+        }), "Redisson gets the lock once polylock's leader left");
     }
 }

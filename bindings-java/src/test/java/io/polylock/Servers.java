@@ -36,6 +36,19 @@ final class Servers {
         return redisUrl();
     }
 
+    /** The polylock command (built by the test scripts): $POLYLOCK_CLI, else target/debug. */
+    static String cli() {
+        String explicit = System.getenv("POLYLOCK_CLI");
+        if (explicit != null && !explicit.isEmpty()) {
+            return explicit;
+        }
+        java.io.File f = new java.io.File("../target/debug/polylock");
+        if (!f.canExecute()) {
+            throw new AssertionError("build the polylock command first: cargo build -p polylock");
+        }
+        return f.getAbsolutePath();
+    }
+
     static String unique(String prefix) {
         return "polylock-test:java:" + prefix + ":" + UUID.randomUUID();
     }
