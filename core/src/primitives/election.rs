@@ -165,10 +165,13 @@ impl Election {
         loop {
             let mut change = self.ops.arm(name).await?;
             // Registered before the look: a change between the look and the wait still counts.
-            let _ = futures_util::poll!(&mut change);
+            let came = futures_util::poll!(&mut change).is_ready();
             let now = self.ops.leader(name).await?;
             if now.as_ref() != seen {
                 return Ok(Some(now));
+            }
+            if came {
+                continue; // it told of a change already (and is spent): arm again
             }
             match deadline {
                 Some(d) if Instant::now() >= d => return Ok(None),

@@ -135,11 +135,12 @@ impl LockOps for RedisLeader {
                 .arg(channel(req.name))
                 .arg(self.conn.publish);
             // A lock lost before its record was written: the watchdog's next renewal tells it.
-            let _: i64 = self
-                .conn
-                .invoke(&inv)
-                .await
-                .map_err(|e| map_err(e, "write the leader record"))?;
+            let written: std::result::Result<i64, _> = self.conn.invoke(&inv).await;
+            if let Err(e) = written {
+                // Not a leader nobody can see: give the lock back before saying so.
+                let _ = self.lock.drop_hold(req.name, req.owner, None).await;
+                return Err(map_err(e, "write the leader record"));
+            }
         }
         Ok(Some(granted))
     }
