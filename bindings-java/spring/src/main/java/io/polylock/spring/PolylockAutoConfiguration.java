@@ -18,7 +18,8 @@ import org.springframework.core.env.Environment;
  * context; the {@link DistributedLockedAspect} that serves {@link DistributedLocked}; and, when
  * their libraries are on the class path and the application has none of its own, Spring
  * Integration's {@code LockRegistry} ({@link PolylockLockRegistry}) and ShedLock's {@code
- * LockProvider} ({@link PolylockLockProvider}) on that client. {@code polylock.enabled=false}
+ * LockProvider} ({@link PolylockLockProvider}) on that client; and the {@link LeaderOnlyAspect}
+ * that serves {@link LeaderOnly}. {@code polylock.enabled=false}
  * turns it all off.
  */
 @AutoConfiguration
@@ -98,5 +99,25 @@ public class PolylockAutoConfiguration {
             PolylockClient client, PolylockBackends backends, PolylockProperties properties,
             BeanFactory beanFactory) {
         return new DistributedLockedAspect(client, backends, beanFactory, properties.getAspectOrder());
+    }
+
+    /** The aspect of {@link LeaderOnly}: this instance campaigns as {@code polylock.leader-id}, else
+     * {@code spring.application.name} with the host and process id. */
+    @Bean
+    @ConditionalOnMissingBean
+    public LeaderOnlyAspect leaderOnlyAspect(
+            PolylockClient client, PolylockBackends backends, PolylockProperties properties, Environment environment) {
+        String id = properties.getLeaderId();
+        if (id == null || id.isBlank()) {
+            String app = environment.getProperty("spring.application.name", "application");
+            String host;
+            try {
+                host = java.net.InetAddress.getLocalHost().getHostName();
+            } catch (java.io.IOException e) {
+                host = "host";
+            }
+            id = app + "@" + host + "-" + ProcessHandle.current().pid();
+        }
+        return new LeaderOnlyAspect(client, backends, id, properties.getAspectOrder());
     }
 }

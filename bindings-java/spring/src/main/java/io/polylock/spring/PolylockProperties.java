@@ -25,6 +25,9 @@ public class PolylockProperties {
     private Duration fairWaitTimeout;
     /** Order of the aspect among other advice; the default runs it outside {@code @Transactional}. */
     private int aspectOrder = 0;
+    /** The id this instance campaigns with in {@code @LeaderOnly} elections (default: the
+     * application's name, host and process id). */
+    private String leaderId;
     /** More lock servers by name ({@code polylock.backends.zk=zk://...}), for {@code backend = "zk"}. */
     private java.util.Map<String, String> backends = new java.util.LinkedHashMap<>();
 
@@ -139,5 +142,13 @@ public class PolylockProperties {
 
     public void setAspectOrder(int aspectOrder) {
         this.aspectOrder = aspectOrder;
+    }
+
+    public String getLeaderId() {
+        return leaderId;
+    }
+
+    public void setLeaderId(String leaderId) {
+        this.leaderId = leaderId;
     }
 }
