@@ -269,6 +269,7 @@ def proxy(listen: int, target: int) -> None:
 class Worker:
     runtime: str
     url: str
+    election: bool = False  # a candidate of the election NAME instead of a lock's holder
     proc: Optional[subprocess.Popen] = None
     lines: list = field(default_factory=list)
 
@@ -281,7 +282,8 @@ class Worker:
         else:
             jar = str(ROOT / "bindings-java/target/polylock-0.1.0.jar")
             cmd = ["java", "-cp", f"{jar}:{TARGET / 'faults-java'}", "FaultWorker", *args]
-        self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        env = {**os.environ, "POLYLOCK_FAULT_ELECTION": "1" if self.election else "0"}
+        self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env)
         threading.Thread(target=self._read, daemon=True).start()
 
     def _read(self) -> None:
@@ -305,6 +307,7 @@ class Round:
     backend: str
     fault: Callable[["Run"], None]
     urls: list  # one URL per worker, in the order of RUNTIMES
+    election: bool = False  # the workers are candidates of a leader election (Rust and Python)
 
 
 class Run:
@@ -600,11 +603,18 @@ def main() -> int:
              lambda: [etcd_cluster()[1]] * 4),
             ("etcd leader killed", "etcd", lambda: kill_etcd_leader(servers, etcd_cluster()[0]),
              lambda: [etcd_cluster()[1]] * 4),
+            # Leader election: the same faults on its leader (Rust and Python candidates).
+            ("election: SIGSTOP the leader past its lease", "redis", lambda: pause_holder(lease * 2 + 1),
+             lambda: [direct()] * 4),
+            ("election: SIGSTOP the leader past its session", "zookeeper", lambda: pause_holder(7),
+             lambda: [zk_ensemble()[1]] * 4),
+            ("election: SIGSTOP the leader past its lease", "etcd", lambda: pause_holder(5),
+             lambda: [etcd_cluster()[1]] * 4),
         ]
         for i, (title, backend, fault, urls) in enumerate(rounds):
             if only and str(i + 1) not in only and backend not in only:
                 continue
-            rnd = Round(title, backend, fault(), urls())
+            rnd = Round(title, backend, fault(), urls(), election=title.startswith("election:"))
             rows.append(play(rnd, runtimes, opts.seconds, key if backend == "cluster" else None))
             print(table(rows[-1:]), flush=True)
     finally:
@@ -628,7 +638,9 @@ def play(rnd: Round, runtimes: list[str], seconds: float, key: Optional[str]) ->
         name = "/polylock-faults/" + name.replace(":", "-")
     elif rnd.backend == "etcd":
         name = "polylock-faults/" + name.replace(":", "-")
-    workers = [Worker(rt, url) for rt, url in zip(runtimes, rnd.urls)]
+    if rnd.election:  # Java's LeaderLatch campaigns in the background: its candidates are Python's
+        runtimes = ["python" if rt == "java" else rt for rt in runtimes]
+    workers = [Worker(rt, url, rnd.election) for rt, url in zip(runtimes, rnd.urls)]
     for w in workers:
         w.start(name, port, seconds)
     run = Run(rnd, resource, workers)

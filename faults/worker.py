@@ -1,5 +1,6 @@
 """A worker of the fault harness (faults/harness.py) on the Python binding: the same loop as
-faults/worker.rs. Usage: worker.py URL NAME RESOURCE(host:port) SECONDS WATCHDOG_MS"""
+faults/worker.rs (with POLYLOCK_FAULT_ELECTION=1, a candidate of the election NAME that leads
+for one section and resigns). Usage: worker.py URL NAME RESOURCE(host:port) SECONDS WATCHDOG_MS"""
 
 import json
 import os
@@ -24,6 +25,7 @@ def main() -> None:
             print(json.dumps({"acquire_error": type(e).__name__}), flush=True)
             time.sleep(0.2)
     lock = client.lock(name)
+    election = client.election(name, me) if os.environ.get("POLYLOCK_FAULT_ELECTION") == "1" else None
     host, port = resource.rsplit(":", 1)
     sock = socket.create_connection((host, int(port)))
     replies = sock.makefile("r")
@@ -34,13 +36,13 @@ def main() -> None:
 
     while time.monotonic() < end:
         try:
-            if not lock.acquire(timeout=2.0):
+            if not (election.campaign(timeout=2.0) if election else lock.acquire(timeout=2.0)):
                 continue
         except polylock.PolylockError as e:
             print(json.dumps({"acquire_error": type(e).__name__}), flush=True)
             time.sleep(0.2)
             continue
-        token = lock.fencing_token
+        token = election.term if election else lock.fencing_token
         refused = False
         steps = ["BEGIN", "WRITE", "WRITE", "WRITE", "END"]
         for i, step in enumerate(steps):
@@ -49,11 +51,14 @@ def main() -> None:
                 break
             if i + 1 < len(steps):
                 time.sleep(0.04)
-        lost_before = lock.lost
+        lost_before = (not election.is_leader) if election else lock.lost
         release = ""
         for _ in range(20):  # a release the server did not answer is tried again
             try:
-                lock.release()
+                if election:
+                    election.resign()
+                else:
+                    lock.release()
                 release = "ok"
             except polylock.LockLostError:
                 release = "LockLost"

@@ -2,7 +2,9 @@
 //! critical section against the harness's fenced resource (BEGIN, three WRITEs, END, each with
 //! the fencing token), releases, and prints one JSON line per section on stdout:
 //! `{"token":N,"refused":bool,"told":bool,"lost":"reason"|null,"release":"ok"|"<error kind>"}`.
-//! A failed acquire prints `{"acquire_error":"<kind>"}`.
+//! A failed acquire prints `{"acquire_error":"<kind>"}`. With `POLYLOCK_FAULT_ELECTION=1` it
+//! campaigns in the election NAME instead, leads for one section (its term as the token) and
+//! resigns.
 //!
 //! `fault_worker URL NAME RESOURCE(host:port) SECONDS WATCHDOG_MS`
 
@@ -10,7 +12,9 @@ use std::io::{BufRead, BufReader, Write};
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
-use polylock::{owner, AcquireOptions, Client, ClientOptions, ErrorKind, HoldState};
+use polylock::{
+    owner, AcquireOptions, Client, ClientOptions, ErrorKind, HoldState, LostSignal, Wait,
+};
 
 /// One request to the resource; true when it was accepted.
 fn ask(conn: &mut (BufReader<TcpStream>, TcpStream), line: &str) -> std::io::Result<bool> {
@@ -44,15 +48,28 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
     };
     let lock = client.lock(name)?;
+    let election = match std::env::var("POLYLOCK_FAULT_ELECTION").as_deref() {
+        Ok("1") => Some(client.election(name, &me)?),
+        _ => None,
+    };
     let stream = TcpStream::connect(resource)?;
     let mut conn = (BufReader::new(stream.try_clone()?), stream);
     let owner = owner::fresh();
     while Instant::now() < end {
-        let held = match lock
-            .acquire(owner, AcquireOptions::wait_for(Duration::from_secs(2)))
-            .await
-        {
-            Ok(h) => h,
+        let wait = Duration::from_secs(2);
+        let acquired: polylock::Result<Option<(u64, LostSignal)>> = match &election {
+            Some(e) => e
+                .campaign(Wait::For(wait))
+                .await
+                .map(|l| l.map(|l| (l.term, l.lost))),
+            None => lock
+                .acquire(owner, AcquireOptions::wait_for(wait))
+                .await
+                .map(|h| Some((h.fencing_token, h.lost))),
+        };
+        let (token, lost_signal) = match acquired {
+            Ok(Some(held)) => held,
+            Ok(None) => continue,
             Err(e) => {
                 if e.kind() != ErrorKind::Timeout {
                     println!("{{\"acquire_error\":\"{:?}\"}}", e.kind());
@@ -61,7 +78,6 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
                 continue;
             }
         };
-        let token = held.fencing_token;
         let mut refused = false;
         let steps = ["BEGIN", "WRITE", "WRITE", "WRITE", "END"];
         for (i, step) in steps.iter().enumerate() {
@@ -78,8 +94,12 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         // A release the server did not answer is tried again.
         let mut release = String::new();
         for _ in 0..20 {
-            release = match lock.release(owner).await {
-                Ok(_) => "ok".to_string(),
+            let released = match &election {
+                Some(e) => e.resign().await.map(drop),
+                None => lock.release(owner).await.map(drop),
+            };
+            release = match released {
+                Ok(()) => "ok".to_string(),
                 Err(e) => format!("{:?}", e.kind()),
             };
             if release == "ok" || release == "LockLost" {
@@ -87,7 +107,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             }
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
-        let lost = match held.lost.state() {
+        let lost = match lost_signal.state() {
             HoldState::Lost(r) => format!("\"{r:?}\""),
             _ => "null".into(),
         };
