@@ -154,7 +154,7 @@ def main() -> int:
         missing = [l for l in leaders if l not in dedup]
         failures.append(f"the observer saw {len(dedup)} leaders, the candidates {len(leaders)}; missing {missing[:5]}")
     if times:
-        q = statistics.quantiles(times, n=10)
+        q = statistics.quantiles(times, n=10, method="inclusive")
         print(f"election failover on {opts.backend}: {len(times)} changes after SIGKILL of the leader "
               f"(5 candidates: cli, python, node), p50 {statistics.median(times) * 1000:.0f} ms, "
               f"p90 {q[8] * 1000:.0f} ms, max {max(times) * 1000:.0f} ms (bound {bound * 1000:.0f} ms); "

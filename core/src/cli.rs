@@ -303,7 +303,8 @@ enum Command {
     /// semaphore, or free), whether it is locked, the mode of a read-write lock, the holders with
     /// counts and modes, the remaining TTL in ms (Redis, etcd), and the contenders waiting in
     /// order (ZooKeeper, etcd, a Redis fair lock). A semaphore shows its free and taken permits.
-    /// --read/--write/--fair/--permits read the name as that kind instead.
+    /// --read/--write/--fair/--permits read the name as that kind instead; --election reads it
+    /// as a leader election (its leader, term and candidates in order, as `leader` prints).
     #[command(after_help = URL_FORMS)]
     Status {
         #[command(flatten)]
@@ -311,6 +312,9 @@ enum Command {
         /// Read NAME as a semaphore (as taken by `run --permits`).
         #[arg(long, conflicts_with_all = ["read", "write", "shared", "exclusive", "fair"])]
         permits: bool,
+        /// Read NAME as a leader election (as taken by `elect`).
+        #[arg(long, conflicts_with_all = ["read", "write", "shared", "exclusive", "fair", "permits"])]
+        election: bool,
     },
     /// Delete the lock whoever holds it (Redisson's forceUnlock) and wake its waiters.
     #[command(after_help = URL_FORMS)]
@@ -708,7 +712,22 @@ async fn run_with(client: &Client, command: Command, verbose: bool) -> Result<Ex
     match command {
         Command::Status {
             target,
+            election: true,
+            ..
+        } => {
+            for name in target.locks().0 {
+                let e = client.election(name, "observer")?;
+                let mut line =
+                    leader_line(name, e.leader().await?.as_ref(), &e.candidates().await?);
+                line["kind"] = json!("election");
+                println!("{line}");
+            }
+            Ok(0)
+        }
+        Command::Status {
+            target,
             permits: true,
+            ..
         } => {
             let name = target.single_name()?;
             let (kind, st) = match client.permit_expirable_semaphore(name) {

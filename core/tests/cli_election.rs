@@ -77,6 +77,22 @@ fn elect_runs_the_command_while_leading(url: &str, name: &str) {
     assert_eq!(v["leader"], "node-a");
     assert_eq!(v["term"], term);
     assert_eq!(v["candidates"][0], "node-a");
+    // `status --election` says the same, as an election.
+    let out = polylock(url)
+        .args(["status", "--election", name])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let st: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        (st["kind"].as_str(), st["leader"].as_str()),
+        (Some("election"), Some("node-a"))
+    );
+    assert_eq!(st["term"], term);
     // A second candidate that may not wait: the conflict code, its command never run.
     let out = polylock(url)
         .args([

@@ -296,6 +296,26 @@ async fn etcd_candidates_are_election_keys_and_etcdctl_sees_the_leader() {
     assert_eq!(a.candidates().await.unwrap(), ["node-a", "from-etcdctl"]);
     let observer = c[1].election(&name, "observer").unwrap();
     assert_eq!(observer.leader().await.unwrap().unwrap().identity, "node-a");
+    // etcdctl's observer (`elect -l`) names our candidate's key and proposal as the leader.
+    let mut listen = etcd_common::etcdctl()
+        .args(["elect", "-l", &name])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("run etcdctl elect -l");
+    let mut shown = String::new();
+    {
+        use std::io::BufRead;
+        let mut out = std::io::BufReader::new(listen.stdout.take().unwrap());
+        out.read_line(&mut shown).unwrap();
+        out.read_line(&mut shown).unwrap();
+    }
+    listen.kill().unwrap();
+    listen.wait().unwrap();
+    assert_eq!(
+        shown,
+        format!("{}\nnode-a\n", keys[0].key),
+        "etcdctl elect -l"
+    );
     a.resign().await.unwrap();
     let next = observer
         .next_change(
