@@ -43,6 +43,29 @@ where
     })
 }
 
+/// The result of a call that answers a term or "the wait ran out": `POLYLOCK_OK` with the term
+/// in `*out_term`, `POLYLOCK_TIMEOUT` for none, or the call's own failure.
+///
+/// # Safety
+/// `out_term` is NULL or writable.
+unsafe fn term_or_timeout(
+    r: polylock_result,
+    term: Option<u64>,
+    out_term: *mut u64,
+) -> polylock_result {
+    match (r, term) {
+        (POLYLOCK_OK, Some(t)) => {
+            if !out_term.is_null() {
+                // SAFETY: writable (caller contract).
+                unsafe { *out_term = t };
+            }
+            POLYLOCK_OK
+        }
+        (POLYLOCK_OK, None) => POLYLOCK_TIMEOUT,
+        (r, _) => r,
+    }
+}
+
 /// A candidate in the election `name` (a znode path on ZooKeeper) that campaigns as `identity`
 /// (non-empty UTF-8, at most 1024 bytes). `POLYLOCK_UNSUPPORTED` on SQL and RedLock clients.
 /// Free it with `polylock_election_free`.
@@ -104,17 +127,8 @@ pub unsafe extern "C" fn polylock_election_campaign(
             &mut term,
         )
     };
-    match (r, term) {
-        (POLYLOCK_OK, Some(t)) => {
-            if !out_term.is_null() {
-                // SAFETY: writable (caller contract).
-                unsafe { *out_term = t };
-            }
-            POLYLOCK_OK
-        }
-        (POLYLOCK_OK, None) => POLYLOCK_TIMEOUT,
-        (r, _) => r,
-    }
+    // SAFETY: forwarded contract on `out_term`.
+    unsafe { term_or_timeout(r, term, out_term) }
 }
 
 /// Whether this candidate leads now (local, no round trip; false once the leadership is lost).
@@ -214,15 +228,6 @@ pub unsafe extern "C" fn polylock_election_next_change(
             &mut change,
         )
     };
-    match (r, change) {
-        (POLYLOCK_OK, Some(t)) => {
-            if !out_term.is_null() {
-                // SAFETY: writable (caller contract).
-                unsafe { *out_term = t };
-            }
-            POLYLOCK_OK
-        }
-        (POLYLOCK_OK, None) => POLYLOCK_TIMEOUT,
-        (r, _) => r,
-    }
+    // SAFETY: forwarded contract on `out_term`.
+    unsafe { term_or_timeout(r, change, out_term) }
 }
