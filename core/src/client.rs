@@ -164,6 +164,16 @@ impl Client {
             .map_err(|_| Error::internal("the connect task panicked"))?
     }
 
+    /// This client's metrics alone (every client of the process: [`crate::metrics::snapshot`]).
+    pub fn metrics(&self) -> Vec<crate::metrics::Family> {
+        crate::metrics::client_snapshot(&self.core.metrics)
+    }
+
+    /// This client's metrics in the Prometheus text format (C's `polylock_client_metrics`).
+    pub fn metrics_text(&self) -> String {
+        crate::metrics::to_prometheus_text(&self.metrics())
+    }
+
     /// This client's random id (the `<clientId>` part of stored owners).
     pub fn id(&self) -> &str {
         &self.core.id

@@ -52,6 +52,8 @@ pub mod driver;
 #[cfg(feature = "etcd")]
 mod etcd;
 mod hold;
+pub mod log;
+pub mod metrics;
 mod model;
 mod primitives;
 // The backends, each behind its cargo feature; client.rs is where a URL picks one.

@@ -10,6 +10,7 @@ use tokio_util::sync::CancellationToken;
 use super::gate::Gates;
 use super::Holds;
 use crate::backend::{Backend, HoldOps, LockOps, SessionSink};
+use crate::metrics::Metrics;
 use crate::model::error::{Error, Result};
 use crate::model::kind::{HoldKind, LockKind};
 use crate::model::options::ClientOptions;
@@ -26,6 +27,8 @@ pub(crate) struct ClientCore {
     /// `Drop`).
     pub(crate) backend: ManuallyDrop<Box<dyn Backend>>,
     pub(crate) holds: Holds,
+    /// What its primitives record (crate::metrics).
+    pub(crate) metrics: Arc<Metrics>,
     /// One acquire or release at a time per hold key (see [`super::gate`]).
     pub(crate) gates: Gates,
     /// Wakes the watchdog (a fixed lease was added).
@@ -61,7 +64,12 @@ impl ClientCore {
         options: ClientOptions,
         backend: Box<dyn Backend>,
     ) -> Self {
+        let metrics = Metrics::register(
+            backend_label(backend.server()),
+            options.metric_names.clone(),
+        );
         ClientCore {
+            metrics,
             id,
             server,
             options,
@@ -137,5 +145,18 @@ impl SessionSink for ClientCore {
         if !self.is_closed() {
             self.holds.session_lost();
         }
+    }
+}
+
+/// The `backend` label of a server's metrics.
+fn backend_label(server: &str) -> &'static str {
+    match server {
+        "Redis" => "redis",
+        "RedLock" => "redlock",
+        "ZooKeeper" => "zookeeper",
+        "etcd" => "etcd",
+        "PostgreSQL" => "postgresql",
+        "MySQL" | "MariaDB" | "MySQL/MariaDB" => "mysql",
+        _ => "other",
     }
 }

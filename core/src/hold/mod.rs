@@ -22,6 +22,7 @@ use tokio::sync::{broadcast, watch};
 
 use crate::model::lost::HoldState as State;
 
+use crate::metrics::HoldTrack;
 use crate::model::kind::HoldKind;
 use crate::model::lost::{HoldState, LostEvent, LostReason, LostSignal, Tracked};
 use crate::model::owner::OwnerId;
@@ -55,6 +56,8 @@ pub(crate) struct Hold {
     pub(crate) node: Option<String>,
     state: watch::Sender<Tracked>,
     events: broadcast::Sender<LostEvent>,
+    /// Its metrics: the holds gauge, and the hold time when it is dropped.
+    track: HoldTrack,
 }
 
 impl Hold {
@@ -65,6 +68,7 @@ impl Hold {
         lease: LeaseMode,
         deadline: Instant,
         node: Option<String>,
+        track: HoldTrack,
     ) -> Hold {
         Hold {
             token,
@@ -79,6 +83,7 @@ impl Hold {
                 ends_at: fixed_end(lease, deadline),
             }),
             events: holds.events.clone(),
+            track,
         }
     }
 
@@ -99,6 +104,7 @@ impl Hold {
             reason.describe()
         );
         self.lost = Some(reason);
+        self.track.lost(reason);
         // The event goes out before the signal wakes its waiters, so whoever the signal wakes
         // finds the event already sent. Nobody listening is fine: bindings subscribe only when
         // they have callbacks.
@@ -302,7 +308,9 @@ mod tests {
     use super::*;
 
     fn hold(holds: &Holds, lease: LeaseMode, deadline: Instant) -> Hold {
-        Hold::new(holds, 1, 1, lease, deadline, None)
+        let metrics = crate::metrics::Metrics::register("hold-test", Vec::new());
+        let track = metrics.track(crate::metrics::Prim::Lock, &Arc::from("h"));
+        Hold::new(holds, 1, 1, lease, deadline, None, track.hold(1))
     }
 
     #[test]

@@ -120,7 +120,10 @@ async fn renew_round(core: &Arc<ClientCore>, lease: Duration, interval: Duration
                 .collect();
             let limit = core.options.command_timeout.min(interval);
             let valid = lease.saturating_sub(ops.lease_margin(lease));
-            match tokio::time::timeout(limit, ops.renew(&holds, lease)).await {
+            let renewed = tokio::time::timeout(limit, ops.renew(&holds, lease)).await;
+            core.metrics
+                .renewed(matches!(renewed, Ok(Ok(_))), sent_at.elapsed());
+            match renewed {
                 Ok(Ok(held)) => {
                     let mut map = core.holds.lock();
                     for ((key, token, _), still) in chunk.iter().zip(held) {

@@ -31,6 +31,18 @@ pub struct ClientOptions {
     /// `InvalidState`. `None`: the URL's `max_connections`, else 64. A `max_connections` in the
     /// URL wins. At least 2.
     pub max_sql_connections: Option<usize>,
+    /// Lock names that get metric series of their own (a `name` label), as Redis-style globs
+    /// (`orders:*`, `?` one character). Empty (the default): series per kind and backend only,
+    /// so a service with millions of names still has a bounded number of series. A
+    /// `metric_names=A,B` in the URL adds to these.
+    pub metric_names: Vec<String>,
+    /// The service name this client shows to operators (`polylock status`, `top`, `serve`)
+    /// next to its host, pid, runtime and version. `None`: a `service` in the URL, else the
+    /// `POLYLOCK_SERVICE` environment variable, else the program's name.
+    pub service: Option<String>,
+    /// The runtime the client is used from, as shown to operators (`python 3.12.1`): the
+    /// bindings set it. `None`: `rust`.
+    pub runtime: Option<String>,
 }
 
 impl Default for ClientOptions {
@@ -42,6 +54,9 @@ impl Default for ClientOptions {
             session_timeout: Duration::from_secs(10),
             fair_wait_timeout: Duration::from_secs(5),
             max_sql_connections: None,
+            metric_names: Vec::new(),
+            service: None,
+            runtime: None,
         }
     }
 }

@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use crate::backend::LatchOps;
 use crate::hold::ClientCore;
+use crate::metrics::{Outcome, Prim, Track};
 use crate::model::error::{Error, Result};
 use crate::model::options::Wait;
 
@@ -14,6 +15,7 @@ pub struct CountDownLatch {
     core: Arc<ClientCore>,
     name: Arc<str>,
     ops: Arc<dyn LatchOps>,
+    track: Track,
 }
 
 impl std::fmt::Debug for CountDownLatch {
@@ -27,10 +29,13 @@ impl std::fmt::Debug for CountDownLatch {
 impl CountDownLatch {
     pub(crate) fn new(core: Arc<ClientCore>, name: &str) -> Result<CountDownLatch> {
         let ops = core.backend.latch_ops()?;
+        let name: Arc<str> = Arc::from(name);
+        let track = core.metrics.track(Prim::Latch, &name);
         Ok(CountDownLatch {
             core,
-            name: Arc::from(name),
+            name,
             ops,
+            track,
         })
     }
 
@@ -68,11 +73,18 @@ impl CountDownLatch {
         self.core.check_usable()?;
         let wait = wait.checked()?;
         let stop = self.core.stop.clone();
-        tokio::select! {
+        let waiting = self.track.waiting();
+        let r = tokio::select! {
             biased;
             r = self.ops.wait(&self.name, wait, self.core.options.watchdog_timeout) => r,
             _ = stop.cancelled() => Err(Error::state("the polylock client was closed while this wait went on")),
-        }
+        };
+        waiting.done(match r {
+            Ok(true) => Outcome::Acquired,
+            Ok(false) => Outcome::NotAcquired,
+            Err(_) => Outcome::Error,
+        });
+        r
     }
 
     /// Delete the latch: it opens (its waiters wake); true if it was counting.

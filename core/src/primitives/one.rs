@@ -11,6 +11,7 @@ use crate::backend::{
 };
 use crate::hold::gate::Entry;
 use crate::hold::{is_hold_of, watch_gone, ClientCore, Hold, HoldKey, LeaseMode};
+use crate::metrics::{Outcome, Prim, Track};
 use crate::model::error::{Error, ErrorKind, Result};
 use crate::model::kind::{HoldKind, LockKind};
 use crate::model::lost::{LostReason, LostSignal};
@@ -31,6 +32,8 @@ pub(crate) struct OneLock {
     /// What the hold tells about its holder where the format has a place for it (an election
     /// candidate's identity).
     data: Option<Arc<str>>,
+    /// Its metrics.
+    track: Track,
 }
 
 impl std::fmt::Debug for OneLock {
@@ -47,11 +50,14 @@ impl OneLock {
     /// that kind.
     pub(crate) fn new(core: Arc<ClientCore>, name: &str, kind: LockKind) -> Result<OneLock> {
         let ops = core.ops(kind)?;
+        let name: Arc<str> = Arc::from(name);
+        let track = core.metrics.track(Prim::of_lock(kind), &name);
         Ok(OneLock {
             core,
-            name: Arc::from(name),
+            name,
             ops,
             data: None,
+            track,
         })
     }
 
@@ -126,6 +132,26 @@ impl OneLock {
     /// Cancel-safe: dropping the future leaves no hold behind. Closing the client ends the wait
     /// with `InvalidState`.
     pub async fn acquire(&self, owner: OwnerId, options: AcquireOptions) -> Result<Acquired> {
+        let waiting = self.track.waiting();
+        let r = self.acquire_recorded(owner, options).await;
+        let outcome = Outcome::of(&r);
+        let waited = waiting.done(outcome);
+        tracing::debug!(
+            target: "polylock::acquire",
+            lock = &*self.name,
+            kind = self.kind().word(),
+            owner,
+            outcome = outcome.word(),
+            wait_ms = waited.as_secs_f64() * 1e3,
+            token = r.as_ref().map_or(0, |a| a.fencing_token),
+            "acquire of '{}' {} after {waited:?}",
+            self.name,
+            outcome.word()
+        );
+        r
+    }
+
+    async fn acquire_recorded(&self, owner: OwnerId, options: AcquireOptions) -> Result<Acquired> {
         let acquired = tokio::select! {
             biased;
             r = self.acquire_unless_closed(owner, options) => r?,
@@ -191,6 +217,7 @@ impl OneLock {
                     if reentry == Reentry::Client {
                         // Re-entry is counted in the client, as Curator does: no round trip.
                         h.count += 1;
+                        self.track.reentered();
                         return Ok(acquired_from(h));
                     }
                     let mode = match (h.lease, options.lease) {
@@ -247,6 +274,10 @@ impl OneLock {
             LeaseMode::Session => sent_at + MAX_DURATION,
             _ => granted.valid_until.unwrap_or(sent_at + lease),
         };
+        if held > 0 {
+            self.track.reentered();
+            self.track.granted_token(granted.token);
+        }
         let mut map = self.core.holds.lock();
         let hold = map
             .entry(key)
@@ -265,6 +296,7 @@ impl OneLock {
                     mode,
                     deadline,
                     granted.node.take(),
+                    self.track.hold(granted.token),
                 )
             });
         let acquired = acquired_from(hold);
@@ -329,6 +361,24 @@ impl OneLock {
     /// `NotOwner` if `owner` holds nothing; `LockLost` if its hold was lost (the hold is then
     /// forgotten, so a second release says `NotOwner`).
     pub async fn release(&self, owner: OwnerId) -> Result<Released> {
+        let r = self.release_logged(owner).await;
+        tracing::debug!(
+            target: "polylock::release",
+            lock = &*self.name,
+            kind = self.kind().word(),
+            owner,
+            outcome = match &r {
+                Ok(Released::Freed) => "freed",
+                Ok(Released::StillHeld(_)) => "still_held",
+                Err(_) => "error",
+            },
+            "release of '{}': {r:?}",
+            self.name
+        );
+        r
+    }
+
+    async fn release_logged(&self, owner: OwnerId) -> Result<Released> {
         self.core.check_usable()?;
         let owner = self.hold_owner(owner);
         let key = self.key(owner);

@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use crate::backend::{ExpirableOps, PermitRelease, PermitRequest};
 use crate::hold::{is_hold_of, ClientCore, Hold, HoldKey, LeaseMode};
+use crate::metrics::{Outcome, Prim, Track};
 use crate::model::error::{Error, ErrorKind, Result};
 use crate::model::kind::HoldKind;
 use crate::model::lost::{LostReason, LostSignal};
@@ -21,6 +22,7 @@ pub struct PermitExpirableSemaphore {
     core: Arc<ClientCore>,
     name: Arc<str>,
     ops: Arc<dyn ExpirableOps>,
+    track: Track,
 }
 
 impl std::fmt::Debug for PermitExpirableSemaphore {
@@ -48,10 +50,13 @@ fn new_id() -> String {
 impl PermitExpirableSemaphore {
     pub(crate) fn new(core: Arc<ClientCore>, name: &str) -> Result<PermitExpirableSemaphore> {
         let ops = core.backend.permit_semaphore_ops()?;
+        let name: Arc<str> = Arc::from(name);
+        let track = core.metrics.track(Prim::ExpiringSemaphore, &name);
         Ok(PermitExpirableSemaphore {
             core,
-            name: Arc::from(name),
+            name,
             ops,
+            track,
         })
     }
 
@@ -84,6 +89,18 @@ impl PermitExpirableSemaphore {
 
     /// Take `permits` permits at once (all or none), each with its own id and the same lease.
     pub async fn acquire_many(
+        &self,
+        permits: u32,
+        lease: Option<Duration>,
+        wait: Wait,
+    ) -> Result<Vec<Permit>> {
+        let waiting = self.track.waiting();
+        let r = self.acquire_recorded(permits, lease, wait).await;
+        waiting.done(Outcome::of(&r));
+        r
+    }
+
+    async fn acquire_recorded(
         &self,
         permits: u32,
         lease: Option<Duration>,
@@ -140,6 +157,7 @@ impl PermitExpirableSemaphore {
                 mode,
                 sent_at + lease,
                 Some(id.clone()),
+                self.track.hold(0),
             );
             out.push(Permit {
                 id,

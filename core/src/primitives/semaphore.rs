@@ -7,6 +7,7 @@ use std::time::Instant;
 
 use crate::backend::{Granted, PermitRequest, SemaphoreOps};
 use crate::hold::{is_hold_of, watch_gone, ClientCore, Hold, HoldKey, LeaseMode};
+use crate::metrics::{Outcome, Prim, Track};
 use crate::model::error::{Error, ErrorKind, Result};
 use crate::model::kind::HoldKind;
 use crate::model::lost::LostSignal;
@@ -27,6 +28,7 @@ pub struct Semaphore {
     core: Arc<ClientCore>,
     name: Arc<str>,
     ops: Arc<dyn SemaphoreOps>,
+    track: Track,
 }
 
 impl std::fmt::Debug for Semaphore {
@@ -62,10 +64,13 @@ fn check_permits(permits: u32, what: &str) -> Result<u32> {
 impl Semaphore {
     pub(crate) fn new(core: Arc<ClientCore>, name: &str) -> Result<Semaphore> {
         let ops = core.backend.semaphore_ops()?;
+        let name: Arc<str> = Arc::from(name);
+        let track = core.metrics.track(Prim::Semaphore, &name);
         Ok(Semaphore {
             core,
-            name: Arc::from(name),
+            name,
             ops,
+            track,
         })
     }
 
@@ -100,6 +105,13 @@ impl Semaphore {
     /// is then taken). Waiters are woken by the server's notification. Cancel-safe; closing the
     /// client ends the wait with `InvalidState`.
     pub async fn acquire(&self, permits: u32, wait: Wait) -> Result<Permits> {
+        let waiting = self.track.waiting();
+        let r = self.acquire_recorded(permits, wait).await;
+        waiting.done(Outcome::of(&r));
+        r
+    }
+
+    async fn acquire_recorded(&self, permits: u32, wait: Wait) -> Result<Permits> {
         self.core.check_usable()?;
         let permits = check_permits(permits, "acquire")?;
         let wait = wait.checked()?;
@@ -158,6 +170,7 @@ impl Semaphore {
                 LeaseMode::Session,
                 Instant::now() + MAX_DURATION,
                 g.node.take(),
+                self.track.hold(g.token),
             );
             lost.get_or_insert_with(|| hold.signal());
             self.core.holds.lock().insert(key.clone(), hold);
