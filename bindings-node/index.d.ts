@@ -13,6 +13,12 @@ export interface ConnectOptions {
   sessionTimeoutMs?: number;
   /** How long a fair lock's waiter that stopped asking keeps its place. Default 5000. */
   fairWaitTimeoutMs?: number;
+  /** The service name operators see next to this client's holds (`polylock status`). Default: a
+   * `service` in the URL, else `POLYLOCK_SERVICE`, else the program's name. */
+  service?: string;
+  /** Lock names that get metric series of their own (a `name` label), as Redis-style globs
+   * (`orders:*`, `?` one character). Default none: series per kind and backend only. */
+  metricNames?: string[];
 }
 
 export interface AcquireOptions {
@@ -333,7 +339,79 @@ export class Client {
     fn: (...args: [...A, AbortSignal]) => Promise<T> | T,
     options?: AcquireOptions,
   ): (...args: A) => Promise<T>;
+  /** This client's metrics alone, in the Prometheus text format (the whole process's:
+   * `metrics.text()`). */
+  metricsText(): string;
   close(): Promise<void>;
+}
+
+/** What `metrics.register` needs of a prom-client Registry (any version from 13). */
+export interface PromRegistryLike {
+  registerMetric(metric: any): void;
+  getSingleMetric(name: string): any;
+}
+
+/** What `metrics.registerOtel` needs of an OpenTelemetry Meter (`@opentelemetry/api`). */
+export interface OtelMeterLike {
+  createObservableCounter(name: string, options?: { description?: string; unit?: string }): any;
+  createObservableGauge(name: string, options?: { description?: string; unit?: string }): any;
+  addBatchObservableCallback(callback: (result: any) => void, observables: any[]): void;
+  removeBatchObservableCallback(callback: (result: any) => void, observables: any[]): void;
+}
+
+/**
+ * The process's metrics: every client added up (closed clients' counts kept). Labels `kind`,
+ * `backend`, `outcome`/`reason`; `name` only for names matching a client's `metricNames`.
+ */
+export interface PolylockMetrics {
+  /**
+   * Register polylock's families (counters, gauges, histograms of seconds) in a prom-client
+   * Registry, default prom-client's global `register` (prom-client must then be installed); each
+   * scrape reads the process's snapshot. Idempotent; returns the registry.
+   */
+  register<R extends PromRegistryLike>(registry?: R): R;
+  /** Every client of the process in the Prometheus text format (0.0.4). */
+  text(): string;
+  /**
+   * Observable instruments on an OpenTelemetry Meter: counters (named without `_total`), gauges,
+   * and each histogram as the counters `<name>_count` and `<name>_sum`. Returns a function that
+   * removes them from collection.
+   */
+  registerOtel(meter: OtelMeterLike): () => void;
+}
+
+export type LogLevel = 'error' | 'warn' | 'info' | 'debug';
+
+/** One log event of polylock's core. */
+export interface LogRecord {
+  level: LogLevel;
+  /** `polylock::acquire`, `polylock::release` (debug), `polylock::hold` (a hold lost), or the
+   * core module that logged it. */
+  target: string;
+  message: string;
+  /** The lock (or semaphore) it is about, or null. */
+  lock: string | null;
+  /** Its other fields (`kind`, `owner`, `outcome`, `wait_ms`, `token`...), as text. */
+  fields: Record<string, string>;
+}
+
+/**
+ * The core's log events of the whole process: 'log' for every event at `level` or above: errors,
+ * warnings (a hold lost, a renewal failed, a connection suspended) and info (a connection back);
+ * debug (every acquire and release with its wait) only when `NODE_DEBUG=polylock` or
+ * `POLYLOCK_LOG=debug` was set when polylock loaded. `NODE_DEBUG=polylock` also prints them
+ * (util.debuglog). Listeners never keep the process alive.
+ */
+export interface PolylockEvents extends EventEmitter {
+  /** The lowest level forwarded: `debug`, `info`, or `none` when the process has a `tracing`
+   * subscriber of its own. */
+  readonly level: 'debug' | 'info' | 'none';
+  on(event: 'log', listener: (record: LogRecord) => void): this;
+  on(event: string | symbol, listener: (...args: any[]) => void): this;
+  once(event: 'log', listener: (record: LogRecord) => void): this;
+  once(event: string | symbol, listener: (...args: any[]) => void): this;
+  off(event: 'log', listener: (record: LogRecord) => void): this;
+  off(event: string | symbol, listener: (...args: any[]) => void): this;
 }
 
 /** Connect; every URL form with its options: the URL table in docs/src/contract.md#urls. */
@@ -353,3 +431,7 @@ export const version: string;
  * `POLYLOCK_NODE_DRIVER=runtime`, and the choice of hosts without libuv).
  */
 export function driver(): 'loop' | 'runtime';
+/** The process's metrics: prom-client, OpenTelemetry, the Prometheus text. */
+export const metrics: PolylockMetrics;
+/** The core's log events ('log'). */
+export const events: PolylockEvents;

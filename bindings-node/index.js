@@ -7,6 +7,9 @@
 
 const { AsyncLocalStorage } = require('node:async_hooks');
 const { EventEmitter } = require('node:events');
+const { createRequire } = require('node:module');
+const path = require('node:path');
+const util = require('node:util');
 
 const native = require('./native').load();
 
@@ -197,6 +200,20 @@ function durations(options) {
   ];
 }
 
+/** The runtime operators see next to this process's holds (`polylock status`). */
+const RUNTIME = process.versions.bun ? `bun ${process.versions.bun}` : `node ${process.versions.node}`;
+
+/** The connect options that are not durations: `service`, `metricNames`. */
+function extra(options) {
+  const { service, metricNames } = options;
+  if (service !== undefined && service !== null) name(service, 'service');
+  if (metricNames !== undefined && metricNames !== null) {
+    if (!Array.isArray(metricNames)) throw argError(TypeError, 'metricNames must be an array of glob strings');
+    metricNames.forEach((g, i) => name(g, `metricNames[${i}]`));
+  }
+  return { service: service ?? undefined, metricNames: metricNames ? [...metricNames] : undefined, runtime: RUNTIME };
+}
+
 /**
  * Connect to a lock server: `redis://[user:password@]host:port[/db]`, `rediss://...`,
  * `redis+sentinel://...`, `redis+cluster://...`, `zk://host:port[,...][/chroot]`, `zks://...`,
@@ -206,7 +223,7 @@ function durations(options) {
 async function connect(url, options = {}) {
   name(url, 'url');
   const slot = call(() => new native.ClientSlot());
-  check(await call(() => native.connect(url, durations(options), slot)));
+  check(await call(() => native.connect(url, durations(options), extra(options), slot)));
   return new Client(call(() => slot.take()));
 }
 
@@ -221,7 +238,7 @@ async function connectRedlock(urls, options = {}) {
   if (!Array.isArray(urls)) throw argError(TypeError, 'urls must be an array of URL strings');
   urls.forEach((u, i) => name(u, `urls[${i}]`));
   const slot = call(() => new native.ClientSlot());
-  check(await call(() => native.connectRedlock(urls, durations(options), slot)));
+  check(await call(() => native.connectRedlock(urls, durations(options), extra(options), slot)));
   return new Client(call(() => slot.take()));
 }
 
@@ -426,6 +443,12 @@ class Client {
       name(key, 'the name lockName returned');
       return client.lock(key).using((signal) => fn.call(this, ...args, signal), options);
     };
+  }
+
+  /** This client's metrics alone, in the Prometheus text format (every client of the process:
+   * `polylock.metrics.text()`). */
+  metricsText() {
+    return call(() => this._native.metricsText());
   }
 
   /** Release every lock this client still holds and close it. Idempotent. */
@@ -1187,6 +1210,223 @@ class Election {
   }
 }
 
+// ---- Metrics and logs ----
+// The core records the metrics once for every runtime (core/src/metrics.rs) and adds up every
+// client of the process; they go to prom-client (custom metric objects that read the snapshot at
+// each scrape) or to an OpenTelemetry Meter (observable instruments). The core's log events
+// (core/src/log.rs) go to `events` and to NODE_DEBUG=polylock. Neither prom-client nor
+// OpenTelemetry is a dependency: a registry or a meter is passed in, and prom-client is only
+// required for its default registry.
+
+// The core's metric families (core/src/metrics.rs, in its order): prom-client needs each name
+// before the first scrape, when the snapshot may not list it yet (test/metrics.test.js checks
+// them against the snapshot). [name, type, help, how cluster workers add up]
+const FAMILIES = [
+  [
+    'polylock_acquire_wait_seconds',
+    'histogram',
+    'Time from asking for a lock, permit or latch until it was granted, refused, failed or cancelled.',
+  ],
+  ['polylock_hold_seconds', 'histogram', 'Time from a grant until its release or loss.'],
+  ['polylock_holds', 'gauge', 'Holds this process has now (locks, leases of permits).'],
+  ['polylock_waiters', 'gauge', 'Acquires and latch waits of this process under way now.'],
+  ['polylock_reentries_total', 'counter', 'Acquires by an owner that already held the lock.'],
+  ['polylock_losses_total', 'counter', 'Holds lost before their release, by reason.'],
+  ['polylock_renewals_total', 'counter', 'Watchdog renewal calls (a call renews a batch of holds), by outcome.'],
+  ['polylock_renewal_seconds', 'histogram', "Latency of the watchdog's renewal calls that succeeded."],
+  ['polylock_name_acquires_total', 'counter', 'Acquires of an opted-in name, by outcome.'],
+  ['polylock_name_acquire_wait_seconds_total', 'counter', 'Total time acquires of an opted-in name waited.'],
+  ['polylock_name_holds', 'gauge', 'Holds of an opted-in name this process has now.'],
+  ['polylock_name_waiters', 'gauge', 'Acquires of an opted-in name under way now.'],
+  [
+    'polylock_name_fencing_token',
+    'gauge',
+    'Fencing token of the last grant of an opted-in name in this process.',
+    'max', // the newest token of the processes, not their sum
+  ],
+].map(([name, type, help, aggregator = 'sum']) => Object.freeze({ name, type, help, aggregator }));
+
+// Metrics.
+
+// One native snapshot per scrape: a registry calls every metric's get() in one synchronous
+// loop, and the snapshot taken by the first serves the others until the next microtask.
+let cachedSnapshot = null;
+function metricsSnapshot() {
+  if (!cachedSnapshot) {
+    cachedSnapshot = new Map(call(() => native.metricsSnapshot(false)).map((f) => [f.name, f]));
+    queueMicrotask(() => {
+      cachedSnapshot = null;
+    });
+  }
+  return cachedSnapshot;
+}
+
+function labelsOf(flat) {
+  const labels = {};
+  for (let i = 0; i + 1 < flat.length; i += 2) labels[flat[i]] = flat[i + 1];
+  return labels;
+}
+
+/** One family as a prom-client metric (what `registry.registerMetric` takes). */
+class PromFamily {
+  constructor(def) {
+    this._def = def;
+    // prom-client renames counters of an OpenMetrics registry (drops `_total`): its own.
+    this.name = def.name;
+    this.help = def.help;
+    this.type = def.type;
+    this.aggregator = def.aggregator;
+  }
+
+  get() {
+    const family = metricsSnapshot().get(this._def.name);
+    const values = [];
+    for (const s of family ? family.samples : []) {
+      const labels = labelsOf(s.labels);
+      if (this.type !== 'histogram') {
+        values.push({ value: s.value, labels });
+        continue;
+      }
+      s.le.forEach((le, i) => {
+        values.push({ value: s.buckets[i], labels: { ...labels, le }, metricName: `${this.name}_bucket` });
+      });
+      values.push({ value: s.count, labels: { ...labels, le: '+Inf' }, metricName: `${this.name}_bucket` });
+      values.push({ value: s.sum, labels, metricName: `${this.name}_sum` });
+      values.push({ value: s.count, labels, metricName: `${this.name}_count` });
+    }
+    return { name: this.name, help: this.help, type: this.type, values, aggregator: this.aggregator };
+  }
+
+  /** The core's counts are the process's and never go back (registry.resetMetrics()). */
+  reset() {}
+}
+
+/** prom-client: the application's copy first (its global registry is the one it serves),
+ * else the one next to polylock. */
+function promClient() {
+  const from = [require.main?.filename, path.join(process.cwd(), 'index.js'), __filename];
+  let first;
+  for (const file of from) {
+    if (!file) continue;
+    try {
+      return createRequire(file)('prom-client');
+    } catch (e) {
+      if (e?.code !== 'MODULE_NOT_FOUND') throw e;
+      first ??= e;
+    }
+  }
+  const e = new Error(
+    'polylock.metrics.register() without a registry uses prom-client\'s global registry, and ' +
+      'prom-client is not installed: `npm install prom-client`, or pass a registry',
+    { cause: first },
+  );
+  e.code = 'MODULE_NOT_FOUND';
+  throw e;
+}
+
+const registered = new WeakMap(); // registry -> its PromFamily objects
+
+/**
+ * Register polylock's metric families in a prom-client Registry (default: prom-client's global
+ * `register`): each scrape reads the process's snapshot. Idempotent. Returns the registry.
+ */
+function registerProm(registry) {
+  if (registry === undefined) registry = promClient().register;
+  if (
+    registry === null ||
+    typeof registry !== 'object' ||
+    typeof registry.registerMetric !== 'function' ||
+    typeof registry.getSingleMetric !== 'function'
+  ) {
+    throw argError(TypeError, 'registry must be a prom-client Registry');
+  }
+  let mine = registered.get(registry);
+  if (!mine) registered.set(registry, (mine = FAMILIES.map((d) => new PromFamily(d))));
+  for (const m of mine) {
+    if (registry.getSingleMetric(m._def.name) !== m) registry.registerMetric(m);
+  }
+  return registry;
+}
+
+/** Every client of the process, in the Prometheus text format (0.0.4). */
+function metricsText() {
+  return call(() => native.metricsText());
+}
+
+/**
+ * Observable instruments on an OpenTelemetry Meter (`@opentelemetry/api`): counters (their name
+ * without `_total`) and gauges as they are, each histogram as two observable counters,
+ * `<name>_count` and `<name>_sum` (OpenTelemetry has no asynchronous histogram). One snapshot
+ * per collection. Returns a function that removes the callback.
+ */
+function registerOtel(meter) {
+  if (
+    meter === null ||
+    typeof meter !== 'object' ||
+    typeof meter.createObservableCounter !== 'function' ||
+    typeof meter.createObservableGauge !== 'function' ||
+    typeof meter.addBatchObservableCallback !== 'function'
+  ) {
+    throw argError(TypeError, 'meter must be an OpenTelemetry Meter (from @opentelemetry/api)');
+  }
+  const observers = new Map(); // family name -> [instrument, which value]
+  for (const d of FAMILIES) {
+    const unit = d.name.includes('_seconds') ? 's' : undefined;
+    if (d.type === 'counter') {
+      observers.set(d.name, [[meter.createObservableCounter(d.name.replace(/_total$/, ''), { description: d.help, unit }), 'value']]);
+    } else if (d.type === 'gauge') {
+      observers.set(d.name, [[meter.createObservableGauge(d.name, { description: d.help }), 'value']]);
+    } else {
+      observers.set(d.name, [
+        [meter.createObservableCounter(`${d.name}_count`, { description: `${d.help} (count)` }), 'count'],
+        [meter.createObservableCounter(`${d.name}_sum`, { description: `${d.help} (sum)`, unit }), 'sum'],
+      ]);
+    }
+  }
+  const callback = (result) => {
+    for (const f of call(() => native.metricsSnapshot(false))) {
+      for (const [instrument, which] of observers.get(f.name) ?? []) {
+        for (const s of f.samples) result.observe(instrument, s[which], labelsOf(s.labels));
+      }
+    }
+  };
+  const instruments = [...observers.values()].flat().map(([i]) => i);
+  meter.addBatchObservableCallback(callback, instruments);
+  return () => meter.removeBatchObservableCallback(callback, instruments);
+}
+
+const metrics = Object.freeze({ register: registerProm, text: metricsText, registerOtel });
+
+// Logs.
+
+const debuglog = util.debuglog('polylock');
+const debugLogs = debuglog.enabled || /^debug$/i.test(process.env.POLYLOCK_LOG ?? '');
+
+/** The core's log events: 'log' with `{ level, target, message, lock, fields }`. */
+class PolylockEvents extends EventEmitter {
+  /** The lowest level forwarded: `debug` (NODE_DEBUG=polylock or POLYLOCK_LOG=debug when
+   * polylock loaded), `info`, or `none` (the process has a `tracing` subscriber of its own). */
+  get level() {
+    return logLevel;
+  }
+}
+const events = new PolylockEvents();
+
+function onLog(r) {
+  const fields = labelsOf(r.fields);
+  const record = { level: r.level, target: r.target, message: r.message, lock: r.lock ?? null, fields };
+  if (debuglog.enabled) {
+    const parts = Object.entries(fields).map(([k, v]) => `${k}=${v}`);
+    if (record.lock !== null) parts.unshift(`lock=${record.lock}`);
+    debuglog('%s %s: %s%s', record.level, record.target, record.message, parts.length ? ` (${parts.join(' ')})` : '');
+  }
+  events.emit('log', record);
+}
+
+// A weak native callback: it never keeps the process (or a worker) alive, and its events stop
+// when the environment ends.
+const logLevel = call(() => native.forwardLogs(onLog, debugLogs));
+
 module.exports = {
   connect,
   connectRedlock,
@@ -1219,6 +1459,10 @@ module.exports = {
   version: call(() => native.version()),
   /** The driver of this thread's calls: 'loop' (Redis I/O on Node's own event loop) or 'runtime'. */
   driver: () => call(() => native.driverName()),
+  /** The process's metrics: `register(registry)` (prom-client), `registerOtel(meter)`, `text()`. */
+  metrics,
+  /** The core's log events: 'log' with `{ level, target, message, lock, fields }`. */
+  events,
 };
 
 // TEST ONLY, not API (not enumerable, not in index.d.ts): a native call that panics where `at`

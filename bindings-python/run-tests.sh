@@ -12,8 +12,11 @@ py=${PYTHON:-python3}
 url=${POLYLOCK_REDIS_URL:-redis://127.0.0.1:6379}
 
 [ "${POLYLOCK_SKIP_BUILD:-}" = 1 ] || bash scripts/build.sh python
-$py -m pip install --quiet --disable-pip-version-check pytest mypy redis types-redis uvloop >/dev/null 2>&1 ||
-  $py -m pip install --quiet --disable-pip-version-check pytest mypy redis uvloop
+# prometheus_client and OpenTelemetry: tests/test_metrics.py (polylock.metrics' optional libraries).
+$py -m pip install --quiet --disable-pip-version-check pytest mypy redis types-redis uvloop \
+  prometheus_client opentelemetry-api opentelemetry-sdk >/dev/null 2>&1 ||
+  $py -m pip install --quiet --disable-pip-version-check pytest mypy redis uvloop \
+    prometheus_client opentelemetry-api opentelemetry-sdk
 cd bindings-python
 $py -m pytest -q -p no:cacheprovider tests
 # The asyncio calls again on the runtime driver (the loop driver is the default above).

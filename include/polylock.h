@@ -77,6 +77,26 @@
 #define POLYLOCK_WRITE 2
 
 /*
+ Log levels of `polylock_set_log_callback` (lower is more severe).
+ */
+#define POLYLOCK_LOG_ERROR 1
+
+/*
+ A hold lost, a renewal failed, a connection suspended.
+ */
+#define POLYLOCK_LOG_WARN 2
+
+/*
+ A connection back.
+ */
+#define POLYLOCK_LOG_INFO 3
+
+/*
+ Every acquire and release with its wait time.
+ */
+#define POLYLOCK_LOG_DEBUG 4
+
+/*
  Room for a permit id: 32 hexadecimal characters and the NUL.
  */
 #define POLYLOCK_PERMIT_ID_LEN 33
@@ -158,6 +178,14 @@ typedef struct {
  `POLYLOCK_LOST_CLIENT_CLOSED`).
  */
 typedef void (*polylock_lost_callback)(void *userdata, const char *name, uint64_t owner, uint32_t reason);
+
+/*
+ Receives one log event: its level (`POLYLOCK_LOG_*`), where it comes from
+ (`polylock::acquire`...), the lock it is about (NULL if none) and the message. The strings
+ live only during the call. Called from polylock's own threads as well as the caller's: it
+ must be thread-safe and must not call back into polylock.
+ */
+typedef void (*polylock_log_fn)(void *user, int level, const char *target, const char *lock, const char *message);
 
 /*
  Success.
@@ -517,6 +545,28 @@ polylock_result polylock_lock_force_unlock(polylock_lock *lock);
  (acquire, release, ...) return `POLYLOCK_INVALID_STATE` there instead of deadlocking.
  */
 polylock_result polylock_lock_on_lost(polylock_lock *lock, polylock_lost_callback cb, void *userdata);
+
+/*
+ Copy the metrics of `client` alone (acquire wait time by outcome, hold time, holds and
+ waiters now, re-entries, losses, renewals) in the Prometheus text format into `buf` (at most
+ `len` bytes, NUL-terminated when `len` > 0). Returns the full length of the text, as snprintf
+ does: call with `len` 0 to learn the size. 0 if `client` is NULL. `buf` may be NULL.
+ */
+size_t polylock_client_metrics(polylock_client *client, char *buf, size_t len);
+
+/*
+ The metrics of every client of this process (closed ones included, so counters never go
+ down) in the Prometheus text format, as `polylock_client_metrics` copies them.
+ */
+size_t polylock_metrics(char *buf, size_t len);
+
+/*
+ Hand the core's log events at `max_level` (`POLYLOCK_LOG_*`) and more severe to `callback`,
+ with `user` as its first argument, for the rest of the process. Once per process:
+ `POLYLOCK_INVALID_STATE` the second time. `POLYLOCK_INVALID_ARGUMENT` for a NULL callback or
+ a level outside 1 to 4.
+ */
+polylock_result polylock_set_log_callback(polylock_log_fn callback, void *user, int max_level);
 
 /*
  Copy the static description of `r` into `buf` (at most `len` bytes, NUL-terminated when

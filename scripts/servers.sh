@@ -65,6 +65,10 @@ install() {
   command -v etcdctl >/dev/null 2>&1 || missing+=(etcd-client)
   command -v protoc >/dev/null 2>&1 || missing+=(protobuf-compiler)
   [ -f /usr/include/google/protobuf/descriptor.proto ] || missing+=(libprotobuf-dev)
+  # The operator's views under test (scripts/operate-test.sh): `polylock top` in a terminal,
+  # the live page of `polylock serve` in a real browser.
+  command -v tmux >/dev/null 2>&1 || missing+=(tmux)
+  command -v chromium >/dev/null 2>&1 || missing+=(chromium)
   if [ ${#missing[@]} -gt 0 ]; then
     log "installing ${missing[*]}"
     export DEBIAN_FRONTEND=noninteractive

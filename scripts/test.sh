@@ -10,7 +10,7 @@
 # target/test-logs/<suite>.log and is printed when it ends. Ends with each stage's wall time and
 # one line: "N passed, N failed".
 #
-#   POLYLOCK_TEST_ONLY="rust python"   run only these suites (rust c python node java spring)
+#   POLYLOCK_TEST_ONLY="rust python"   run only these suites (rust c python node java spring operate)
 #   POLYLOCK_RUST_JOBS=3               Rust test binaries run at once
 set -uo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -19,7 +19,7 @@ target="${CARGO_TARGET_DIR:-$root/target}"
 logs="$target/test-logs"
 rm -rf "$logs"
 mkdir -p "$logs"
-only=" ${POLYLOCK_TEST_ONLY:-rust c python node java spring} "
+only=" ${POLYLOCK_TEST_ONLY:-rust c python node java spring operate} "
 wanted() { [[ "$only" == *" $1 "* ]]; }
 
 stages=()
@@ -61,6 +61,9 @@ if wanted rust; then run_suite rust bash -c "$rust_sql; exec bash scripts/test-r
 if wanted c; then run_suite c bash bindings-c/run-tests.sh; fi
 if wanted python; then run_suite python bash bindings-python/run-tests.sh; fi
 if wanted node; then run_suite node bash bindings-node/run-tests.sh; fi
+# What an operator sees (status --match, top under tmux, serve's /metrics and live page in
+# Chromium), with a Python holder: after the Python wheel is installed by the build above.
+if wanted operate; then run_suite operate bash scripts/operate-test.sh; fi
 if wanted java || wanted spring; then
   java_lane() {
     local s=0

@@ -98,7 +98,10 @@ pub unsafe extern "C" fn polylock_client_connect_with(
 /// # Safety
 /// `opts` is NULL or points to a `polylock_options`.
 unsafe fn options_from(opts: *const polylock_options) -> ClientOptions {
-    let d = ClientOptions::default();
+    let d = ClientOptions {
+        runtime: Some("c".to_string()),
+        ..ClientOptions::default()
+    };
     // SAFETY: the caller's contract.
     let Some(o) = (unsafe { opts.as_ref() }) else {
         return d;
@@ -109,7 +112,7 @@ unsafe fn options_from(opts: *const polylock_options) -> ClientOptions {
         command_timeout: opt_ms(o.command_timeout_ms, d.command_timeout),
         session_timeout: opt_ms(o.session_timeout_ms, d.session_timeout),
         fair_wait_timeout: opt_ms(o.fair_wait_timeout_ms, d.fair_wait_timeout),
-        ..ClientOptions::default()
+        ..d
     }
 }
 

@@ -21,6 +21,7 @@ mod client;
 mod election;
 mod latch;
 mod lock;
+mod observe;
 mod result;
 mod semaphore;
 
@@ -29,5 +30,6 @@ pub use client::*;
 pub use election::*;
 pub use latch::*;
 pub use lock::*;
+pub use observe::*;
 pub use result::*;
 pub use semaphore::*;

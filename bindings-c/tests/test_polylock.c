@@ -457,6 +457,109 @@ static void test_lost_callback_fires(void) {
     polylock_client_free(c);
 }
 
+struct log_seen {
+    pthread_mutex_t mu;
+    char lock[128];
+    char message[256];
+    int warnings;
+};
+
+static struct log_seen logs = {.mu = PTHREAD_MUTEX_INITIALIZER};
+
+static void on_log(void *user, int level, const char *target, const char *lock,
+                   const char *message) {
+    struct log_seen *seen = user;
+    (void)target;
+    pthread_mutex_lock(&seen->mu);
+    if (level == POLYLOCK_LOG_WARN && lock != NULL) {
+        seen->warnings++;
+        snprintf(seen->lock, sizeof seen->lock, "%s", lock);
+        snprintf(seen->message, sizeof seen->message, "%s", message);
+    }
+    pthread_mutex_unlock(&seen->mu);
+}
+
+/* The value of the first line of `text` that starts with `series` (-1 if none). */
+static double series_value(const char *text, const char *series) {
+    size_t n = strlen(series);
+    for (const char *p = text; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL) {
+        if (strncmp(p, series, n) == 0 && p[n] == ' ') return atof(p + n + 1);
+    }
+    return -1;
+}
+
+static void test_metrics_text_and_log_callback(void) {
+    CHECK(polylock_set_log_callback(NULL, NULL, POLYLOCK_LOG_WARN) == POLYLOCK_INVALID_ARGUMENT);
+    CHECK(polylock_set_log_callback(on_log, &logs, 9) == POLYLOCK_INVALID_ARGUMENT);
+    CHECK(polylock_set_log_callback(on_log, &logs, POLYLOCK_LOG_WARN) == POLYLOCK_OK);
+    CHECK(polylock_set_log_callback(on_log, &logs, POLYLOCK_LOG_WARN) == POLYLOCK_INVALID_STATE);
+
+    char url[256], name[64];
+    unique(name, sizeof name, "c-metrics");
+    snprintf(url, sizeof url, "%s?metric_names=c-metrics-*", redis_url());
+    polylock_client *c = NULL;
+    CHECK(polylock_client_connect(url, &c) == POLYLOCK_OK);
+    polylock_lock *l = NULL;
+    CHECK(polylock_lock_new(c, name, &l) == POLYLOCK_OK);
+    CHECK(polylock_lock_acquire(l, 1, 0, -1) == POLYLOCK_OK);
+    uint64_t token = 0;
+    CHECK(polylock_lock_fencing_token(l, 1, &token) == POLYLOCK_OK);
+
+    /* The size first, as snprintf tells it; then the text. */
+    size_t need = polylock_client_metrics(c, NULL, 0);
+    CHECK(need > 0);
+    char *text = malloc(need + 1);
+    CHECK(polylock_client_metrics(c, text, need + 1) == need);
+    CHECK(strlen(text) == need);
+    CHECK(series_value(text, "polylock_holds{kind=\"lock\",backend=\"redis\"}") == 1);
+    CHECK(series_value(text, "polylock_acquire_wait_seconds_count{kind=\"lock\",backend=\"redis\",outcome=\"acquired\"}") == 1);
+    char series[256];
+    snprintf(series, sizeof series,
+             "polylock_name_fencing_token{name=\"%s\",kind=\"lock\",backend=\"redis\"}", name);
+    CHECK(series_value(text, series) == (double)token);
+    free(text);
+
+    /* Another client takes nothing: a failed try is not_acquired; then the lock is lost. */
+    polylock_client *c2 = connect_redis();
+    polylock_lock *l2 = NULL;
+    CHECK(polylock_lock_new(c2, name, &l2) == POLYLOCK_OK);
+    CHECK(polylock_lock_acquire(l2, 2, 0, -1) == POLYLOCK_TIMEOUT);
+    char small[64];
+    size_t full = polylock_client_metrics(c2, small, sizeof small);
+    CHECK(full > sizeof small && strlen(small) == sizeof small - 1); /* cut, NUL-terminated */
+    text = malloc(full + 1);
+    polylock_client_metrics(c2, text, full + 1);
+    CHECK(series_value(text, "polylock_acquire_wait_seconds_count{kind=\"lock\",backend=\"redis\",outcome=\"not_acquired\"}") == 1);
+    free(text);
+    CHECK(polylock_lock_force_unlock(l2) == POLYLOCK_OK);
+    int warnings = 0;
+    for (int i = 0; i < 300 && warnings == 0; i++) {
+        sleep_ms(20);
+        /* The watchdog notices at its next renewal; a re-entry asks the server at once. */
+        if (i == 5) polylock_lock_acquire(l, 1, 0, -1);
+        pthread_mutex_lock(&logs.mu);
+        warnings = logs.warnings;
+        pthread_mutex_unlock(&logs.mu);
+    }
+    pthread_mutex_lock(&logs.mu);
+    CHECK(logs.warnings >= 1);
+    CHECK(strcmp(logs.lock, name) == 0);
+    CHECK(strstr(logs.message, "lost") != NULL);
+    pthread_mutex_unlock(&logs.mu);
+
+    /* The process's text adds up both clients. */
+    size_t all = polylock_metrics(NULL, 0);
+    text = malloc(all + 1);
+    CHECK(polylock_metrics(text, all + 1) == all);
+    CHECK(series_value(text, "polylock_losses_total{kind=\"lock\",backend=\"redis\",reason=\"deleted\"}") >= 1);
+    free(text);
+    CHECK(polylock_client_metrics(NULL, NULL, 0) == 0);
+    polylock_lock_free(l2);
+    polylock_client_free(c2);
+    polylock_lock_free(l);
+    polylock_client_free(c);
+}
+
 static void test_a_thousand_lock_free_cycles(void) {
     polylock_client *c = connect_redis();
     char name[64];
@@ -1273,6 +1376,7 @@ int main(void) {
     RUN(test_a_lock_keeps_its_freed_client_alive);
     RUN(test_use_after_close);
     RUN(test_lost_callback_fires);
+    RUN(test_metrics_text_and_log_callback);
     RUN(test_late_listener_reason_lease_and_suspended);
     RUN(test_a_thousand_lock_free_cycles);
     RUN(test_zookeeper);

@@ -16,8 +16,20 @@ use crate::lock::NativeLock;
 use crate::outcome::{failed, outcome, sync_err};
 use crate::semaphore::{NativeLatch, NativePermitSemaphore, NativeSemaphore};
 
-/// Client options from durations in ms: watchdog, connect, command, session, fair wait.
-fn options_of(d: [f64; 5]) -> Result<ClientOptions> {
+/// The connect options that are not durations (index.js checked their types).
+#[napi(object)]
+pub struct ConnectExtra {
+    /// The service name operators see (`None`: the URL's, `POLYLOCK_SERVICE`, the program's).
+    pub service: Option<String>,
+    /// Globs of the lock names that get metric series of their own.
+    pub metric_names: Option<Vec<String>>,
+    /// The runtime operators see: `node 22.3.0`.
+    pub runtime: Option<String>,
+}
+
+/// Client options from durations in ms (watchdog, connect, command, session, fair wait) and the
+/// other options.
+fn options_of(d: [f64; 5], extra: ConnectExtra) -> Result<ClientOptions> {
     (|| {
         Ok::<_, polylock::Error>(ClientOptions {
             watchdog_timeout: ms(d[0], "watchdogTimeoutMs")?,
@@ -25,6 +37,9 @@ fn options_of(d: [f64; 5]) -> Result<ClientOptions> {
             command_timeout: ms(d[2], "commandTimeoutMs")?,
             session_timeout: ms(d[3], "sessionTimeoutMs")?,
             fair_wait_timeout: ms(d[4], "fairWaitTimeoutMs")?,
+            metric_names: extra.metric_names.unwrap_or_default(),
+            service: extra.service,
+            runtime: extra.runtime,
             ..ClientOptions::default()
         })
     })()
@@ -49,17 +64,18 @@ fn settle<'e>(
     })
 }
 
-/// Connect; `durations` in ms (see `options_of`). Resolves `{ ok }` and then `take_client()`
-/// returns the client.
+/// Connect; `durations` in ms and `extra` (see `options_of`). Resolves `{ ok }` and then
+/// `take_client()` returns the client.
 #[napi]
 pub fn connect<'e>(
     env: &'e Env,
     url: String,
     durations: Vec<f64>,
+    extra: ConnectExtra,
     slot: &ClientSlot,
 ) -> Result<Object<'e>> {
     entry(|| {
-        let options = options_of(five(&durations)?)?;
+        let options = options_of(five(&durations)?, extra)?;
         settle(env, slot, async move {
             Client::connect_with(&url, options).await
         })
@@ -72,10 +88,11 @@ pub fn connect_redlock<'e>(
     env: &'e Env,
     urls: Vec<String>,
     durations: Vec<f64>,
+    extra: ConnectExtra,
     slot: &ClientSlot,
 ) -> Result<Object<'e>> {
     entry(|| {
-        let options = options_of(five(&durations)?)?;
+        let options = options_of(five(&durations)?, extra)?;
         settle(env, slot, async move {
             Client::connect_redlock_with(&urls, options).await
         })
@@ -227,6 +244,12 @@ impl NativeClient {
     #[napi(getter)]
     pub fn suspended(&self) -> Result<bool> {
         entry(|| Ok(self.inner.is_suspended()))
+    }
+
+    /// This client's metrics alone, in the Prometheus text format.
+    #[napi]
+    pub fn metrics_text(&self) -> Result<String> {
+        entry(|| Ok(self.inner.metrics_text()))
     }
 
     /// This client's random id.

@@ -16,6 +16,7 @@ pub mod convert;
 mod driver;
 pub mod election;
 pub mod lock;
+pub mod observe;
 pub mod outcome;
 pub mod semaphore;
 mod uv;

@@ -9,10 +9,20 @@ use crate::errors::err;
 use crate::lock::NativeLock;
 use crate::semaphore::{NativeLatch, NativePermitSemaphore, NativeSemaphore};
 
-/// The options of a connect, a tuple of durations in seconds (checked here): the watchdog
-/// timeout, connect timeout, command timeout, session timeout and fair wait timeout.
+/// The options of a connect, a tuple (checked here): durations in seconds (the watchdog timeout,
+/// connect timeout, command timeout, session timeout and fair wait timeout), then the lock-name
+/// globs that get metric series of their own, the service name and the runtime (`python 3.12.1`).
 #[derive(FromPyObject)]
-pub(crate) struct Options(f64, f64, f64, f64, f64);
+pub(crate) struct Options(
+    f64,
+    f64,
+    f64,
+    f64,
+    f64,
+    Vec<String>,
+    Option<String>,
+    Option<String>,
+);
 
 impl Options {
     fn checked(&self) -> PyResult<ClientOptions> {
@@ -22,6 +32,9 @@ impl Options {
             command_timeout: seconds(self.2, "command_timeout")?,
             session_timeout: seconds(self.3, "session_timeout")?,
             fair_wait_timeout: seconds(self.4, "fair_wait_timeout")?,
+            metric_names: self.5.clone(),
+            service: self.6.clone(),
+            runtime: self.7.clone(),
             ..ClientOptions::default()
         })
     }
@@ -31,6 +44,7 @@ impl Options {
 #[pyfunction]
 pub(crate) fn connect(py: Python<'_>, url: String, options: Options) -> PyResult<NativeClient> {
     let options = options.checked()?;
+    crate::log::refresh_debug(py);
     let client = blocking(py, async move { Client::connect_with(&url, options).await })?;
     Ok(NativeClient { inner: client })
 }
@@ -43,6 +57,7 @@ pub(crate) fn connect_redlock(
     options: Options,
 ) -> PyResult<NativeClient> {
     let options = options.checked()?;
+    crate::log::refresh_debug(py);
     let client = blocking(py, async move {
         Client::connect_redlock_with(&urls, options).await
     })?;
@@ -96,6 +111,12 @@ impl NativeClient {
     fn close(&self, py: Python<'_>) -> PyResult<()> {
         let c = self.inner.clone();
         blocking(py, async move { c.close().await })
+    }
+
+    /// This client's metrics alone, in the Prometheus text format.
+    fn metrics_text(&self, py: Python<'_>) -> String {
+        let c = self.inner.clone();
+        py.detach(move || c.metrics_text())
     }
 
     #[getter]

@@ -12,6 +12,8 @@ mod convert;
 mod election;
 mod errors;
 mod lock;
+mod log;
+mod metrics;
 mod semaphore;
 
 use pyo3::prelude::*;
@@ -37,10 +39,17 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(fresh_owner, m)?)?;
     m.add_function(wrap_pyfunction!(run_cli, m)?)?;
     m.add_function(wrap_pyfunction!(errors::error_table, m)?)?;
-    // Before the interpreter finalizes, runtime threads leave Python (see call::from_runtime).
-    m.py()
-        .import("atexit")?
-        .call_method1("register", (wrap_pyfunction!(call::close_python_gate, m)?,))?;
+    m.add_function(wrap_pyfunction!(metrics::metrics_snapshot, m)?)?;
+    m.add_function(wrap_pyfunction!(metrics::metrics_text, m)?)?;
+    m.add_function(wrap_pyfunction!(log::flush_logs, m)?)?;
+    // Before the interpreter finalizes, runtime threads leave Python (see call::from_runtime);
+    // just before that (atexit runs the last registered first), the core's log records still
+    // queued reach `logging` (a hold lost as its client closes at exit, for one).
+    let atexit = m.py().import("atexit")?;
+    atexit.call_method1("register", (wrap_pyfunction!(call::close_python_gate, m)?,))?;
+    atexit.call_method1("register", (wrap_pyfunction!(log::flush_logs, m)?,))?;
+    // The core's log events go to `logging.getLogger("polylock...")` from now on.
+    log::install(m.py());
     m.add_class::<client::NativeClient>()?;
     m.add_class::<lock::NativeLock>()?;
     m.add_class::<call::NativeCall>()?;

@@ -15,7 +15,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use polylock::{owner, AcquireOptions, Client};
+use polylock::{owner, AcquireOptions, Client, ClientOptions};
 
 #[derive(Clone)]
 struct Opts {
@@ -277,6 +277,32 @@ async fn run(o: Opts) {
     );
     let redlock = redlock_pair(n / 5).await;
 
+    // The cost of metrics (on by default): the same pair on a client that records none, in
+    // alternating rounds with the client above.
+    let quiet = Client::connect_with(
+        &o.url,
+        ClientOptions {
+            metrics: false,
+            ..ClientOptions::default()
+        },
+    )
+    .await
+    .expect("connect");
+    let quiet_lock = quiet.lock("polylock-bench:uncontended-no-metrics").unwrap();
+    for _ in 0..200 {
+        quiet_lock
+            .acquire(1, AcquireOptions::try_once())
+            .await
+            .unwrap();
+        quiet_lock.release(1).await.unwrap();
+    }
+    let (mut on_v, mut off_v) = (Vec::new(), Vec::new());
+    for _ in 0..20 {
+        on_v.extend(samples(&lock, n / 10).await.0);
+        off_v.extend(samples(&quiet_lock, n / 10).await.0);
+    }
+    let (metrics_on, metrics_off) = (pct(&mut on_v, 0.5), pct(&mut off_v, 0.5));
+
     let secs = Duration::from_secs_f64(o.seconds);
     let ping64 = parallel(&client, 64, secs, true).await;
     let lock64 = parallel(&client, 64, secs, false).await;
@@ -311,6 +337,12 @@ async fn run(o: Opts) {
     println!(
         "  PING, bare redis-rs (sleeps)     p50 {:>8.1} us",
         us(bare_ping)
+    );
+    println!(
+        "  metrics on / off, alternating    p50 {:>8.1} us / {:>8.1} us: {:+.1} %   (target < 2 %; the same pair on a client with metrics: false)",
+        us(metrics_on),
+        us(metrics_off),
+        (us(metrics_on) / us(metrics_off) - 1.0) * 100.0
     );
     println!(
         "  uncontended lock+unlock pair     p50 {:>8.1} us   p99 {:>8.1} us   {:>8.0} pairs/s   (a blocked thread: the C, Python, Java path)",

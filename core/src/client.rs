@@ -60,6 +60,8 @@ impl Client {
     /// awaited inside a tokio runtime.
     pub async fn connect_with(url: &str, options: ClientOptions) -> Result<Client> {
         options.validate()?;
+        let (url, options) = take_client_params(url, options);
+        let url = url.as_str();
         let scheme = url.split_once("://").map(|(s, _)| s.to_ascii_lowercase());
         let Some(family) = scheme.as_deref().and_then(Family::of) else {
             // server_key: the URL without its credentials, never a password.
@@ -155,6 +157,7 @@ impl Client {
             let id = uuid::Uuid::new_v4().to_string();
             let backend = connect(id.clone(), options.clone()).await?;
             let core = Arc::new(ClientCore::new(id, server, options, backend));
+            watchdog::publish_identity(&core).await;
             tokio::spawn(watchdog::run(Arc::downgrade(&core)));
             let sink: Arc<dyn SessionSink> = core.clone();
             core.backend.watch_session(Arc::downgrade(&sink));
@@ -172,6 +175,26 @@ impl Client {
     /// This client's metrics in the Prometheus text format (C's `polylock_client_metrics`).
     pub fn metrics_text(&self) -> String {
         crate::metrics::to_prometheus_text(&self.metrics())
+    }
+
+    /// The names stored on the server that match `pattern` (a Redis-style glob: `orders:*`;
+    /// on ZooKeeper the children of the pattern's parent path, `/locks/*`), sorted, at most
+    /// `limit`; for operators' views. `Unsupported` on SQL session locks, RedLock and Redis
+    /// Cluster.
+    pub async fn list_names(&self, pattern: &str, limit: usize) -> Result<Vec<String>> {
+        self.core.check_usable()?;
+        if pattern.is_empty() || pattern.contains('\0') {
+            return Err(Error::invalid(
+                "a name pattern must be non-empty and without NUL bytes",
+            ));
+        }
+        self.core.backend.list_names(pattern, limit).await
+    }
+
+    /// Who this client is, as operators see it next to its holds: one line of JSON with its
+    /// service, host, pid, runtime and version.
+    pub fn identity(&self) -> &str {
+        &self.core.identity
     }
 
     /// This client's random id (the `<clientId>` part of stored owners).
@@ -433,6 +456,7 @@ impl Client {
                 self.core.options.command_timeout
             );
         }
+        self.core.backend.forget_identity(&self.core.id).await;
         self.core.backend.close().await;
         first_err.map_or(Ok(()), Err)
     }
@@ -546,10 +570,39 @@ fn server_key(url: &str) -> String {
     format!("{}://{rest}", scheme.to_ascii_lowercase())
 }
 
+/// Take the options every backend shares out of a URL's query (`service=NAME`,
+/// `metric_names=GLOB,GLOB`) into `options`, and resolve the service name; the URL that is left
+/// goes to the backend.
+fn take_client_params(url: &str, mut options: ClientOptions) -> (String, ClientOptions) {
+    let mut kept = url.to_string();
+    if let Some((base, query)) = url.split_once('?') {
+        let mut rest = Vec::new();
+        for pair in query.split('&') {
+            match pair.split_once('=') {
+                Some(("service", v)) if options.service.is_none() => {
+                    options.service = Some(v.to_string())
+                }
+                Some(("service", _)) => {}
+                Some(("metric_names", v)) => options
+                    .metric_names
+                    .extend(v.split(',').filter(|p| !p.is_empty()).map(str::to_string)),
+                _ => rest.push(pair),
+            }
+        }
+        kept = if rest.is_empty() {
+            base.to_string()
+        } else {
+            format!("{base}?{}", rest.join("&"))
+        };
+    }
+    options.service = Some(crate::model::identity::resolve_service(&options));
+    (kept, options)
+}
+
 #[cfg(test)]
 mod tests {
-    use super::{server_key, Family};
-    use crate::{Client, ErrorKind};
+    use super::{server_key, take_client_params, Family};
+    use crate::{Client, ClientOptions, ErrorKind};
 
     /// In a build without some backend (CI checks `--no-default-features --features redis`), its
     /// URLs fail at once with `Unsupported` naming the cargo feature, before any connection.
@@ -605,5 +658,25 @@ mod tests {
             server_key("ZK://a:1,b:2/app?session_timeout_ms=3"),
             "zk://a:1,b:2/app"
         );
+    }
+
+    #[test]
+    fn shared_params_leave_the_url_for_the_backend() {
+        let (url, o) = take_client_params(
+            "redis://h:1/0?service=checkout&metric_names=orders:*,jobs:*&protocol=resp3",
+            ClientOptions::default(),
+        );
+        assert_eq!(url, "redis://h:1/0?protocol=resp3");
+        assert_eq!(o.service.as_deref(), Some("checkout"));
+        assert_eq!(o.metric_names, vec!["orders:*", "jobs:*"]);
+        let (url, o) = take_client_params("zk://h:1?service=x", ClientOptions::default());
+        assert_eq!(url, "zk://h:1");
+        assert_eq!(o.service.as_deref(), Some("x"));
+        let given = ClientOptions {
+            service: Some("mine".into()),
+            ..ClientOptions::default()
+        };
+        let (_, o) = take_client_params("zk://h:1?service=x", given);
+        assert_eq!(o.service.as_deref(), Some("mine"));
     }
 }

@@ -68,6 +68,7 @@ mod zookeeper;
 pub use crate::backend::UnlockReply;
 pub use crate::client::Client;
 pub use crate::model::error::{self, Error, ErrorKind, Result};
+pub use crate::model::identity::{host_name, identity_value, REDIS_IDENTITY_PREFIX};
 pub use crate::model::kind::{HoldKind, HoldMode, LockKind};
 pub use crate::model::lost::{HoldState, LostEvent, LostReason, LostSignal};
 pub use crate::model::names::{validate_name, MAX_NAME_LEN};

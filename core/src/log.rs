@@ -8,7 +8,7 @@
 //! `logging`, SLF4J, Node's emitter or a C callback.
 
 use std::fmt::Write as _;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
 
 use tracing::field::{Field, Visit};
 use tracing::span::{Attributes, Id, Record};
@@ -46,15 +46,6 @@ impl LogLevel {
             _ => LogLevel::Debug,
         }
     }
-
-    fn tracing(self) -> Level {
-        match self {
-            LogLevel::Error => Level::ERROR,
-            LogLevel::Warn => Level::WARN,
-            LogLevel::Info => Level::INFO,
-            LogLevel::Debug => Level::DEBUG,
-        }
-    }
 }
 
 /// One event of the core.
@@ -75,17 +66,38 @@ pub struct LogRecord {
 
 struct Forward<F> {
     sink: F,
-    max: Level,
     spans: AtomicU64,
 }
 
+/// The most detailed level forwarded now ([`set_level`]), as `LogLevel as u8`.
+static MAX: AtomicU8 = AtomicU8::new(LogLevel::Warn as u8);
+
+/// Change the most detailed level [`forward`] hands on, at any time (a binding follows its
+/// logger's level: debug events cost nothing while nobody wants them).
+pub fn set_level(max: LogLevel) {
+    MAX.store(max as u8, Ordering::Relaxed);
+}
+
+fn wanted(level: LogLevel) -> bool {
+    level as u8 <= MAX.load(Ordering::Relaxed)
+}
+
 impl<F: Fn(LogRecord) + Send + Sync + 'static> Subscriber for Forward<F> {
+    // Asked at every event rather than cached per call site: the level may change.
+    fn register_callsite(&self, m: &'static Metadata<'static>) -> tracing::subscriber::Interest {
+        if m.target().starts_with("polylock") {
+            tracing::subscriber::Interest::sometimes()
+        } else {
+            tracing::subscriber::Interest::never()
+        }
+    }
+
     fn enabled(&self, m: &Metadata<'_>) -> bool {
-        m.level() <= &self.max && m.target().starts_with("polylock")
+        wanted(LogLevel::of(m.level())) && m.target().starts_with("polylock")
     }
 
     fn max_level_hint(&self) -> Option<tracing::level_filters::LevelFilter> {
-        Some(tracing::level_filters::LevelFilter::from_level(self.max))
+        Some(tracing::level_filters::LevelFilter::DEBUG)
     }
 
     fn new_span(&self, _: &Attributes<'_>) -> Id {
@@ -141,16 +153,16 @@ impl Visit for Fields {
     }
 }
 
-/// Hand the core's events at `max` and above to `sink`, for the whole process. A binding calls
-/// this once, when it loads; false if the process already has a `tracing` subscriber (a Rust
-/// program's own, which then gets the events instead).
+/// Hand the core's events at `max` and above to `sink`, for the whole process ([`set_level`]
+/// changes the level later). A binding calls this once, when it loads; false if the process
+/// already has a `tracing` subscriber (a Rust program's own, which then gets the events instead).
 pub fn forward<F>(max: LogLevel, sink: F) -> bool
 where
     F: Fn(LogRecord) + Send + Sync + 'static,
 {
+    set_level(max);
     let sub = Forward {
         sink,
-        max: max.tracing(),
         spans: AtomicU64::new(0),
     };
     tracing::dispatcher::set_global_default(tracing::Dispatch::new(sub)).is_ok()
@@ -167,9 +179,9 @@ mod tests {
         let seen = got.clone();
         let sub = Forward {
             sink: move |r: LogRecord| seen.lock().unwrap().push(r),
-            max: Level::INFO,
             spans: AtomicU64::new(0),
         };
+        set_level(LogLevel::Info);
         tracing::subscriber::with_default(sub, || {
             tracing::warn!(target: "polylock", lock = "orders:1", kind = "lock", "lost: deleted");
             tracing::debug!(target: "polylock::acquire", lock = "orders:1", "below the level");

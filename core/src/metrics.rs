@@ -196,6 +196,8 @@ pub(crate) struct Metrics {
     named: Mutex<NamedMap>,
     /// Where this client's counts go when it is dropped; `false` for that total itself.
     retires: bool,
+    /// False for a client made with `metrics: false`: nothing is recorded.
+    enabled: bool,
 }
 
 /// The series of the opted-in names, by name and kind.
@@ -227,12 +229,28 @@ impl Metrics {
             renew_latency: Histogram::default(),
             named: Mutex::new(HashMap::default()),
             retires,
+            enabled: true,
         }
     }
 
     /// A new client's metrics, counted in the process's [`snapshot`] from now on.
+    #[cfg(test)]
     pub(crate) fn register(backend: &'static str, patterns: Vec<String>) -> Arc<Metrics> {
-        let m = Arc::new(Metrics::empty(backend, patterns, true));
+        Metrics::register_if(true, backend, patterns)
+    }
+
+    /// A new client's metrics; with `enabled` false, a client that records nothing.
+    pub(crate) fn register_if(
+        enabled: bool,
+        backend: &'static str,
+        patterns: Vec<String>,
+    ) -> Arc<Metrics> {
+        let mut m = Metrics::empty(backend, patterns, enabled);
+        m.enabled = enabled;
+        let m = Arc::new(m);
+        if !enabled {
+            return m;
+        }
         let mut reg = registry().lock().unwrap_or_else(|e| e.into_inner());
         reg.live.retain(|w| w.strong_count() > 0);
         reg.live.push(Arc::downgrade(&m));
@@ -245,7 +263,8 @@ impl Metrics {
 
     /// What a primitive handle of `name` records into.
     pub(crate) fn track(self: &Arc<Metrics>, prim: Prim, name: &Arc<str>) -> Track {
-        let named = (!self.patterns.is_empty()
+        let named = (self.enabled
+            && !self.patterns.is_empty()
             && self.patterns.iter().any(|p| glob_match(p, name)))
         .then(|| self.named_cells(prim, name))
         .flatten();
@@ -284,6 +303,9 @@ impl Metrics {
     }
 
     pub(crate) fn renewed(&self, ok: bool, took: Duration) {
+        if !self.enabled {
+            return;
+        }
         if ok {
             self.renew_ok.fetch_add(1, Relaxed);
             self.renew_latency.observe(took);
@@ -421,19 +443,32 @@ pub(crate) struct Track {
 impl Track {
     /// An acquire (or a latch's wait) begins: a waiter until [`Waiting::done`] or its drop.
     pub(crate) fn waiting(&self) -> Waiting<'_> {
+        if !self.metrics.enabled {
+            return Waiting {
+                track: self,
+                since: None,
+                done: true,
+            };
+        }
         self.metrics.cells(self.prim).waiters.fetch_add(1, Relaxed);
         if let Some(n) = &self.named {
             n.waiters.fetch_add(1, Relaxed);
         }
         Waiting {
             track: self,
-            since: Instant::now(),
+            since: Some(Instant::now()),
             done: false,
         }
     }
 
     /// A hold begins (a hold of the holds registry; dropping the returned value ends it).
     pub(crate) fn hold(&self, token: u64) -> HoldTrack {
+        if !self.metrics.enabled {
+            return HoldTrack {
+                track: self.clone(),
+                since: None,
+            };
+        }
         self.metrics.cells(self.prim).holds.fetch_add(1, Relaxed);
         if let Some(n) = &self.named {
             n.holds.fetch_add(1, Relaxed);
@@ -441,11 +476,14 @@ impl Track {
         }
         HoldTrack {
             track: self.clone(),
-            since: Instant::now(),
+            since: Some(Instant::now()),
         }
     }
 
     pub(crate) fn reentered(&self) {
+        if !self.metrics.enabled {
+            return;
+        }
         self.metrics
             .cells(self.prim)
             .reentries
@@ -464,7 +502,8 @@ impl Track {
 /// counts as cancelled.
 pub(crate) struct Waiting<'a> {
     track: &'a Track,
-    since: Instant,
+    /// `None` where nothing is recorded.
+    since: Option<Instant>,
     done: bool,
 }
 
@@ -476,7 +515,10 @@ impl Waiting<'_> {
 
     fn record(&mut self, outcome: Outcome) -> Duration {
         self.done = true;
-        let took = self.since.elapsed();
+        let Some(since) = self.since else {
+            return Duration::ZERO;
+        };
+        let took = since.elapsed();
         let cells = self.track.metrics.cells(self.track.prim);
         cells.waiters.fetch_sub(1, Relaxed);
         cells.wait[outcome as usize].observe(took);
@@ -501,11 +543,15 @@ impl Drop for Waiting<'_> {
 /// A hold in the client's registry; its drop ends it (hold time observed).
 pub(crate) struct HoldTrack {
     track: Track,
-    since: Instant,
+    /// `None` where nothing is recorded.
+    since: Option<Instant>,
 }
 
 impl HoldTrack {
     pub(crate) fn lost(&self, reason: LostReason) {
+        if self.since.is_none() {
+            return;
+        }
         self.track.metrics.cells(self.track.prim).losses[reason_index(reason)]
             .fetch_add(1, Relaxed);
     }
@@ -513,9 +559,12 @@ impl HoldTrack {
 
 impl Drop for HoldTrack {
     fn drop(&mut self) {
+        let Some(since) = self.since else {
+            return;
+        };
         let cells = self.track.metrics.cells(self.track.prim);
         cells.holds.fetch_sub(1, Relaxed);
-        cells.hold.observe(self.since.elapsed());
+        cells.hold.observe(since.elapsed());
         if let Some(n) = &self.track.named {
             n.holds.fetch_sub(1, Relaxed);
         }
@@ -685,6 +734,12 @@ const ORDER: [&Def; 13] = [
     &NAME_WAITERS,
     &NAME_TOKEN,
 ];
+
+/// Every family polylock records: name, help and type, in the order snapshots list them (for
+/// libraries that declare their metrics before the first read).
+pub fn families() -> Vec<(&'static str, &'static str, MetricType)> {
+    ORDER.iter().map(|d| (d.0, d.1, d.2)).collect()
+}
 
 type Labels = Vec<(&'static str, String)>;
 

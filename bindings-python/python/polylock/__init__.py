@@ -17,11 +17,16 @@ Locks are shaped like ``threading.Lock``: ``acquire(blocking=True, timeout=-1)``
 Every bounded acquire says "not acquired" with ``False``; every wait takes ``None`` or ``-1``
 for "forever". Every call that touches the network or waits releases the GIL. The contract that
 every runtime shares (and every URL form): docs/src/contract.md.
+
+Metrics: :mod:`polylock.metrics` (``polylock.metrics.register()`` for prometheus_client). The
+core's events (a lock lost, a renewal failed, a connection suspended: WARNING; every acquire and
+release: DEBUG) go to ``logging.getLogger("polylock")`` and its children, with the lock's name in
+the record's ``lock`` attribute.
 """
 
 from __future__ import annotations
 
-from . import _errors, _native
+from . import _errors, _native, metrics
 from ._client import Client, connect, connect_redlock
 from ._errors import (
     AuthError,
@@ -53,5 +58,5 @@ def error_table() -> "list[tuple[int, str, type[PolylockError]]]":
     boundary, is an ``InternalError`` whose ``code`` says ``"PANIC"``; NULL_PARAMETER is C's)."""
     return [(n, name, getattr(_errors, cls)) for n, name, cls in _native.error_table()]
 
-__all__ = ["connect", "connect_redlock", "error_table", "Client", "Lock", "MultiLock", "ReadWriteLock", "Semaphore", "PermitExpirableSemaphore", "CountDownLatch", "LostEvent", "Election", "Leader"]
+__all__ = ["connect", "connect_redlock", "error_table", "metrics", "Client", "Lock", "MultiLock", "ReadWriteLock", "Semaphore", "PermitExpirableSemaphore", "CountDownLatch", "LostEvent", "Election", "Leader"]
 __all__ += _errors.__all__

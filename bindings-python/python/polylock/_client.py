@@ -6,6 +6,7 @@ import asyncio
 import atexit
 import functools
 import inspect
+import platform
 import string
 import threading
 import weakref
@@ -35,10 +36,29 @@ def _close_at_exit() -> None:
             pass
 
 
-def _options(**durations: float) -> "tuple[float, float, float, float, float]":
+# What operators see this client run in (``polylock status``, ``top``), next to host and pid.
+_RUNTIME = f"python {platform.python_version()}"
+
+
+def _options(
+    service: Optional[str], metric_names: Optional[Sequence[str]], **durations: float
+) -> _native.Options:
     for name, value in durations.items():
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise InvalidArgumentError(f"{name} must be a number of seconds, got {value!r}")
+    if service is not None and not isinstance(service, str):
+        raise InvalidArgumentError(f"service must be a str, got {type(service).__name__}")
+    names: list[str] = []
+    if metric_names is not None:
+        bad = isinstance(metric_names, str)  # one str would be taken for a list of characters
+        try:
+            names = [] if bad else list(metric_names)
+        except TypeError:
+            bad = True
+        if bad or not all(isinstance(n, str) for n in names):
+            raise InvalidArgumentError(
+                f"metric_names must be a list of lock-name globs such as ['orders:*'], got {metric_names!r}"
+            )
     d = durations
     return (
         float(d["watchdog_timeout"]),
@@ -46,6 +66,9 @@ def _options(**durations: float) -> "tuple[float, float, float, float, float]":
         float(d["command_timeout"]),
         float(d["session_timeout"]),
         float(d["fair_wait_timeout"]),
+        names,
+        service,
+        _RUNTIME,
     )
 
 
@@ -57,15 +80,25 @@ def connect(
     command_timeout: float = 5.0,
     session_timeout: float = 10.0,
     fair_wait_timeout: float = 5.0,
+    service: Optional[str] = None,
+    metric_names: Optional[Sequence[str]] = None,
 ) -> "Client":
     """Connect to a lock server: ``redis://[user:password@]host:port[/db]``, ``rediss://...``,
     ``redis+sentinel://...``, ``redis+cluster://...``, ``zk://host:port[,...][/chroot]``,
     ``zks://...``, ``etcd://...``, ``mysql://...`` or ``postgres://...``; every form with its
     options is in the URL table, docs/src/contract.md#urls. Durations are in seconds;
-    ``fair_wait_timeout`` is how long a fair lock's waiter that stopped asking keeps its place."""
+    ``fair_wait_timeout`` is how long a fair lock's waiter that stopped asking keeps its place.
+
+    ``service``: the name operators see this client under (``polylock status``); ``None``: a
+    ``service`` in the URL, else ``$POLYLOCK_SERVICE``, else the program's name.
+    ``metric_names``: globs of lock names (``["orders:*"]``, ``?`` one character) that get
+    metric series of their own (a ``name`` label, see :mod:`polylock.metrics`); other names
+    count only in their kind's and backend's series."""
     if not isinstance(url, str):
         raise InvalidArgumentError(f"url must be a str, got {type(url).__name__}")
     options = _options(
+        service,
+        metric_names,
         watchdog_timeout=watchdog_timeout,
         connect_timeout=connect_timeout,
         command_timeout=command_timeout,
@@ -81,6 +114,8 @@ def connect_redlock(
     watchdog_timeout: float = 30.0,
     connect_timeout: float = 5.0,
     command_timeout: float = 5.0,
+    service: Optional[str] = None,
+    metric_names: Optional[Sequence[str]] = None,
 ) -> "Client":
     """A RedLock over 3 to 16 independent Redis masters (``redis://`` or ``rediss://`` URLs of
     different servers): its ``lock(name)`` is held while a majority of them hold it.
@@ -89,10 +124,12 @@ def connect_redlock(
     a wrong password on any of them raises ``AuthError``. Only ``lock()`` exists on such a client
     (``UnsupportedError`` for the others). RedLock's safety rests on bounded process pauses and
     clock drift: read the README's RedLock section, and prefer one Redis with replicas or
-    ZooKeeper where you can."""
+    ZooKeeper where you can. ``service`` and ``metric_names`` as for :func:`connect`."""
     if isinstance(urls, str) or not all(isinstance(u, str) for u in urls):
         raise InvalidArgumentError("urls must be a list of str (one URL per master)")
     options = _options(
+        service,
+        metric_names,
         watchdog_timeout=watchdog_timeout,
         connect_timeout=connect_timeout,
         command_timeout=command_timeout,
@@ -123,6 +160,11 @@ class Client:
     @property
     def closed(self) -> bool:
         return self._native.closed
+
+    def metrics_text(self) -> str:
+        """This client's metrics alone, in the Prometheus text format (every client of the
+        process: :func:`polylock.metrics.text`)."""
+        return self._native.metrics_text()
 
     @property
     def suspended(self) -> bool:

@@ -454,6 +454,38 @@ pub(crate) trait Backend: Send + Sync {
     /// Close connections (the client closes; its holds are already dropped).
     async fn close(&self);
 
+    /// Publish who this client is where the server keeps it apart from every lock (Redis: a key
+    /// of its own that lives `ttl`, published again by the watchdog). Others keep it with their
+    /// holds (ZooKeeper node data) or their connection (PostgreSQL) and do nothing here.
+    async fn publish_identity(&self, client_id: &str, identity: &str, ttl: Duration) -> Result<()> {
+        let _ = (client_id, identity, ttl);
+        Ok(())
+    }
+
+    /// Remove what [`publish_identity`](Backend::publish_identity) stored (the client closes).
+    async fn forget_identity(&self, client_id: &str) {
+        let _ = client_id;
+    }
+
+    /// The names of the locks, semaphores and elections stored under names that match `pattern`
+    /// (a Redis-style glob), at most `limit` of them, sorted; for operators (`polylock status
+    /// --match`, `top`, `serve`). `Unsupported` where the server does not keep names (SQL
+    /// session locks keep a hash of the name).
+    async fn list_names(&self, pattern: &str, limit: usize) -> Result<Vec<String>> {
+        let _ = (pattern, limit);
+        Err(Error::unsupported(format!(
+            "{} does not keep lock names that could be listed: name the locks to look at",
+            self.server()
+        )))
+    }
+
+    /// The stored identities of the holders and waiters of the lock `name`, named as its status
+    /// names them (`None` where the server keeps none).
+    async fn identities(&self, name: &str, owners: &[String]) -> Vec<Option<String>> {
+        let _ = name;
+        vec![None; owners.len()]
+    }
+
     /// How often waiters were woken by a watch (tests: one wake per release on ZooKeeper).
     fn wakeups(&self) -> u64 {
         0

@@ -649,6 +649,7 @@ impl LockOps for EtcdLock {
                 owner: d.clone(),
                 count: 1,
                 mode: mode_of(c),
+                identity: None,
             })
             .collect();
         Ok(LockStatus {
@@ -658,6 +659,7 @@ impl LockOps for EtcdLock {
             holders,
             ttl: if n > 0 { first_ttl } else { None },
             waiters: described[n..].to_vec(),
+            waiter_identities: Vec::new(),
         })
     }
 }

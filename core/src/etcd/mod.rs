@@ -594,6 +594,31 @@ fn tls_options(tls: &EtcdTls) -> Result<ec::TlsOptions> {
 
 #[async_trait]
 impl Backend for EtcdBackend {
+    /// The keys under the pattern's literal prefix, each lock, semaphore or election named by
+    /// its key without the last segment (`NAME/<lease>`).
+    async fn list_names(&self, pattern: &str, limit: usize) -> Result<Vec<String>> {
+        let wild = pattern.find(['*', '?']).unwrap_or(pattern.len());
+        let prefix = &pattern[..wild];
+        let mut c = self.session.client()?;
+        let options = ec::GetOptions::new()
+            .with_keys_only()
+            .with_range(prefix_end(prefix));
+        let r = self
+            .session
+            .call("list the names that match", c.get(prefix, Some(options)))
+            .await?;
+        let mut names = std::collections::BTreeSet::new();
+        for kv in r.kvs() {
+            let key = String::from_utf8_lossy(kv.key());
+            if let Some((name, _)) = key.rsplit_once('/') {
+                if crate::metrics::glob_match(pattern, name) {
+                    names.insert(name.to_string());
+                }
+            }
+        }
+        Ok(names.into_iter().take(limit).collect())
+    }
+
     fn server(&self) -> &'static str {
         "etcd"
     }

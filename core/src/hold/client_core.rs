@@ -29,6 +29,8 @@ pub(crate) struct ClientCore {
     pub(crate) holds: Holds,
     /// What its primitives record (crate::metrics).
     pub(crate) metrics: Arc<Metrics>,
+    /// Who this client is, as one line of JSON (crate::model::identity).
+    pub(crate) identity: String,
     /// One acquire or release at a time per hold key (see [`super::gate`]).
     pub(crate) gates: Gates,
     /// Wakes the watchdog (a fixed lease was added).
@@ -64,12 +66,15 @@ impl ClientCore {
         options: ClientOptions,
         backend: Box<dyn Backend>,
     ) -> Self {
-        let metrics = Metrics::register(
+        let metrics = Metrics::register_if(
+            options.metrics,
             backend_label(backend.server()),
             options.metric_names.clone(),
         );
+        let identity = crate::model::identity::identity_json(&options);
         ClientCore {
             metrics,
+            identity,
             id,
             server,
             options,

@@ -37,6 +37,7 @@ pub(crate) async fn run(client: Weak<ClientCore>) {
         let now = Instant::now();
         core.holds.expire(now);
         if now >= next_round {
+            publish_identity(&core).await;
             let ok = renew_round(&core, lease, interval).await;
             next_round = Instant::now() + if ok { interval } else { retry };
         }
@@ -54,6 +55,20 @@ pub(crate) async fn run(client: Weak<ClientCore>) {
             _ = tokio::time::sleep_until(wake_at.into()) => {}
             _ = woken => {}
         }
+    }
+}
+
+/// Publish the client's identity again, to live one lease (Redis; a no-op elsewhere). A failure
+/// is only logged: the next round tries again, and no hold depends on it.
+pub(crate) async fn publish_identity(core: &ClientCore) {
+    let ttl = core.options.watchdog_timeout;
+    let published = tokio::time::timeout(
+        core.options.command_timeout,
+        core.backend.publish_identity(&core.id, &core.identity, ttl),
+    )
+    .await;
+    if !matches!(published, Ok(Ok(()))) {
+        tracing::debug!("polylock: publishing the client's identity failed; trying next round");
     }
 }
 

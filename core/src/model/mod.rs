@@ -4,6 +4,7 @@
 //! Nothing here talks to a server.
 
 pub mod error;
+pub(crate) mod identity;
 pub(crate) mod kind;
 pub(crate) mod lost;
 pub(crate) mod names;

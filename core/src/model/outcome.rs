@@ -35,6 +35,11 @@ pub struct Holder {
     pub count: u32,
     /// How it holds the lock.
     pub mode: HoldMode,
+    /// Who it is, as stored next to the hold: a polylock client's identity as one line of JSON
+    /// (service, host, pid, runtime, version), or what the server keeps for others (Curator's
+    /// node data, the client's IP; a PostgreSQL connection's application name). `None` where
+    /// nothing is stored (a Redisson client on Redis). Filled by `status` only.
+    pub identity: Option<String>,
 }
 
 /// What the server says about a lock, for operators (`polylock status`).
@@ -53,6 +58,8 @@ pub struct LockStatus {
     pub ttl: Option<Duration>,
     /// Contenders queued behind the holders, in the order they will get the lock (ZooKeeper).
     pub waiters: Vec<String>,
+    /// The waiters' identities, in the order of `waiters` (as [`Holder::identity`]).
+    pub waiter_identities: Vec<Option<String>>,
 }
 
 /// One permit held, in a [`SemaphoreStatus`].

@@ -254,6 +254,7 @@ impl Multi {
             holders: Vec::new(),
             ttl: None,
             waiters: Vec::new(),
+            waiter_identities: Vec::new(),
         };
         for m in &self.members {
             let st = m.status().await?;

@@ -252,7 +252,9 @@ impl OneLock {
                 wait,
                 max_sleep: self.core.options.watchdog_timeout,
                 write_node: write_node.as_deref(),
-                data: self.data.as_deref(),
+                // An election candidate's id, else who this client is (where the format keeps
+                // data with a hold: ZooKeeper nodes).
+                data: Some(self.data.as_deref().unwrap_or(&self.core.identity)),
             })
             .await;
         let granted = match granted {
@@ -707,23 +709,44 @@ impl OneLock {
         let mut status = self.ops.status(&self.name).await?;
         // Where the client counts re-entries, the server shows a node per holder: our own
         // holders' counts are known here.
-        let map = self.core.holds.lock();
-        for holder in &mut status.holders {
-            // A backend may describe a holder by its node followed by more words (etcd: the
-            // lease's TTL left).
-            let described = |node: &str| {
-                holder.owner == node
-                    || holder
-                        .owner
-                        .strip_prefix(node)
-                        .is_some_and(|rest| rest.starts_with(' '))
-            };
-            if let Some(h) = map
-                .iter()
-                .find(|(k, h)| *k.0 == *self.name && h.node.as_deref().is_some_and(described))
-            {
-                holder.count = h.1.count;
+        {
+            let map = self.core.holds.lock();
+            for holder in &mut status.holders {
+                // A backend may describe a holder by its node followed by more words (etcd: the
+                // lease's TTL left).
+                let described = |node: &str| {
+                    holder.owner == node
+                        || holder
+                            .owner
+                            .strip_prefix(node)
+                            .is_some_and(|rest| rest.starts_with(' '))
+                };
+                if let Some(h) = map
+                    .iter()
+                    .find(|(k, h)| *k.0 == *self.name && h.node.as_deref().is_some_and(described))
+                {
+                    holder.count = h.1.count;
+                }
             }
+        }
+        // Who they are, as the server keeps it (crate::model::identity).
+        let owners: Vec<String> = status
+            .holders
+            .iter()
+            .map(|h| h.owner.clone())
+            .chain(status.waiters.iter().cloned())
+            .collect();
+        if !owners.is_empty() {
+            let mut found = self
+                .core
+                .backend
+                .identities(&self.name, &owners)
+                .await
+                .into_iter();
+            for holder in &mut status.holders {
+                holder.identity = found.next().flatten();
+            }
+            status.waiter_identities = found.collect();
         }
         Ok(status)
     }

@@ -592,6 +592,7 @@ pub(super) fn status_of(name: &str, fields: Vec<(String, Value)>, pttl: i64) -> 
             owner,
             count,
             mode: hold_mode,
+            identity: None,
         });
     }
     // The writer first, then readers, each in a stable order.
@@ -605,6 +606,7 @@ pub(super) fn status_of(name: &str, fields: Vec<(String, Value)>, pttl: i64) -> 
         holders,
         ttl: (pttl >= 0).then(|| Duration::from_millis(pttl as u64)),
         waiters: Vec::new(),
+        waiter_identities: Vec::new(),
     }
 }
 
@@ -736,12 +738,14 @@ mod tests {
                 Holder {
                     owner: "u:1".into(),
                     count: 3,
-                    mode: HoldMode::Write
+                    mode: HoldMode::Write,
+                    identity: None,
                 },
                 Holder {
                     owner: "u:1".into(),
                     count: 1,
-                    mode: HoldMode::Read
+                    mode: HoldMode::Read,
+                    identity: None,
                 },
             ]
         );

@@ -29,6 +29,7 @@ use crate::backend::{
     Backend, ElectionOps, ExpirableOps, HoldOps, LatchOps, LockOps, RenewItem, SemaphoreOps,
 };
 use crate::model::error::{Error, ErrorKind, Result};
+use crate::model::identity::REDIS_IDENTITY_PREFIX;
 use crate::model::kind::{HoldKind, LockKind};
 use crate::model::options::ClientOptions;
 use crate::{driver, runtime};
@@ -749,6 +750,81 @@ impl Backend for RedisBackend {
         Ok(())
     }
 
+    async fn publish_identity(&self, client_id: &str, identity: &str, ttl: Duration) -> Result<()> {
+        let mut cmd = redis::cmd("SET");
+        cmd.arg(format!("{REDIS_IDENTITY_PREFIX}{client_id}"))
+            .arg(identity)
+            .arg("PX")
+            .arg(ttl.as_millis() as u64);
+        self.conn
+            .query::<()>(cmd, "publish the client's identity")
+            .await
+    }
+
+    async fn forget_identity(&self, client_id: &str) {
+        let mut cmd = redis::cmd("DEL");
+        cmd.arg(format!("{REDIS_IDENTITY_PREFIX}{client_id}"));
+        let _ = self
+            .conn
+            .query::<i64>(cmd, "remove the client's identity")
+            .await;
+    }
+
+    /// SCAN for the keys that match (not Redisson's and polylock's own bookkeeping keys: fair
+    /// lock queues, timeouts, channels, client identities, leader records).
+    async fn list_names(&self, pattern: &str, limit: usize) -> Result<Vec<String>> {
+        if self.conn.cluster {
+            return Err(Error::unsupported(
+                "listing names by pattern scans one server; on Redis Cluster name the locks \
+                 to look at",
+            ));
+        }
+        let mut names = std::collections::BTreeSet::new();
+        let mut cursor: u64 = 0;
+        loop {
+            let mut cmd = redis::cmd("SCAN");
+            cmd.arg(cursor)
+                .arg("MATCH")
+                .arg(pattern)
+                .arg("COUNT")
+                .arg(1000);
+            let (next, keys): (u64, Vec<String>) =
+                self.conn.query(cmd, "list the names that match").await?;
+            for k in keys {
+                if !is_bookkeeping_key(&k) {
+                    names.insert(k);
+                }
+            }
+            cursor = next;
+            if cursor == 0 || names.len() >= limit {
+                break;
+            }
+        }
+        Ok(names.into_iter().take(limit).collect())
+    }
+
+    /// Owners are `<client id>:<thread id>` (Redisson's and ours): the client's key, if it has
+    /// one (a Redisson client has none).
+    async fn identities(&self, _name: &str, owners: &[String]) -> Vec<Option<String>> {
+        let mut out = Vec::with_capacity(owners.len());
+        for owner in owners {
+            let Some((client, _)) = owner.split_once(':') else {
+                out.push(None);
+                continue;
+            };
+            let mut cmd = redis::cmd("GET");
+            cmd.arg(format!("{REDIS_IDENTITY_PREFIX}{client}"));
+            out.push(
+                self.conn
+                    .query::<Option<String>>(cmd, "read a holder's identity")
+                    .await
+                    .ok()
+                    .flatten(),
+            );
+        }
+        out
+    }
+
     async fn close(&self) {
         // Close the idle connections of blocked callers; the multiplexed and subscriber
         // connections close when the last handle on the client goes.
@@ -761,4 +837,11 @@ impl Backend for RedisBackend {
     fn subscribed_channels(&self) -> usize {
         self.conn.subs.channel_count()
     }
+}
+
+/// Keys that belong to a lock rather than being one: Redisson's fair-lock queues and timeouts,
+/// read-write lock timeouts, expiring-permit timeouts and channels, polylock's client
+/// identities and leader records.
+fn is_bookkeeping_key(key: &str) -> bool {
+    key.starts_with("redisson_") || key.starts_with("polylock_") || key.contains(":redisson_")
 }

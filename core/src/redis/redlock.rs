@@ -610,6 +610,7 @@ impl LockOps for RedLock {
                         owner: h.owner.clone(),
                         count: h.count,
                         mode: HoldMode::Exclusive,
+                        identity: None,
                     });
                 }
             }
@@ -622,6 +623,7 @@ impl LockOps for RedLock {
             holders,
             ttl: majority_lease(&ttls, self.quorum),
             waiters: Vec::new(),
+            waiter_identities: Vec::new(),
         })
     }
 }

@@ -490,10 +490,12 @@ impl LockOps for MySqlLock {
                     owner: id.to_string(),
                     count: 1,
                     mode: HoldMode::Exclusive,
+                    identity: None,
                 })
                 .collect(),
             ttl: None,
             waiters: Vec::new(),
+            waiter_identities: Vec::new(),
         })
     }
 }

@@ -858,10 +858,12 @@ impl LockOps for PgLock {
                         (_, true) => HoldMode::Read,
                         (_, false) => HoldMode::Write,
                     },
+                    identity: None,
                 })
                 .collect(),
             ttl: None,
             waiters: waiters.iter().map(|p| p.to_string()).collect(),
+            waiter_identities: Vec::new(),
         })
     }
 }
@@ -1102,7 +1104,8 @@ pub(crate) async fn connect(
         tokio_postgres::config::SslMode::Disable
     });
     config.connect_timeout(options.connect_timeout);
-    config.application_name("polylock");
+    // Who holds what, in the server's own views (pg_stat_activity next to pg_locks).
+    config.application_name(crate::model::identity::short_identity(options, 63));
     let tls = make_tls(url.root_cert.as_deref())?;
     let slots = Slots::new(
         url.max_connections.unwrap_or(DEFAULT_MAX_CONNECTIONS),
@@ -1202,6 +1205,34 @@ impl Backend for PgBackend {
 
     async fn ping(&self) -> Result<()> {
         self.db.query("ping", "SELECT 1", &[]).await.map(|_| ())
+    }
+
+    /// Owners are backend pids: their connections' `application_name` (a polylock client's
+    /// `service@host/pid`; whatever another program set).
+    async fn identities(&self, _name: &str, owners: &[String]) -> Vec<Option<String>> {
+        let pids: Vec<i32> = owners.iter().filter_map(|o| o.parse().ok()).collect();
+        let rows = match self
+            .db
+            .query(
+                "read the holders' application names",
+                "SELECT pid, application_name FROM pg_stat_activity WHERE pid = ANY($1)",
+                &[&pids],
+            )
+            .await
+        {
+            Ok(rows) => rows,
+            Err(_) => return vec![None; owners.len()],
+        };
+        owners
+            .iter()
+            .map(|o| {
+                let pid: i32 = o.parse().ok()?;
+                rows.iter()
+                    .find(|r| r.get::<_, i32>(0) == pid)
+                    .map(|r| r.get::<_, String>(1))
+                    .filter(|a| !a.is_empty())
+            })
+            .collect()
     }
 
     async fn close(&self) {

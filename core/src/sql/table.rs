@@ -214,9 +214,11 @@ impl LockOps for TableLock {
                     owner: by,
                     count: 1,
                     mode: HoldMode::Exclusive,
+                    identity: None,
                 })
                 .collect(),
             waiters: Vec::new(),
+            waiter_identities: Vec::new(),
         })
     }
 }

@@ -416,6 +416,7 @@ fn status_of(name: &str, queue: Queue, list: Vec<Contender>) -> LockStatus {
             owner: c.name.clone(),
             count: 1,
             mode: c.mode(queue),
+            identity: None,
         })
         .collect();
     LockStatus {
@@ -425,6 +426,7 @@ fn status_of(name: &str, queue: Queue, list: Vec<Contender>) -> LockStatus {
         holders,
         ttl: None,
         waiters: list[holding..].iter().map(|c| c.name.clone()).collect(),
+        waiter_identities: Vec::new(),
     }
 }
 

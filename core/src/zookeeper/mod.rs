@@ -724,6 +724,51 @@ impl Backend for ZkBackend {
             .map_err(|e| map_err(e, "ping"))
     }
 
+    /// The children of the pattern's parent (`/locks/*` lists `/locks`) that match it.
+    async fn list_names(&self, pattern: &str, limit: usize) -> Result<Vec<String>> {
+        let wild = pattern.find(['*', '?']).unwrap_or(pattern.len());
+        let parent = match pattern[..wild].rfind('/') {
+            Some(0) | None => "/",
+            Some(i) => &pattern[..i],
+        };
+        let client = self.session.client()?;
+        let children = match client.get_children(parent).await {
+            Ok((c, _)) => c,
+            Err(zk::Error::NoNode) => Vec::new(),
+            Err(e) => return Err(map_err(e, "list the names that match")),
+        };
+        let mut names: Vec<String> = children
+            .into_iter()
+            .map(|c| match parent {
+                "/" => format!("/{c}"),
+                p => format!("{p}/{c}"),
+            })
+            .filter(|n| crate::metrics::glob_match(pattern, n) && n != "/zookeeper")
+            .collect();
+        names.sort();
+        names.truncate(limit);
+        Ok(names)
+    }
+
+    /// Owners are contender nodes: their data (a polylock client's identity; Curator's default
+    /// is the client's IP address).
+    async fn identities(&self, name: &str, owners: &[String]) -> Vec<Option<String>> {
+        let Ok(client) = self.session.client() else {
+            return vec![None; owners.len()];
+        };
+        let mut out = Vec::with_capacity(owners.len());
+        for node in owners {
+            let data = match client.get_data(&format!("{name}/{node}")).await {
+                Ok((data, _)) if !data.is_empty() => {
+                    Some(String::from_utf8_lossy(&data).into_owned())
+                }
+                _ => None,
+            };
+            out.push(data);
+        }
+        out
+    }
+
     async fn close(&self) {
         self.session.close().await;
     }

@@ -118,11 +118,13 @@ impl LockOps for ZkSemaphoreMutex {
                     owner,
                     count: 1,
                     mode: HoldMode::Exclusive,
+                    identity: None,
                 })
                 .into_iter()
                 .collect(),
             ttl: None,
             waiters: names.collect(),
+            waiter_identities: Vec::new(),
         })
     }
 }

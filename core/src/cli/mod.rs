@@ -7,6 +7,10 @@
 //! 76 the lock was lost while the command ran (with `--on-lost kill`), 77 credentials refused,
 //! 126/127 the command could not be run, 128+N the command died of signal N.
 
+mod serve;
+mod top;
+mod view;
+
 /// The process's exit code (0 to 255).
 type ExitCode = u8;
 use std::io::Write as _;
@@ -86,7 +90,7 @@ struct Cli {
     ArgGroup::new("names")
         .required(true)
         .multiple(true)
-        .args(["lock_name", "name", "read", "write"])
+        .args(["lock_name", "name", "read", "write", "pattern"])
 ))]
 struct Target {
     /// Lock server; given 3 or more times (redis:// URLs of independent masters), a RedLock
@@ -97,6 +101,11 @@ struct Target {
     /// --exclusive or --fair that kind of lock.
     #[arg(value_name = "NAME")]
     lock_name: Option<String>,
+    /// `status` only: every name that matches this pattern instead (Redis: a SCAN MATCH glob,
+    /// `orders:*`; ZooKeeper: the children of the pattern's parent, `/locks/*`; etcd: the keys
+    /// under its literal prefix). Free names are left out.
+    #[arg(long = "match", value_name = "PATTERN", conflicts_with_all = ["lock_name", "name", "read", "write"])]
+    pattern: Option<String>,
     /// A name, as the positional NAME. Given several times: a multi-lock that takes all of them
     /// or none.
     #[arg(long, value_name = "NAME")]
@@ -117,6 +126,25 @@ struct Target {
     /// etcd lock is fair already). `status --fair` lists its queue.
     #[arg(long, conflicts_with_all = ["shared", "exclusive", "read", "write"])]
     fair: bool,
+}
+
+/// What `top` and `serve` look at, and how often.
+#[derive(clap::Args, Debug)]
+struct ViewArgs {
+    /// Lock server (redis://, zk://, etcd:// and their TLS forms). Default: $POLYLOCK_URL, else
+    /// redis://127.0.0.1:6379.
+    #[arg(long, value_name = "URL")]
+    url: Option<String>,
+    /// The names to show (Redis: a SCAN MATCH glob, `orders:*`; ZooKeeper: the children of the
+    /// pattern's parent, `/locks/*`; etcd: the keys under its literal prefix).
+    #[arg(long = "match", value_name = "PATTERN")]
+    pattern: String,
+    /// How often to read the server again.
+    #[arg(long, value_parser = duration, default_value = "1s", value_name = "DURATION")]
+    interval: Duration,
+    /// Read at most this many names.
+    #[arg(long, value_name = "N", default_value_t = view::DEFAULT_LIMIT)]
+    limit: usize,
 }
 
 /// The URLs given with --url, else $POLYLOCK_URL, else the default; and where they came from.
@@ -221,6 +249,12 @@ impl Target {
 
     /// --shared, --exclusive and --fair qualify a name given as NAME or --name.
     fn check(&self) -> Result<(), Error> {
+        if self.pattern.is_some() {
+            return Err(Error::new(
+                ErrorKind::InvalidArgument,
+                "--match lists names for `status`; name the lock to take or unlock",
+            ));
+        }
         if (self.shared || self.exclusive || self.fair) && self.plain_names().is_empty() {
             return Err(Error::new(
                 ErrorKind::InvalidArgument,
@@ -315,6 +349,47 @@ enum Command {
         /// Read NAME as a leader election (as taken by `elect`).
         #[arg(long, conflicts_with_all = ["read", "write", "shared", "exclusive", "fair", "permits"])]
         election: bool,
+        /// Print JSON (one line per name). It is the only output format; the flag says so in
+        /// scripts.
+        #[arg(long)]
+        json: bool,
+        /// With --match: read at most this many names.
+        #[arg(long, value_name = "N", default_value_t = view::DEFAULT_LIMIT)]
+        limit: usize,
+    },
+    /// A live view of the locks whose names match PATTERN, redrawn every second in the style of
+    /// `top`: each name's kind, holders (service@host/pid and runtime), how long the hold has
+    /// been seen, its waiters and the next one, its lease. `s` switches the order (longest hold,
+    /// most waiters), `q` quits.
+    #[command(after_help = URL_FORMS)]
+    Top {
+        #[command(flatten)]
+        view: ViewArgs,
+        /// The order of the rows.
+        #[arg(long, value_enum, default_value_t = top::SortBy::Hold)]
+        sort: top::SortBy,
+    },
+    /// Serve the locks whose names match PATTERN over HTTP, read-only: /metrics (Prometheus
+    /// text: per name held, holders, waiters, the oldest hold's age, the lease left, semaphore
+    /// permits), /api/locks (JSON), /events (server-sent events) and / (a live page). Listens
+    /// on 127.0.0.1:9464 unless told otherwise; with --token every request needs it
+    /// (`Authorization: Bearer TOKEN`, or `?token=TOKEN` for the page). Runs until SIGINT or
+    /// SIGTERM.
+    #[command(after_help = URL_FORMS)]
+    Serve {
+        #[command(flatten)]
+        view: ViewArgs,
+        /// Address and port to listen on.
+        #[arg(long, value_name = "ADDR:PORT", default_value = "127.0.0.1:9464")]
+        listen: std::net::SocketAddr,
+        /// A bearer token every request must carry. Default: $POLYLOCK_SERVE_TOKEN, else none.
+        #[arg(
+            long,
+            value_name = "TOKEN",
+            env = "POLYLOCK_SERVE_TOKEN",
+            hide_env_values = true
+        )]
+        token: Option<String>,
     },
     /// Delete the lock whoever holds it (Redisson's forceUnlock) and wake its waiters.
     #[command(after_help = URL_FORMS)]
@@ -550,9 +625,18 @@ async fn connect(urls: &[String], watchdog: Duration) -> Result<Client, Error> {
 async fn run(cli: Cli) -> Result<ExitCode, Error> {
     let verbose = cli.verbose;
     let ((urls, source), watchdog) = match &cli.command {
-        Command::Status { target, .. } | Command::Unlock { target, .. } => {
+        Command::Status { target, .. } => {
+            if target.pattern.is_none() {
+                target.check()?;
+            }
+            (target.urls(), Duration::from_secs(30))
+        }
+        Command::Unlock { target, .. } => {
             target.check()?;
             (target.urls(), Duration::from_secs(30))
+        }
+        Command::Top { view, .. } | Command::Serve { view, .. } => {
+            (server_urls(view.url.as_slice()), Duration::from_secs(30))
         }
         Command::Run { hold, .. } | Command::Lock { hold, .. } => {
             hold.target.check()?;
@@ -605,7 +689,19 @@ fn lock_line(kind: &str, st: &LockStatus) -> Value {
     let holders: Vec<_> = st
         .holders
         .iter()
-        .map(|h| json!({"owner": h.owner, "count": h.count, "mode": h.mode.word()}))
+        .map(|h| {
+            json!({
+                "owner": h.owner,
+                "count": h.count,
+                "mode": h.mode.word(),
+                "identity": h.identity.as_deref().map(crate::identity_value),
+            })
+        })
+        .collect();
+    let waiter_identities: Vec<Value> = st
+        .waiter_identities
+        .iter()
+        .map(|i| i.as_deref().map_or(Value::Null, crate::identity_value))
         .collect();
     json!({
         "name": st.name,
@@ -615,6 +711,7 @@ fn lock_line(kind: &str, st: &LockStatus) -> Value {
         "holders": holders,
         "ttl_ms": st.ttl.map(|d| d.as_millis() as u64),
         "waiters": st.waiters,
+        "waiter_identities": waiter_identities,
     })
 }
 
@@ -710,6 +807,38 @@ async fn status_of_any(client: &Client, name: &str) -> Result<Value, Error> {
 
 async fn run_with(client: &Client, command: Command, verbose: bool) -> Result<ExitCode, Error> {
     match command {
+        Command::Top { view, sort } => {
+            top::top(client, &view.pattern, view.interval, sort, view.limit).await
+        }
+        Command::Serve {
+            view,
+            listen,
+            token,
+        } => {
+            serve::serve(
+                client,
+                &view.pattern,
+                listen,
+                token.filter(|t| !t.is_empty()),
+                view.interval,
+                view.limit,
+            )
+            .await
+        }
+        Command::Status {
+            target:
+                Target {
+                    pattern: Some(pattern),
+                    ..
+                },
+            limit,
+            ..
+        } => {
+            for line in view::scan(client, &pattern, limit).await? {
+                println!("{line}");
+            }
+            Ok(0)
+        }
         Command::Status {
             target,
             election: true,
