@@ -45,6 +45,43 @@ pub extern "system" fn Java_io_polylock_Native_freshOwner<'l>(
     polylock::owner::fresh() as jlong
 }
 
+/// What `Polylock.Options` gives besides durations: the names with series of their own, the
+/// service and runtime shown to operators.
+struct Shown {
+    metric_names: Vec<String>,
+    service: Option<String>,
+    runtime: Option<String>,
+}
+
+impl Shown {
+    /// From the Java arguments: a `String[]` of globs (null: none), and two strings that may be
+    /// null.
+    fn of(
+        env: &mut JNIEnv,
+        metric_names: &JObjectArray,
+        service: &JString,
+        runtime: &JString,
+    ) -> Result<Shown> {
+        let metric_names = if metric_names.is_null() {
+            Vec::new()
+        } else {
+            strings(env, metric_names, "metricNames")?
+        };
+        let optional = |env: &mut JNIEnv, s: &JString, what: &str| -> Result<Option<String>> {
+            if s.is_null() {
+                Ok(None)
+            } else {
+                string(env, s, what).map(Some)
+            }
+        };
+        Ok(Shown {
+            metric_names,
+            service: optional(env, service, "service")?,
+            runtime: optional(env, runtime, "runtime")?,
+        })
+    }
+}
+
 /// Client options from durations in milliseconds (every one positive; core checks the rest).
 fn options(
     watchdog_ms: jlong,
@@ -52,6 +89,7 @@ fn options(
     command_ms: jlong,
     session_ms: jlong,
     fair_wait_ms: jlong,
+    shown: Shown,
 ) -> Result<ClientOptions> {
     Ok(ClientOptions {
         watchdog_timeout: millis(watchdog_ms, "watchdog timeout")?,
@@ -59,11 +97,15 @@ fn options(
         command_timeout: millis(command_ms, "command timeout")?,
         session_timeout: millis(session_ms, "session timeout")?,
         fair_wait_timeout: millis(fair_wait_ms, "fair wait timeout")?,
+        metric_names: shown.metric_names,
+        service: shown.service,
+        runtime: shown.runtime,
         ..ClientOptions::default()
     })
 }
 
-/// Connect; returns the client handle. Durations in milliseconds.
+/// Connect; returns the client handle. Durations in milliseconds; `metric_names` (globs, may be
+/// null), `service` and `runtime` (may be null) as `ClientOptions` has them.
 #[no_mangle]
 #[allow(clippy::too_many_arguments)]
 pub extern "system" fn Java_io_polylock_Native_connect<'l>(
@@ -75,16 +117,21 @@ pub extern "system" fn Java_io_polylock_Native_connect<'l>(
     command_ms: jlong,
     session_ms: jlong,
     fair_wait_ms: jlong,
+    metric_names: JObjectArray<'l>,
+    service: JString<'l>,
+    runtime: JString<'l>,
 ) -> jlong {
     entry(&mut env, 0, |env| {
         remember_vm(env)?;
         let url = string(env, &url, "url")?;
+        let shown = Shown::of(env, &metric_names, &service, &runtime)?;
         let options = options(
             watchdog_ms,
             connect_ms,
             command_ms,
             session_ms,
             fair_wait_ms,
+            shown,
         )?;
         let c = block(async move { Client::connect_with(&url, options).await })?;
         Ok(Box::into_raw(Box::new(c)) as jlong)
@@ -105,16 +152,21 @@ pub extern "system" fn Java_io_polylock_Native_connectRedlock<'l>(
     command_ms: jlong,
     session_ms: jlong,
     fair_wait_ms: jlong,
+    metric_names: JObjectArray<'l>,
+    service: JString<'l>,
+    runtime: JString<'l>,
 ) -> jlong {
     entry(&mut env, 0, |env| {
         remember_vm(env)?;
         let urls = strings(env, &urls, "urls")?;
+        let shown = Shown::of(env, &metric_names, &service, &runtime)?;
         let options = options(
             watchdog_ms,
             connect_ms,
             command_ms,
             session_ms,
             fair_wait_ms,
+            shown,
         )?;
         let c = block(async move { Client::connect_redlock_with(&urls, options).await })?;
         Ok(Box::into_raw(Box::new(c)) as jlong)

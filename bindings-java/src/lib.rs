@@ -21,6 +21,9 @@
 //!   lock);
 //! - `semaphore`: the calls on a semaphore (counting, or of expiring permits) and its leases;
 //! - `latch`: the calls on a count-down latch;
+//! - `metrics`: the process's metrics snapshot for `MetricFamily` and the Micrometer binder, and
+//!   the Prometheus text of the process or of one client;
+//! - `log`: the core's log events handed to SLF4J through `Logs.log`;
 //! - `wait`: every waiting call's `NativeFuture`, its cancellation and the give-back of what a
 //!   cancelled call got.
 
@@ -31,5 +34,7 @@ mod error;
 mod jvm;
 mod latch;
 mod lock;
+mod log;
+mod metrics;
 mod semaphore;
 mod wait;

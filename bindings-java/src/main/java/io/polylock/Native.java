@@ -65,6 +65,8 @@ final class Native {
             throw new UnsatisfiedLinkError("polylock native library " + LOADED_FROM + " is version "
                     + nativeVersion + " but the polylock JAR is " + JAR_VERSION);
         }
+        // The core's log events to SLF4J, when it is there (never fails the loading).
+        Logs.install();
     }
 
     private Native() {}
@@ -143,12 +145,34 @@ final class Native {
 
     static native long freshOwner();
 
+    /**
+     * A client handle. Durations in milliseconds; {@code metricNames} the globs of the names with
+     * series of their own, {@code service} (or null) and {@code runtime} as operators see them.
+     */
     static native long connect(String url, long watchdogMs, long connectMs, long commandMs, long sessionMs,
-            long fairWaitMs);
+            long fairWaitMs, String[] metricNames, String service, String runtime);
 
     /** A client handle like {@link #connect}'s, whose reentrant lock is a RedLock over {@code urls}. */
     static native long connectRedlock(String[] urls, long watchdogMs, long connectMs, long commandMs, long sessionMs,
-            long fairWaitMs);
+            long fairWaitMs, String[] metricNames, String service, String runtime);
+
+    // ---- metrics and logs of the whole process ----
+
+    /** Every client's metrics added up, in the form {@link MetricFamily#parse} reads. */
+    static native String metricsSnapshot(boolean includeZero);
+
+    /** Every client's metrics in the Prometheus text format. */
+    static native String metricsText();
+
+    /** One client's metrics in the Prometheus text format. */
+    static native String clientMetricsText(long client);
+
+    /**
+     * Hand the core's log events at {@code maxLevel} ({@code Logs.ERROR} .. {@code Logs.DEBUG})
+     * and above to {@code target.log(...)} ({@code Logs.class}), from now on; false if it was
+     * installed before or the process has a Rust {@code tracing} subscriber of its own.
+     */
+    static native boolean forwardLogs(Class<?> target, int maxLevel);
 
     static native void close(long client);
 

@@ -37,8 +37,9 @@ public final class Polylock {
         Native.init();
         long handle = Native.connect(url, options.watchdogTimeout.toMillis(),
                 options.connectTimeout.toMillis(), options.commandTimeout.toMillis(),
-                options.sessionTimeout.toMillis(), options.fairWaitTimeout.toMillis());
-        return new PolylockClient(handle);
+                options.sessionTimeout.toMillis(), options.fairWaitTimeout.toMillis(),
+                options.metricNames.toArray(new String[0]), options.service, runtime());
+        return connected(handle);
     }
 
     /**
@@ -73,8 +74,34 @@ public final class Polylock {
         Native.init();
         long handle = Native.connectRedlock(all, options.watchdogTimeout.toMillis(),
                 options.connectTimeout.toMillis(), options.commandTimeout.toMillis(),
-                options.sessionTimeout.toMillis(), options.fairWaitTimeout.toMillis());
-        return new PolylockClient(handle);
+                options.sessionTimeout.toMillis(), options.fairWaitTimeout.toMillis(),
+                options.metricNames.toArray(new String[0]), options.service, runtime());
+        return connected(handle);
+    }
+
+    /** The client of a new handle; the metrics' listeners then look for its backend's series. */
+    private static PolylockClient connected(long handle) {
+        PolylockClient client = new PolylockClient(handle);
+        MetricFamily.clientConnected();
+        return client;
+    }
+
+    /** The runtime operators see beside this process's clients ({@code polylock status}). */
+    static String runtime() {
+        return "java " + System.getProperty("java.version", "unknown");
+    }
+
+    /**
+     * Every client of this process in the Prometheus text format (version 0.0.4), closed clients'
+     * counts included: acquire wait by outcome, hold time, holds and waiters now, re-entries,
+     * losses, the watchdog's renewals, per kind and backend (and per name for the names of
+     * {@link Options#metricNames}). For an exporter without Micrometer; with Micrometer, bind
+     * {@code io.polylock.metrics.PolylockMetrics} instead. {@link MetricFamily#snapshot} has the
+     * same as values.
+     */
+    public static String metricsText() {
+        Native.init();
+        return Native.metricsText();
     }
 
     /**
@@ -105,6 +132,8 @@ public final class Polylock {
         Duration commandTimeout = Duration.ofSeconds(5);
         Duration sessionTimeout = Duration.ofSeconds(10);
         Duration fairWaitTimeout = Duration.ofSeconds(5);
+        java.util.List<String> metricNames = java.util.Collections.emptyList();
+        String service;
 
         /**
          * Lease of locks taken without an explicit lease time; renewed every third of it while the
@@ -141,6 +170,40 @@ public final class Polylock {
          */
         public Options fairWaitTimeout(Duration d) {
             fairWaitTimeout = positive(d, "fairWaitTimeout");
+            return this;
+        }
+
+        /**
+         * Lock names that get metric series of their own (a {@code name} label: acquires by
+         * outcome, wait, holds, waiters, the last fencing token), as Redis-style globs ({@code
+         * "orders:*"}, {@code ?} one character). None by default: series per kind and backend
+         * only, so that the number of series stays bounded whatever names the application uses.
+         * A {@code metric_names=A,B} in the URL adds to these.
+         */
+        public Options metricNames(String... globs) {
+            Objects.requireNonNull(globs, "globs");
+            return metricNames(Arrays.asList(globs));
+        }
+
+        /** {@link #metricNames(String...)} from a collection. */
+        public Options metricNames(java.util.Collection<String> globs) {
+            Objects.requireNonNull(globs, "globs");
+            java.util.List<String> copy = new java.util.ArrayList<>(globs);
+            for (int i = 0; i < copy.size(); i++) {
+                Objects.requireNonNull(copy.get(i), "globs[" + i + "]");
+            }
+            metricNames = java.util.Collections.unmodifiableList(copy);
+            return this;
+        }
+
+        /**
+         * The service name operators see next to this client's holds ({@code polylock status},
+         * {@code top}) with its host, pid, runtime ({@code java <version>}) and version. Unset: a
+         * {@code service} in the URL, else the {@code POLYLOCK_SERVICE} environment variable,
+         * else the program's name.
+         */
+        public Options service(String name) {
+            service = Objects.requireNonNull(name, "name");
             return this;
         }
 

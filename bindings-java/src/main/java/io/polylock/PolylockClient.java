@@ -254,6 +254,19 @@ public final class PolylockClient implements AutoCloseable {
         return id;
     }
 
+    /**
+     * This client's metrics alone in the Prometheus text format (every client of the process:
+     * {@link Polylock#metricsText()}).
+     */
+    public String metricsText() {
+        long h = enter();
+        try {
+            return Native.clientMetricsText(h);
+        } finally {
+            exit();
+        }
+    }
+
     /** True once {@link #close()} was called. */
     public boolean isClosed() {
         return closing.get();

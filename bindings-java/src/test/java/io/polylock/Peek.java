@@ -30,6 +30,11 @@ final class Peek implements AutoCloseable {
         return redis.<String, String>getMap(key, StringCodec.INSTANCE).readAllMap();
     }
 
+    /** GET, as a string; null when the key is missing. */
+    String get(String key) {
+        return redis.<String>getBucket(key, StringCodec.INSTANCE).get();
+    }
+
     /** LLEN. */
     int length(String key) {
         return redis.getList(key, StringCodec.INSTANCE).size();

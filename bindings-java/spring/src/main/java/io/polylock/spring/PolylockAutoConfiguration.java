@@ -2,6 +2,7 @@ package io.polylock.spring;
 
 import io.polylock.Polylock;
 import io.polylock.PolylockClient;
+import io.polylock.metrics.PolylockMetrics;
 import org.springframework.beans.factory.BeanFactory;
 import org.springframework.boot.autoconfigure.AutoConfiguration;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnClass;
@@ -19,8 +20,11 @@ import org.springframework.core.env.Environment;
  * their libraries are on the class path and the application has none of its own, Spring
  * Integration's {@code LockRegistry} ({@link PolylockLockRegistry}) and ShedLock's {@code
  * LockProvider} ({@link PolylockLockProvider}) on that client; and the {@link LeaderOnlyAspect}
- * that serves {@link LeaderOnly}. {@code polylock.enabled=false}
- * turns it all off.
+ * that serves {@link LeaderOnly}; and, when Micrometer is on the class path, polylock's meters
+ * ({@link PolylockMetrics}, a {@code MeterBinder} that Spring Boot binds to every registry: {@code
+ * /actuator/prometheus} has them with the Prometheus registry; {@code
+ * polylock.metrics.enabled=false} leaves them out). {@code polylock.enabled=false} turns it all
+ * off.
  */
 @AutoConfiguration
 @ConditionalOnClass({PolylockClient.class, org.aspectj.lang.annotation.Aspect.class})
@@ -41,12 +45,25 @@ public class PolylockAutoConfiguration {
                             + "redis://127.0.0.1:6379; every form: docs/src/contract.md#urls), define a "
                             + "PolylockClient bean, or set polylock.enabled=false");
         }
-        return Polylock.connect(url, options(properties));
+        return Polylock.connect(url, options(properties, environment));
     }
 
-    /** The client options of {@code polylock.*} (shared by the named backends). */
-    static Polylock.Options options(PolylockProperties properties) {
+    /**
+     * The client options of {@code polylock.*} (shared by the named backends); the service is
+     * {@code polylock.service}, else {@code spring.application.name}.
+     */
+    static Polylock.Options options(PolylockProperties properties, Environment environment) {
         Polylock.Options options = new Polylock.Options();
+        String service = properties.getService();
+        if (service == null || service.isBlank()) {
+            service = environment.getProperty("spring.application.name");
+        }
+        if (service != null && !service.isBlank()) {
+            options.service(service);
+        }
+        if (!properties.getMetricNames().isEmpty()) {
+            options.metricNames(properties.getMetricNames());
+        }
         if (properties.getWatchdogTimeout() != null) {
             options.watchdogTimeout(properties.getWatchdogTimeout());
         }
@@ -67,8 +84,8 @@ public class PolylockAutoConfiguration {
 
     @Bean(destroyMethod = "close")
     @ConditionalOnMissingBean
-    public PolylockBackends polylockBackends(PolylockProperties properties) {
-        return new PolylockBackends(properties.getBackends(), options(properties));
+    public PolylockBackends polylockBackends(PolylockProperties properties, Environment environment) {
+        return new PolylockBackends(properties.getBackends(), options(properties, environment));
     }
 
     /** Spring Integration's lock registry on polylock, when Spring Integration is there. */
@@ -79,6 +96,21 @@ public class PolylockAutoConfiguration {
         @ConditionalOnMissingBean(type = "org.springframework.integration.support.locks.LockRegistry")
         PolylockLockRegistry polylockLockRegistry(PolylockClient client, PolylockProperties properties) {
             return new PolylockLockRegistry(client, properties.getIntegration().getPrefix());
+        }
+    }
+
+    /**
+     * polylock's meters, when Micrometer is there: Spring Boot binds every {@code MeterBinder}
+     * bean to its registries (the Prometheus one serves them at {@code /actuator/prometheus}).
+     */
+    @Configuration(proxyBeanMethods = false)
+    @ConditionalOnClass(name = "io.micrometer.core.instrument.binder.MeterBinder")
+    @ConditionalOnProperty(prefix = "polylock.metrics", name = "enabled", havingValue = "true", matchIfMissing = true)
+    static class MetricsConfiguration {
+        @Bean(destroyMethod = "close")
+        @ConditionalOnMissingBean
+        PolylockMetrics polylockMetrics(PolylockProperties properties) {
+            return new PolylockMetrics(java.util.Collections.emptyList(), properties.getMetrics().getMaxAge());
         }
     }
 

@@ -28,6 +28,19 @@ public class PolylockProperties {
     /** The id this instance campaigns with in {@code @LeaderOnly} elections (default: the
      * application's name, host and process id). */
     private String leaderId;
+    /**
+     * The service name operators see next to this application's holds ({@code polylock status},
+     * {@code top}), with its host, pid and runtime. Unset: {@code spring.application.name}, else
+     * {@code POLYLOCK_SERVICE}, else the program's name.
+     */
+    private String service;
+    /**
+     * Lock names that get metric series of their own (a {@code name} label), as Redis-style
+     * globs ({@code orders:*}); none by default, so the series stay bounded.
+     */
+    private java.util.List<String> metricNames = new java.util.ArrayList<>();
+    /** polylock's Micrometer meters ({@code polylock.metrics.*}). */
+    private final Metrics metrics = new Metrics();
     /** More lock servers by name ({@code polylock.backends.zk=zk://...}), for {@code backend = "zk"}. */
     private java.util.Map<String, String> backends = new java.util.LinkedHashMap<>();
 
@@ -50,6 +63,30 @@ public class PolylockProperties {
         }
     }
 
+    /** {@code polylock.metrics.*}. */
+    public static class Metrics {
+        /** Whether to register polylock's meters when Micrometer is there. */
+        private boolean enabled = true;
+        /** How old a snapshot of the native counts the meters may read (one per scrape, at most per this). */
+        private Duration maxAge = Duration.ofSeconds(1);
+
+        public boolean isEnabled() {
+            return enabled;
+        }
+
+        public void setEnabled(boolean enabled) {
+            this.enabled = enabled;
+        }
+
+        public Duration getMaxAge() {
+            return maxAge;
+        }
+
+        public void setMaxAge(Duration maxAge) {
+            this.maxAge = maxAge;
+        }
+    }
+
     /** {@code polylock.shedlock.*}. */
     public static class ShedLock {
         /** Prefix of the provider's lock names; empty: the task's name, as ShedLock's table rows are named. */
@@ -62,6 +99,26 @@ public class PolylockProperties {
         public void setPrefix(String prefix) {
             this.prefix = prefix;
         }
+    }
+
+    public Metrics getMetrics() {
+        return metrics;
+    }
+
+    public String getService() {
+        return service;
+    }
+
+    public void setService(String service) {
+        this.service = service;
+    }
+
+    public java.util.List<String> getMetricNames() {
+        return metricNames;
+    }
+
+    public void setMetricNames(java.util.List<String> metricNames) {
+        this.metricNames = metricNames;
     }
 
     public Integration getIntegration() {

@@ -22,7 +22,41 @@ final class RedisProbe {
         return integer("LLEN", key);
     }
 
+    /** GET: the value as text, or null when the key is missing. */
+    static String get(String key) throws IOException {
+        String[] reply = new String[1];
+        ask(in -> {
+            String head = line(in);
+            if (head.startsWith("$-1")) {
+                return;
+            }
+            if (!head.startsWith("$")) {
+                throw new IOException("unexpected reply to GET " + key + ": " + head);
+            }
+            byte[] bytes = in.readNBytes(Integer.parseInt(head.substring(1)));
+            line(in);
+            reply[0] = new String(bytes, StandardCharsets.UTF_8);
+        }, "GET", key);
+        return reply[0];
+    }
+
+    private interface Reader {
+        void read(InputStream in) throws IOException;
+    }
+
     private static long integer(String... command) throws IOException {
+        long[] got = new long[1];
+        ask(in -> {
+            String reply = line(in);
+            if (!reply.startsWith(":")) {
+                throw new IOException("unexpected reply to " + String.join(" ", command) + ": " + reply);
+            }
+            got[0] = Long.parseLong(reply.substring(1));
+        }, command);
+        return got[0];
+    }
+
+    private static void ask(Reader reader, String... command) throws IOException {
         URI uri = URI.create(URL);
         try (Socket s = new Socket(uri.getHost(), uri.getPort() < 0 ? 6379 : uri.getPort())) {
             s.setSoTimeout(5000);
@@ -44,11 +78,7 @@ final class RedisProbe {
                 line(in);
             }
             send(out, command);
-            String reply = line(in);
-            if (!reply.startsWith(":")) {
-                throw new IOException("unexpected reply to " + String.join(" ", command) + ": " + reply);
-            }
-            return Long.parseLong(reply.substring(1));
+            reader.read(in);
         }
     }
 
