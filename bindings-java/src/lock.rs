@@ -203,11 +203,18 @@ pub extern "system" fn Java_io_polylock_Native_tryAcquire<'l>(
     kind: jint,
     owner_id: jlong,
     lease_ms: jlong,
+    before_wait: jboolean,
 ) -> jlong {
     entry(&mut env, -1, |env| {
         let l = lock(env, handle, &name, kind)?;
         let (owner, lease) = (owner(owner_id)?, lease_arg(lease_ms)?);
-        let got = block(async move { l.try_acquire(owner, lease).await })?;
+        // Java's fast path before a wait (lock(), tryLock(time)): a refusal is recorded by the
+        // wait that follows, not twice.
+        let got = if before_wait != 0 {
+            block(async move { l.try_acquire_before_wait(owner, lease).await })?
+        } else {
+            block(async move { l.try_acquire(owner, lease).await })?
+        };
         Ok(got.map_or(-1, |a| a.fencing_token as jlong))
     })
 }

@@ -508,6 +508,22 @@ pub(crate) struct Waiting<'a> {
 }
 
 impl Waiting<'_> {
+    /// End it without recording an outcome (a binding's first try before the wait it records).
+    pub(crate) fn forget(mut self) {
+        self.done = true;
+        if self.since.is_none() {
+            return;
+        }
+        self.track
+            .metrics
+            .cells(self.track.prim)
+            .waiters
+            .fetch_sub(1, Relaxed);
+        if let Some(n) = &self.track.named {
+            n.waiters.fetch_sub(1, Relaxed);
+        }
+    }
+
     /// Record how it ended; the time it waited.
     pub(crate) fn done(mut self, outcome: Outcome) -> Duration {
         self.record(outcome)

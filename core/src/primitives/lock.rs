@@ -103,6 +103,21 @@ impl Lock {
         each!(self, l => l.try_acquire(owner, lease).await)
     }
 
+    #[doc(hidden)]
+    /// [`try_acquire`](Lock::try_acquire) as a binding's fast path before a wait: a refusal is
+    /// not recorded (no `not_acquired` in the metrics, no debug event), since the wait that
+    /// follows records the acquire; a grant or an error is, as any acquire's.
+    pub async fn try_acquire_before_wait(
+        &self,
+        owner: OwnerId,
+        lease: Option<Duration>,
+    ) -> Result<Option<Acquired>> {
+        match &self.0 {
+            Inner::One(l) => l.try_acquire_before_wait(owner, lease).await,
+            Inner::Many(l) => l.try_acquire(owner, lease).await,
+        }
+    }
+
     /// Release one hold of `owner`. The last release frees the lock and wakes a waiter.
     ///
     /// `NotOwner` if `owner` holds nothing; `LockLost` if its hold was lost (the hold is then

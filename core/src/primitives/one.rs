@@ -132,9 +132,39 @@ impl OneLock {
     /// Cancel-safe: dropping the future leaves no hold behind. Closing the client ends the wait
     /// with `InvalidState`.
     pub async fn acquire(&self, owner: OwnerId, options: AcquireOptions) -> Result<Acquired> {
+        self.acquire_and_record(owner, options, true).await
+    }
+
+    /// One try whose refusal is not recorded (see `Lock::try_acquire_before_wait`).
+    pub(crate) async fn try_acquire_before_wait(
+        &self,
+        owner: OwnerId,
+        lease: Option<Duration>,
+    ) -> Result<Option<Acquired>> {
+        let options = AcquireOptions {
+            wait: Wait::Never,
+            lease,
+        };
+        match self.acquire_and_record(owner, options, false).await {
+            Ok(a) => Ok(Some(a)),
+            Err(e) if e.kind() == ErrorKind::Timeout => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    async fn acquire_and_record(
+        &self,
+        owner: OwnerId,
+        options: AcquireOptions,
+        record_refusal: bool,
+    ) -> Result<Acquired> {
         let waiting = self.track.waiting();
         let r = self.acquire_recorded(owner, options).await;
         let outcome = Outcome::of(&r);
+        if outcome == Outcome::NotAcquired && !record_refusal {
+            waiting.forget();
+            return r;
+        }
         let waited = waiting.done(outcome);
         tracing::debug!(
             target: "polylock::acquire",

@@ -694,7 +694,7 @@ public final class DistributedLock implements Lock, AutoCloseable {
     private long once(long leaseMs) {
         long h = enter();
         try {
-            return Native.tryAcquire(h, name, kind, PolylockClient.currentOwner(), leaseMs);
+            return Native.tryAcquire(h, name, kind, PolylockClient.currentOwner(), leaseMs, false);
         } finally {
             exit();
         }
@@ -729,7 +729,7 @@ public final class DistributedLock implements Lock, AutoCloseable {
             // The uncontended case costs one round trip on this thread. Not on ZooKeeper, where a
             // try and then a wait would queue twice and lose this waiter's FIFO place.
             if (waitMs == 0 || !queuesWaiters) {
-                long token = Native.tryAcquire(h, name, kind, owner, leaseMs);
+                long token = Native.tryAcquire(h, name, kind, owner, leaseMs, waitMs != 0);
                 if (token >= 0 || waitMs == 0) {
                     return token;
                 }

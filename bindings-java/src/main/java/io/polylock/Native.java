@@ -209,7 +209,12 @@ final class Native {
     /** Whether {@code owner} has a hold, kept or lost and not yet released (a multi-lock: of every member). */
     static native boolean hasHold(long client, String name, int kind, long owner);
 
-    static native long tryAcquire(long client, String name, int kind, long owner, long leaseMs);
+    /**
+     * One attempt; {@code beforeWait}: the fast path of a waiting acquire, whose refusal the
+     * wait that follows records (metrics, debug log) instead.
+     */
+    static native long tryAcquire(long client, String name, int kind, long owner, long leaseMs,
+        boolean beforeWait);
 
     static native long acquireAsync(long client, String name, int kind, long owner, long waitMs,
             long leaseMs, NativeFuture future);
