@@ -391,12 +391,14 @@ async fn tls_with_the_servers_own_ca() {
     .await;
     // The server sees each of the client's connections (the query connection and the held
     // lock's) encrypted.
+    // polylock's connections name themselves `service@host/pid` (this process's pid).
+    let ours = format!("%@%/{}", std::process::id());
     let rows = pg_raw()
         .await
         .query(
             "SELECT s.ssl FROM pg_stat_activity a JOIN pg_stat_ssl s ON s.pid = a.pid \
-             WHERE a.usename = 'polylock_tls' AND a.application_name = 'polylock'",
-            &[],
+             WHERE a.usename = 'polylock_tls' AND a.application_name LIKE $1",
+            &[&ours],
         )
         .await
         .unwrap();
@@ -410,4 +412,28 @@ async fn tls_with_the_servers_own_ca() {
 #[test]
 fn connections_outlive_the_callers_runtime() {
     cases::connections_outlive_the_callers_runtime(&pg_url());
+}
+
+/// A holder shows as its connection's application name, which polylock sets to
+/// `service@host/pid`: read back through pg_locks and pg_stat_activity.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_holder_shows_its_service_host_and_pid() {
+    let url = pg_url();
+    let sep = if url.contains('?') { '&' } else { '?' };
+    let c = client(&format!("{url}{sep}service=pg-billing")).await;
+    let lock = c.lock(&unique("who")).unwrap();
+    lock.acquire(1, AcquireOptions::forever()).await.unwrap();
+    let st = lock.status().await.unwrap();
+    assert_eq!(st.holders.len(), 1, "{st:?}");
+    let expected = format!(
+        "pg-billing@{}/{}",
+        polylock::host_name(),
+        std::process::id()
+    );
+    assert_eq!(
+        st.holders[0].identity.as_deref(),
+        Some(&expected[..expected.len().min(63)])
+    );
+    lock.release(1).await.unwrap();
+    c.close().await.unwrap();
 }

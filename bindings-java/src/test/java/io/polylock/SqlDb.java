@@ -206,13 +206,16 @@ enum SqlDb {
                     + "datname = current_database() AND backend_type = 'client backend'");
         }
 
-        /** polylock's own sessions: on PostgreSQL those named {@code polylock}; -1 on MariaDB (no names). */
+        /**
+         * This process's polylock sessions: on PostgreSQL those whose application name is
+         * polylock's {@code service@host/pid} with this process's pid; -1 on MariaDB (no names).
+         */
         long polylockSessions() throws SQLException {
             if (SqlDb.this == MARIADB) {
                 return -1;
             }
-            return queryLong("SELECT COUNT(*) FROM pg_stat_activity WHERE application_name = 'polylock' AND "
-                    + "datname = current_database()");
+            return queryLong("SELECT COUNT(*) FROM pg_stat_activity WHERE application_name LIKE '%@%/"
+                    + ProcessHandle.current().pid() + "' AND datname = current_database()");
         }
 
         /** Whether the session {@code id} is open. */
