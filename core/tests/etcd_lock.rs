@@ -26,10 +26,11 @@ async fn one_key_per_holder_in_etcds_format_and_reentry_in_the_client() {
     assert_eq!(a.fencing_token, b.fencing_token);
     let k = keys(&name).await;
     assert_eq!(k.len(), 1, "one key per holder: {k:?}");
-    // concurrency.Mutex: NAME/<session lease id in lowercase hex>, empty value, on the lease.
+    // concurrency.Mutex: NAME/<session lease id in lowercase hex>, on the lease; its value (empty
+    // in etcd's Go client, read by nobody) is the holder's identity.
     assert_ne!(k[0].lease, 0, "attached to a lease");
     assert_eq!(k[0].key, format!("{name}/{:x}", k[0].lease));
-    assert_eq!(k[0].value, "");
+    assert_eq!(k[0].value, c.identity());
     assert_eq!(
         a.fencing_token, k[0].create_revision as u64,
         "token = create revision"
@@ -370,6 +371,10 @@ async fn status_lists_contenders_in_order_with_lease_ids_and_ttl() {
     );
     assert_eq!(st.waiters.len(), 1);
     assert!(st.waiters[0].starts_with(&format!("{:x}@{}", k[1].lease, k[1].create_revision)));
+    // Each key's value is its client's identity (etcdctl reads keys and revisions only).
+    assert_eq!(st.holders[0].identity.as_deref(), Some(c1.identity()));
+    assert_eq!(st.waiter_identities, vec![Some(c2.identity().to_string())]);
+    assert_eq!(k[0].value, c1.identity());
     let ttl = st.ttl.expect("the holder's lease TTL");
     assert!(
         ttl <= Duration::from_secs(10) && ttl > Duration::ZERO,

@@ -65,6 +65,13 @@ fn node_of(lease: i64, rev: i64) -> String {
     format!("{lease:x}@{rev}")
 }
 
+/// The key of a hold that `status` describes as `<lease hex>@<rev> ...`.
+pub(crate) fn key_of_described(name: &str, described: &str) -> Option<String> {
+    let node = described.split(' ').next()?;
+    let (lease, _) = parse_node(node).ok()?;
+    Some(key_of(name, lease))
+}
+
 fn parse_node(node: &str) -> Result<(i64, i64)> {
     let parsed = node
         .split_once('@')
@@ -284,8 +291,8 @@ impl EtcdLock {
     fn value<'a>(&self, req: &AcquireRequest<'a>) -> &'a str {
         match self.mode {
             Mode::Read => READ_VALUE,
-            Mode::Leader => req.data.unwrap_or_default(),
-            Mode::Exclusive | Mode::Write => "",
+            // A candidate's id; a holder's identity (etcdctl reads neither).
+            Mode::Leader | Mode::Exclusive | Mode::Write => req.data.unwrap_or_default(),
         }
     }
 

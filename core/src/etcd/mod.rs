@@ -594,6 +594,35 @@ fn tls_options(tls: &EtcdTls) -> Result<ec::TlsOptions> {
 
 #[async_trait]
 impl Backend for EtcdBackend {
+    /// Owners are described holds (`<lease hex>@<rev> ttl=..`): their keys' values (a
+    /// polylock holder's identity; etcdctl's and readers' keys carry none).
+    async fn identities(&self, name: &str, owners: &[String]) -> Vec<Option<String>> {
+        let Ok(mut c) = self.session.client() else {
+            return vec![None; owners.len()];
+        };
+        let mut out = Vec::with_capacity(owners.len());
+        for owner in owners {
+            let Some(key) = lock::key_of_described(name, owner) else {
+                out.push(None);
+                continue;
+            };
+            let value = match self
+                .session
+                .call("read a holder's identity", c.get(key.as_str(), None))
+                .await
+            {
+                Ok(r) => r
+                    .kvs()
+                    .first()
+                    .map(|kv| String::from_utf8_lossy(kv.value()).into_owned())
+                    .filter(|v| !v.is_empty() && v != lock::READ_VALUE),
+                Err(_) => None,
+            };
+            out.push(value);
+        }
+        out
+    }
+
     /// The keys under the pattern's literal prefix, each lock, semaphore or election named by
     /// its key without the last segment (`NAME/<lease>`).
     async fn list_names(&self, pattern: &str, limit: usize) -> Result<Vec<String>> {
