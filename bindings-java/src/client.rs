@@ -6,7 +6,7 @@ use jni::sys::{jboolean, jlong, jstring, JNI_FALSE};
 use jni::JNIEnv;
 use polylock::{runtime, Client, ClientOptions, Error, ErrorKind};
 
-use crate::convert::{block, jbool, kind_number, millis, string, strings};
+use crate::convert::{block, java_string, jbool, kind_number, millis, string, strings};
 use crate::error::{entry, jni_error, Result};
 use crate::jvm::{call_java, remember_vm};
 
@@ -30,9 +30,7 @@ pub extern "system" fn Java_io_polylock_Native_version<'l>(
     _: JClass<'l>,
 ) -> jstring {
     entry(&mut env, std::ptr::null_mut(), |env| {
-        env.new_string(polylock::VERSION)
-            .map(|s| s.into_raw())
-            .map_err(jni_error)
+        java_string(env, polylock::VERSION)
     })
 }
 
@@ -211,7 +209,7 @@ pub extern "system" fn Java_io_polylock_Native_clientId<'l>(
 ) -> jstring {
     entry(&mut env, std::ptr::null_mut(), |env| {
         let id = client(handle)?.id().to_string();
-        env.new_string(id).map(|s| s.into_raw()).map_err(jni_error)
+        java_string(env, &id)
     })
 }
 

@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use jni::objects::{JObjectArray, JString};
-use jni::sys::{jboolean, jint, jlong, JNI_FALSE, JNI_TRUE};
+use jni::sys::{jboolean, jint, jlong, jstring, JNI_FALSE, JNI_TRUE};
 use jni::JNIEnv;
 use polylock::{runtime, Error, ErrorKind, HoldKind, LockKind, Wait};
 
@@ -65,6 +65,11 @@ pub(crate) fn permits(v: jint) -> Result<u32> {
             format!("permits must be at least 1, got {v}"),
         )
     })
+}
+
+/// A new Java string of `s`, handed back to Java.
+pub(crate) fn java_string(env: &mut JNIEnv, s: &str) -> Result<jstring> {
+    env.new_string(s).map(|s| s.into_raw()).map_err(jni_error)
 }
 
 /// A Java string argument; null is an `InvalidArgument` naming `what`.

@@ -15,8 +15,8 @@ use polylock::{AcquireOptions, Error, ErrorKind, HoldKind, Lock, MultiLock, Rele
 
 use crate::client::client;
 use crate::convert::{
-    block, jbool, kind_number, kind_word, lease_arg, lock_kind, owner, string, wait_arg,
-    LOCK_HANDLE,
+    block, java_string, jbool, kind_number, kind_word, lease_arg, lock_kind, owner, string,
+    wait_arg, LOCK_HANDLE,
 };
 use crate::error::{entry, jni_error, Result};
 use crate::wait::{start, Won};
@@ -55,7 +55,7 @@ pub extern "system" fn Java_io_polylock_Native_kindName<'l>(
 ) -> jstring {
     entry(&mut env, std::ptr::null_mut(), |env| {
         match kind_word(kind) {
-            Some(w) => env.new_string(w).map(|s| s.into_raw()).map_err(jni_error),
+            Some(w) => java_string(env, w),
             None => Ok(std::ptr::null_mut()),
         }
     })
@@ -166,9 +166,7 @@ pub extern "system" fn Java_io_polylock_Native_lockName<'l>(
 ) -> jstring {
     entry(&mut env, std::ptr::null_mut(), |env| {
         let l = lock(env, handle, &name, kind)?;
-        env.new_string(l.name())
-            .map(|s| s.into_raw())
-            .map_err(jni_error)
+        java_string(env, l.name())
     })
 }
 

@@ -22,7 +22,8 @@ use jni::JNIEnv;
 use polylock::metrics::{snapshot, Family, MetricType, SampleValue};
 
 use crate::client::client;
-use crate::error::{entry, jni_error};
+use crate::convert::java_string;
+use crate::error::entry;
 
 fn field(out: &mut String, s: &str) {
     out.push('\t');
@@ -93,9 +94,7 @@ pub extern "system" fn Java_io_polylock_Native_metricsSnapshot<'l>(
 ) -> jstring {
     entry(&mut env, std::ptr::null_mut(), |env| {
         let text = encode(&snapshot(include_zero != JNI_FALSE));
-        env.new_string(text)
-            .map(|s| s.into_raw())
-            .map_err(jni_error)
+        java_string(env, &text)
     })
 }
 
@@ -106,9 +105,7 @@ pub extern "system" fn Java_io_polylock_Native_metricsText<'l>(
     _: JClass<'l>,
 ) -> jstring {
     entry(&mut env, std::ptr::null_mut(), |env| {
-        env.new_string(polylock::metrics::prometheus_text())
-            .map(|s| s.into_raw())
-            .map_err(jni_error)
+        java_string(env, &polylock::metrics::prometheus_text())
     })
 }
 
@@ -121,8 +118,6 @@ pub extern "system" fn Java_io_polylock_Native_clientMetricsText<'l>(
 ) -> jstring {
     entry(&mut env, std::ptr::null_mut(), |env| {
         let text = client(handle)?.metrics_text();
-        env.new_string(text)
-            .map(|s| s.into_raw())
-            .map_err(jni_error)
+        java_string(env, &text)
     })
 }

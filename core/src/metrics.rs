@@ -61,6 +61,11 @@ impl Histogram {
         into.sum_ns.fetch_add(self.sum_ns.load(Relaxed), Relaxed);
     }
 
+    /// How many observations (without building the buckets).
+    fn count(&self) -> u64 {
+        self.counts.iter().map(|c| c.load(Relaxed)).sum()
+    }
+
     fn read(&self) -> HistogramValue {
         let mut total = 0;
         let mut buckets = Vec::with_capacity(BUCKETS.len());
@@ -349,10 +354,10 @@ impl Metrics {
         for p in PRIMS {
             let c = self.cells(p);
             let k = p.label();
-            let used = c.wait.iter().any(|h| h.read().count > 0)
+            let used = c.wait.iter().any(|h| h.count() > 0)
                 || c.holds.load(Relaxed) != 0
                 || c.waiters.load(Relaxed) != 0
-                || c.hold.read().count > 0;
+                || c.hold.count() > 0;
             if !used && !acc.include_zero {
                 continue;
             }

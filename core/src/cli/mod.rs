@@ -448,15 +448,7 @@ enum Command {
 
 /// The default identity of `elect`: the host's name and the process id.
 fn default_identity() -> String {
-    let mut buf = [0u8; 256];
-    // SAFETY: gethostname(2) writes at most buf.len() bytes into our buffer.
-    let host = if unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) } == 0 {
-        let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
-        String::from_utf8_lossy(&buf[..end]).into_owned()
-    } else {
-        "host".to_string()
-    };
-    format!("{host}-{}", std::process::id())
+    format!("{}-{}", crate::host_name(), std::process::id())
 }
 
 /// One line of `leader`.

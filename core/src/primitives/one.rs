@@ -141,11 +141,24 @@ impl OneLock {
         owner: OwnerId,
         lease: Option<Duration>,
     ) -> Result<Option<Acquired>> {
+        self.try_once(owner, lease, false).await
+    }
+
+    /// One try without waiting, its refusal recorded or not; `Ok(None)` when refused.
+    async fn try_once(
+        &self,
+        owner: OwnerId,
+        lease: Option<Duration>,
+        record_refusal: bool,
+    ) -> Result<Option<Acquired>> {
         let options = AcquireOptions {
             wait: Wait::Never,
             lease,
         };
-        match self.acquire_and_record(owner, options, false).await {
+        match self
+            .acquire_and_record(owner, options, record_refusal)
+            .await
+        {
             Ok(a) => Ok(Some(a)),
             Err(e) if e.kind() == ErrorKind::Timeout => Ok(None),
             Err(e) => Err(e),
@@ -377,15 +390,7 @@ impl OneLock {
         owner: OwnerId,
         lease: Option<Duration>,
     ) -> Result<Option<Acquired>> {
-        let options = AcquireOptions {
-            wait: Wait::Never,
-            lease,
-        };
-        match self.acquire(owner, options).await {
-            Ok(a) => Ok(Some(a)),
-            Err(e) if e.kind() == ErrorKind::Timeout => Ok(None),
-            Err(e) => Err(e),
-        }
+        self.try_once(owner, lease, true).await
     }
 
     /// Release one hold of `owner`. The last release frees the lock and wakes a waiter.
