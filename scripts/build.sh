@@ -30,7 +30,7 @@ took() { printf 'build: %-28s %4ds\n' "$1" $((SECONDS - t0)); t0=$SECONDS; }
 parts=" ${*:-cargo python node java} "
 part() { [[ "$parts" == *" $1 "* ]]; }
 
-bash scripts/servers.sh install >/dev/null # the build tools too (protoc for etcd's client)
+bash scripts/setup.sh build # protoc (etcd's client compiles .proto files), a C compiler, ...
 if part cargo; then
   # --lib --bins too: with a target flag cargo builds only the targets named, and --examples alone
   # leaves out the C library (cdylib, staticlib), the Node and Java libraries and the CLI. The

@@ -24,13 +24,25 @@ start=$SECONDS
 only_rt=" ${POLYLOCK_CONFORMANCE_ONLY:-rust c python node java cli} "
 jobs=${POLYLOCK_CONFORMANCE_JOBS:-3}
 wanted() { [[ "$only_rt" == *" $1 "* ]]; }
+# The servers (started here when none answers: a runner that cannot connect would fail every
+# scenario, as if the runtimes disagreed) and the one release build (built here when missing).
 if [ -z "${POLYLOCK_REDIS_URL:-}" ]; then
+  bash scripts/servers.sh start >&2 || { echo "the servers did not start (scripts/servers.sh start)"; echo "0 passed, 1 failed"; exit 1; }
   eval "$(bash scripts/servers.sh env)"
 fi
 export POLYLOCK_CLI="${POLYLOCK_CLI:-$target/release/polylock}"
 
 version=$(sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -1)
 jar="bindings-java/target/polylock-$version.jar"
+missing=()
+[ -x "$POLYLOCK_CLI" ] && [ -x "$target/release/examples/conformance" ] && [ -f "$target/release/libpolylock.so" ] || missing+=(cargo)
+"$py" -c "import polylock" 2>/dev/null || missing+=(python)
+[ -f bindings-node/polylock.node ] || missing+=(node)
+[ -f "$jar" ] || missing+=(java)
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "conformance: building ${missing[*]} first (scripts/build.sh)" >&2
+  bash scripts/build.sh "${missing[@]}" >&2 || { echo "the build failed"; echo "0 passed, 1 failed"; exit 1; }
+fi
 
 # The two runners that need compiling, from the build's artifacts.
 prepare() {

@@ -40,7 +40,6 @@ times=()
 status=0
 t0=$SECONDS
 took() { times+=("$(printf 'docs: %-34s %4ds  %s' "$1" $((SECONDS - t0)) "$2")"); t0=$SECONDS; }
-sudo_if_needed() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
 
 # -- tools (each skipped when the cache already has it) --
 mdbook="$tools/bin/mdbook"
@@ -59,11 +58,8 @@ if { want browser || want examples; } && [ ! -f "$node_stamp" ]; then
     npm install --no-audit --no-fund --loglevel=error "playwright-core@$playwright_version" "ioredis@5" \
       "redlock@5.0.0-beta.2" >/dev/null) && touch "$node_stamp" || { echo "npm install failed"; exit 1; }
 fi
-if want browser && ! command -v chromium >/dev/null; then
-  echo "== installing Debian's chromium"
-  sudo_if_needed env DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium >/dev/null ||
-    { echo "chromium did not install"; exit 1; }
-fi
+if want browser; then bash scripts/setup.sh browser || { echo "chromium did not install"; exit 1; }; fi
+if want reference || want examples; then bash scripts/setup.sh build || exit 1; fi
 if want examples && ! python3 -c 'import redis_lock' 2>/dev/null; then
   python3 -m pip install --quiet --disable-pip-version-check "python-redis-lock==4.0.1" redis
 fi

@@ -20,7 +20,7 @@ set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
 # protoc and the well-known .proto files: the etcd client crate compiles etcd's .proto files.
-bash scripts/servers.sh install >/dev/null
+bash scripts/setup.sh build
 py=${PYTHON:-python3}
 version=$(sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -1)
 url=${POLYLOCK_REDIS_URL:-redis://127.0.0.1:6379}

@@ -17,11 +17,31 @@
 # etcd-server, etcdctl from etcd-client): one member on POLYLOCK_ETCD_PORT (2379, peer port +1), a
 # member with TLS and authentication on POLYLOCK_ETCD_SECURE_PORT (2389: https only, user polylock,
 # the test CA of the SQL servers), and a three-member cluster on POLYLOCK_ETCD_CLUSTER_PORTS
-# (2391-2393, peers on +100) for the failover tests. State lives under target/servers/.
+# (2391-2393, peers on +100) for the failover tests. State lives under target/servers/ (or
+# /var/tmp/polylock-servers/<id of the clone> when the clone lies under a folder that the server users
+# cannot enter; POLYLOCK_SERVER_DIR chooses it; `scripts/servers.sh dir` prints it).
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-state="${POLYLOCK_SERVER_DIR:-$root/target/servers}"
+# MariaDB and PostgreSQL run as the unprivileged users mysql and postgres (when this runs as root):
+# their data must lie where those users can enter. A clone inside a mode-700 home (root's, say)
+# keeps its servers' state under /var/tmp instead, in a folder named after the clone.
+state_dir() {
+  if [ -n "${POLYLOCK_SERVER_DIR:-}" ]; then echo "$POLYLOCK_SERVER_DIR"; return; fi
+  local dir="$root/target/servers" d="$root"
+  if [ "$(id -u)" = 0 ]; then
+    while [ "$d" != / ]; do
+      # Every folder above the state must be enterable by others (x for "other").
+      if [ -e "$d" ] && [ "$(( 0$(stat -c %a "$d") & 01 ))" = 0 ]; then
+        dir="/var/tmp/polylock-servers/$(printf '%s' "$root" | cksum | cut -d' ' -f1)"
+        break
+      fi
+      d=$(dirname "$d")
+    done
+  fi
+  echo "$dir"
+}
+state=$(state_dir)
 redis_port="${POLYLOCK_REDIS_PORT:-6379}"
 zk_port="${POLYLOCK_ZK_PORT:-2181}"
 redlock_ports="${POLYLOCK_REDLOCK_PORTS:-6381 6382 6383}"
@@ -45,37 +65,8 @@ sudo_if_needed() {
   if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi
 }
 
-install() {
-  local missing=()
-  command -v redis-server >/dev/null 2>&1 || missing+=(redis-server)
-  command -v redis-cli >/dev/null 2>&1 || missing+=(redis-tools)
-  [ -x "$zk_home/bin/zkServer.sh" ] || missing+=(zookeeper)
-  # Build tools of the C binding's tests and examples.
-  [ -f /usr/include/hiredis/hiredis.h ] || missing+=(libhiredis-dev)
-  command -v cc >/dev/null 2>&1 || missing+=(gcc)
-  command -v make >/dev/null 2>&1 || missing+=(make)              # make install of the C library
-  command -v pkg-config >/dev/null 2>&1 || missing+=(pkg-config)
-  command -v openssl >/dev/null 2>&1 || missing+=(openssl) # certificates of the TLS test
-  # The Java binding's build (usually already there: the JDK and Maven of the machine).
-  command -v javac >/dev/null 2>&1 || missing+=(default-jdk-headless)
-  command -v mvn >/dev/null 2>&1 || missing+=(maven)
-  # etcd, and protoc with the well-known .proto files: the etcd-client crate compiles etcd's
-  # .proto files when polylock is built (with the default `etcd` feature).
-  command -v etcd >/dev/null 2>&1 || missing+=(etcd-server)
-  command -v etcdctl >/dev/null 2>&1 || missing+=(etcd-client)
-  command -v protoc >/dev/null 2>&1 || missing+=(protobuf-compiler)
-  [ -f /usr/include/google/protobuf/descriptor.proto ] || missing+=(libprotobuf-dev)
-  # The operator's views under test (scripts/operate-test.sh): `polylock top` in a terminal,
-  # the live page of `polylock serve` in a real browser.
-  command -v tmux >/dev/null 2>&1 || missing+=(tmux)
-  command -v chromium >/dev/null 2>&1 || missing+=(chromium)
-  if [ ${#missing[@]} -gt 0 ]; then
-    log "installing ${missing[*]}"
-    export DEBIAN_FRONTEND=noninteractive
-    sudo_if_needed apt-get update -qq
-    sudo_if_needed apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-  fi
-}
+# Everything the servers, the builds and the suites need (scripts/setup.sh: one apt-get run).
+install() { bash "$root/scripts/setup.sh"; }
 
 redis_up() { redis-cli -h 127.0.0.1 -p "$1" ping 2>/dev/null | grep -q PONG; }
 
@@ -219,20 +210,7 @@ stop() {
 
 pg_bin() { ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1; }
 
-install_sql() {
-  local missing=()
-  command -v mariadbd >/dev/null 2>&1 || missing+=(mariadb-server)
-  command -v mariadb >/dev/null 2>&1 || missing+=(mariadb-client)
-  [ -n "$(pg_bin)" ] && [ -x "$(pg_bin)/initdb" ] || missing+=(postgresql)
-  if [ ${#missing[@]} -gt 0 ]; then
-    log "installing ${missing[*]}"
-    export DEBIAN_FRONTEND=noninteractive
-    sudo_if_needed apt-get update -qq
-    # policy-rc.d keeps the packages from starting the system services (these servers run on
-    # their own ports and data directories instead).
-    sudo_if_needed apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-  fi
-}
+install_sql() { bash "$root/scripts/setup.sh" servers; }
 
 # Run a command as USER when this script runs as root, else as ourselves.
 as_user() {
@@ -514,7 +492,7 @@ etcd_env() {
 }
 
 case "${1:-start}" in
-  install) install; install_sql ;;
+  install) install ;;
   start)
     install
     install_sql
@@ -531,6 +509,7 @@ case "${1:-start}" in
   # POLYLOCK_PG_PORT name them (scripts/test.sh); env-sql prints their URLs.
   start-sql) install_sql; start_mysql; start_pg ;;
   env-sql) sql_env ;;
+  dir) echo "$state" ;;
   zk-server) shift; start_zk_server "$@" ;; # used by the ensemble tests
   etcd-member) shift; start_etcd_member "$@" ;; # used by the fault harness and failover tests
   stop) stop; stop_mysql; stop_pg; stop_etcd ;;
