@@ -10,6 +10,7 @@ use crate::model::kind::LockKind;
 use crate::model::lost::{LostEvent, LostReason};
 use crate::model::names::validate_name;
 use crate::model::options::ClientOptions;
+use crate::model::secret::{redact_url, userinfo_end};
 use crate::primitives::election::Election;
 use crate::primitives::latch::CountDownLatch;
 use crate::primitives::lock::Lock;
@@ -127,8 +128,9 @@ impl Client {
             let scheme = url.split_once("://").map(|(s, _)| s.to_ascii_lowercase());
             if !matches!(scheme.as_deref(), Some("redis" | "rediss")) {
                 return Err(Error::invalid(format!(
-                    "malformed RedLock URL '{url}': every server must be redis://host:port or \
-                     rediss://host:port"
+                    "malformed RedLock URL '{}': every server must be redis://host:port or \
+                     rediss://host:port",
+                    redact_url(url)
                 )));
             }
             let key = server_key(url);
@@ -565,8 +567,9 @@ impl Family {
 /// credentials, options or fragment.
 fn server_key(url: &str) -> String {
     let (scheme, rest) = url.split_once("://").unwrap_or(("", url));
+    // The userinfo first (a password may hold '?' or '#'), then the options.
+    let rest = userinfo_end(rest).map_or(rest, |at| &rest[at + 1..]);
     let rest = rest.split(['?', '#']).next().unwrap_or_default();
-    let rest = rest.rsplit_once('@').map_or(rest, |(_, hosts)| hosts);
     format!("{}://{rest}", scheme.to_ascii_lowercase())
 }
 
@@ -645,6 +648,18 @@ mod tests {
             ];
             let e = rt.block_on(Client::connect_redlock(&urls)).unwrap_err();
             assert_eq!(e.kind(), ErrorKind::Unsupported, "{e}");
+        }
+    }
+
+    #[test]
+    fn server_keys_leave_out_passwords_that_hold_url_characters() {
+        for url in [
+            "redis://u:p#w@127.0.0.1:6379",
+            "redis://u:p?w=1@127.0.0.1:6379",
+            "redis://u:p@w@127.0.0.1:6379",
+            "redis://u:p/w@127.0.0.1:6379",
+        ] {
+            assert_eq!(server_key(url), "redis://127.0.0.1:6379", "{url}");
         }
     }
 

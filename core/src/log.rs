@@ -115,9 +115,14 @@ impl<F: Fn(LogRecord) + Send + Sync + 'static> Subscriber for Forward<F> {
         (self.sink)(LogRecord {
             level: LogLevel::of(m.level()),
             target: m.target().to_string(),
-            message: v.message,
+            // The last line of defence: a URL in any event shows without its secrets.
+            message: crate::model::secret::redact_text(&v.message),
             lock: v.lock,
-            fields: v.fields,
+            fields: v
+                .fields
+                .into_iter()
+                .map(|(k, v)| (k, crate::model::secret::redact_text(&v)))
+                .collect(),
         });
     }
 

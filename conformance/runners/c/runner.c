@@ -739,6 +739,11 @@ static bool check(run *r, const json *step, const outcome *o, char *why, size_t 
         snprintf(why, len, "the message does not name %s: %s", msg, o->message);
         return false;
     }
+    const char *secret = jstr(step, "absent");
+    if (secret && strstr(o->message, secret)) {
+        snprintf(why, len, "the error shows \"%s\": %s", secret, o->message);
+        return false;
+    }
     const char *tok = jstr(step, "token");
     if (o->has_token && tok && !compare_token(r, tok, o, why, len)) return false;
     const char *save = jstr(step, "save");

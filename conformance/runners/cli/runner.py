@@ -258,7 +258,14 @@ class Run:
         if op == "connect":
             urls = step["url"] if isinstance(step["url"], list) else [step["url"]]
             p = self.call(self.cli.connect_cmd(urls))
-            return "ok" if p.returncode == 0 else self.error(p.returncode, p.stderr)
+            if p.returncode == 0:
+                return "ok"
+            got = self.error(p.returncode, p.stderr + p.stdout)
+            if "absent" in step:
+                # And with -v, which names the server: its output too must keep the secret.
+                v = self.call([self.cli.exe, "-v", *self.cli.connect_cmd(urls)[1:]])
+                got["message"] += "\n" + v.stderr + v.stdout
+            return got
         if op == "make":
             st = self.status(obj)
             return st if isinstance(st, dict) else "ok"
@@ -362,6 +369,8 @@ class Run:
             return f"expected {expect!r}, got {word!r} {extra.get('message', '')}"
         if "message" in step and step["message"] not in extra.get("message", ""):
             return f"the message does not name {step['message']}: {extra.get('message')}"
+        if "absent" in step and step["absent"] in extra.get("message", ""):
+            return f"the output shows {step['absent']!r}: {extra.get('message')}"
         if "token" in extra:
             if "token" in step:
                 want = step["token"]

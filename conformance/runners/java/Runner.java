@@ -613,6 +613,9 @@ public final class Runner {
             if (step.containsKey("message") && !String.valueOf(extra.get("message")).contains((String) step.get("message"))) {
                 return "the message does not name " + step.get("message") + ": " + extra.get("message");
             }
+            if (step.containsKey("absent") && String.valueOf(extra.get("message")).contains((String) step.get("absent"))) {
+                return "the error shows " + step.get("absent") + ": " + extra.get("message");
+            }
             if (extra.containsKey("token")) {
                 if (step.containsKey("token")) {
                     String why = compareToken((String) step.get("token"), extra.get("token"));

@@ -364,6 +364,10 @@ class Run {
     if (step.message && !(extra.message || '').includes(step.message)) {
       return `the message does not name ${step.message}: ${extra.message}`;
     }
+    if (step.absent) {
+      const shown = `${extra.message || ''} ${extra.error ? `${extra.error.stack} ${JSON.stringify(extra.error)}` : ''}`;
+      if (shown.includes(step.absent)) return `the error shows ${JSON.stringify(step.absent)}: ${shown}`;
+    }
     if ('token' in extra) {
       if (step.token) {
         const why = this.compareToken(step.token, extra.token);

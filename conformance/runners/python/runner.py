@@ -350,6 +350,8 @@ class Run:
             return f"expected {expect!r}, got {word!r} {extra.get('message', '')}"
         if "message" in step and step["message"] not in extra.get("message", ""):
             return f"the message does not name {step['message']}: {extra.get('message')}"
+        if "absent" in step and step["absent"] in extra.get("message", "") + repr(extra.get("exc")):
+            return f"the error shows {step['absent']!r}: {extra.get('message')}"
         if "token" in extra:
             if "token" in step:
                 why = self.compare_token(step["token"], extra["token"])

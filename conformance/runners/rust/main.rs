@@ -559,6 +559,12 @@ fn check(run: &mut Run, step: &Value, got: &Value) -> Option<String> {
             return Some(format!("the message does not name {want}: {msg}"));
         }
     }
+    if let Some(secret) = step.get("absent").and_then(Value::as_str) {
+        let msg = extra.get("message").and_then(Value::as_str).unwrap_or("");
+        if msg.contains(secret) {
+            return Some(format!("the error shows {secret:?}: {msg}"));
+        }
+    }
     if let Some(t) = extra.get("token").and_then(Value::as_u64) {
         if let Some(want) = step.get("token").and_then(Value::as_str) {
             if let Some(e) = compare_token(run, want, Some(t)) {

@@ -523,7 +523,13 @@ where
         Ok(cli) => cli,
         Err(e) => {
             let code = if e.use_stderr() { EX_USAGE } else { 0 };
-            let _ = e.print();
+            // clap quotes what it could not take, a URL with its password among them.
+            let text = crate::model::secret::redact_text(&e.render().to_string());
+            if e.use_stderr() {
+                eprint!("{text}");
+            } else {
+                print!("{text}");
+            }
             return code;
         }
     };
@@ -574,7 +580,11 @@ fn help_markdown() -> String {
 }
 
 fn fail(e: &Error) -> ExitCode {
-    eprintln!("polylock: {e}");
+    // Each message masked the URL it knew; any other URL in it is masked here.
+    eprintln!(
+        "polylock: {}",
+        crate::model::secret::redact_text(&e.to_string())
+    );
     match e.kind() {
         ErrorKind::InvalidArgument | ErrorKind::Unsupported => EX_USAGE,
         ErrorKind::Connection => EX_UNAVAILABLE,
@@ -582,24 +592,6 @@ fn fail(e: &Error) -> ExitCode {
         ErrorKind::LockLost => EX_LOST,
         ErrorKind::Auth => EX_NOPERM,
         _ => EX_SOFTWARE,
-    }
-}
-
-/// The URL with any password replaced by `***`, for messages.
-fn redact(url: &str) -> String {
-    let Some((scheme, rest)) = url.split_once("://") else {
-        return url.to_string();
-    };
-    let (before, after) = match rest.find(['/', '?', '#']) {
-        Some(i) => rest.split_at(i),
-        None => (rest, ""),
-    };
-    match before.rsplit_once('@') {
-        Some((cred, hosts)) if cred.contains(':') => {
-            let user = cred.split(':').next().unwrap_or_default();
-            format!("{scheme}://{user}:***@{hosts}{after}")
-        }
-        _ => url.to_string(),
     }
 }
 
@@ -657,7 +649,7 @@ async fn run(cli: Cli) -> Result<ExitCode, Error> {
             UrlSource::Env => "POLYLOCK_URL",
             UrlSource::Default => "the default: no --url and no POLYLOCK_URL",
         };
-        let shown: Vec<String> = urls.iter().map(|u| redact(u)).collect();
+        let shown: Vec<String> = urls.iter().map(|u| crate::redact_url(u)).collect();
         eprintln!("polylock: server {} (from {from})", shown.join(" "));
     }
     let client = connect(&urls, watchdog).await?;

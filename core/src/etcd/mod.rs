@@ -44,6 +44,7 @@ use crate::backend::{Backend, ElectionOps, HoldOps, LockOps, SemaphoreOps, Sessi
 use crate::model::error::{Error, ErrorKind, Result};
 use crate::model::kind::{HoldKind, LockKind};
 use crate::model::options::ClientOptions;
+use crate::model::secret::redact_url;
 
 use election::EtcdElection;
 use lock::{EtcdLock, Mode};
@@ -70,13 +71,7 @@ pub(crate) struct EtcdTls {
 impl EtcdUrl {
     pub(crate) fn parse(url: &str) -> Result<EtcdUrl> {
         let bad = |why: &str| {
-            let shown = match url.split_once("://") {
-                Some((s, rest)) => match rest.rsplit_once('@') {
-                    Some((_, hosts)) => format!("{s}://***@{hosts}"),
-                    None => url.to_string(),
-                },
-                None => url.to_string(),
-            };
+            let shown = redact_url(url);
             Error::invalid(format!(
                 "malformed etcd URL '{shown}': {why}; expected etcd://[user:password@]host:port[,host:port...][?ttl=SECONDS], or etcds://...[?tls_ca_file=PATH][&tls_cert_file=PATH&tls_key_file=PATH] for TLS"
             ))

@@ -144,11 +144,12 @@ pub struct Error {
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 impl Error {
-    /// A new error of `kind`.
+    /// A new error of `kind`. Any URL in `message` is shown without its secrets
+    /// ([`crate::redact_text`]): every message that reaches a user passes here.
     pub fn new(kind: ErrorKind, message: impl Into<String>) -> Error {
         Error {
             kind,
-            message: message.into(),
+            message: crate::model::secret::redact_text(&message.into()),
         }
     }
 

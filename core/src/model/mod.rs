@@ -11,3 +11,4 @@ pub(crate) mod names;
 pub(crate) mod options;
 pub(crate) mod outcome;
 pub mod owner;
+pub mod secret;

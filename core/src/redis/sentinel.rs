@@ -93,7 +93,8 @@ impl SentinelSource {
                     last = Some(Error::new(
                         ErrorKind::Connection,
                         format!(
-                            "Redis Sentinel: {url} knows no master named '{}'",
+                            "Redis Sentinel: {} knows no master named '{}'",
+                            redact(url),
                             self.master
                         ),
                     ));
@@ -198,7 +199,11 @@ pub(crate) async fn watch(conn: Weak<RedisConn>, source: SentinelSource, options
             loop {
                 match hear_switches(&url, switched.clone(), &options).await {
                     Ok(_listening) => return stop.cancelled().await,
-                    Err(e) => tracing::debug!("polylock: no +switch-master from {url}: {e}"),
+                    Err(e) => tracing::debug!(
+                        "polylock: no +switch-master from {}: {}",
+                        redact(&url),
+                        redact(&e.to_string())
+                    ),
                 }
                 tokio::select! {
                     _ = stop.cancelled() => return,

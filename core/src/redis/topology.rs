@@ -29,8 +29,8 @@ pub(crate) struct Ack {
     pub(crate) timeout: Duration,
 }
 
-/// What a Redis URL asks for.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// What a Redis URL asks for. Its `Debug` shows every URL redacted and no password.
+#[derive(Clone, PartialEq, Eq)]
 pub(crate) enum Shape {
     /// One server: the URL redis-rs opens (polylock's own query options removed).
     Single(String),
@@ -47,6 +47,37 @@ pub(crate) enum Shape {
     },
     /// Cluster seed nodes (as `redis[s]://[user:pass@]host:port` URLs).
     Cluster { seeds: Vec<String> },
+}
+
+impl std::fmt::Debug for Shape {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let shown = |urls: &[String]| urls.iter().map(|u| redact(u)).collect::<Vec<_>>();
+        match self {
+            Shape::Single(u) => f.debug_tuple("Single").field(&redact(u)).finish(),
+            Shape::Sentinel {
+                sentinels,
+                master,
+                user,
+                password,
+                db,
+                tls,
+                insecure,
+            } => f
+                .debug_struct("Sentinel")
+                .field("sentinels", &shown(sentinels))
+                .field("master", master)
+                .field("user", user)
+                .field("password", &password.as_ref().map(|_| MASK))
+                .field("db", db)
+                .field("tls", tls)
+                .field("insecure", insecure)
+                .finish(),
+            Shape::Cluster { seeds } => f
+                .debug_struct("Cluster")
+                .field("seeds", &shown(seeds))
+                .finish(),
+        }
+    }
 }
 
 /// A parsed Redis URL.
@@ -66,19 +97,8 @@ fn bad(url: &str, why: &str) -> Error {
     ))
 }
 
-/// The URL with any password replaced by `***` (for messages).
-pub(crate) fn redact(url: &str) -> String {
-    let Some((scheme, rest)) = url.split_once("://") else {
-        return url.to_string();
-    };
-    match rest.split_once('@') {
-        Some((cred, hosts)) if cred.contains(':') => {
-            let user = cred.split(':').next().unwrap_or_default();
-            format!("{scheme}://{user}:***@{hosts}")
-        }
-        _ => url.to_string(),
-    }
-}
+pub(crate) use crate::model::secret::redact_url as redact;
+use crate::model::secret::MASK;
 
 fn duration(url: &str, v: &str) -> Result<Duration> {
     let (num, unit) = v

@@ -48,6 +48,7 @@ use std::time::Duration;
 use crate::backend::Backend;
 use crate::model::error::{Error, ErrorKind, Result};
 use crate::model::options::ClientOptions;
+use crate::model::secret::{scrub, Secret};
 
 /// Connections a client opens at most unless the URL says otherwise (`max_connections=N`).
 pub(crate) const DEFAULT_MAX_CONNECTIONS: usize = 64;
@@ -148,8 +149,8 @@ pub(crate) struct SqlUrl {
     pub(crate) table: String,
     /// The URL for the driver, with the driver's own options only.
     pub(crate) driver_url: String,
-    /// The password, to keep it out of every message.
-    pub(crate) password: Option<String>,
+    /// The URL as given: its secrets are kept out of every message ([`SqlUrl::redact`]).
+    pub(crate) given: Secret,
     /// A PEM file of CA certificates to trust besides the built-in roots (`sslrootcert`; on
     /// MySQL it also turns TLS on).
     pub(crate) root_cert: Option<String>,
@@ -195,18 +196,11 @@ impl SqlUrl {
             None => (rest, None),
         };
         let authority = base.split('/').next().unwrap_or_default();
-        let (userinfo, hostport) = match authority.rsplit_once('@') {
-            Some((u, h)) => (Some(u), h),
-            None => (None, authority),
-        };
-        let password = userinfo
-            .and_then(|u| u.split_once(':'))
-            .map(|(_, p)| p.to_string())
-            .filter(|p| !p.is_empty());
+        let hostport = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
         let bad = |why: &str| {
-            Error::invalid(redact(
+            Error::invalid(scrub(
                 &format!("malformed SQL URL: {why}; {URL_FORMS}"),
-                password.as_deref(),
+                url,
             ))
         };
         if hostport.is_empty() || hostport.starts_with(':') {
@@ -316,22 +310,15 @@ impl SqlUrl {
             fencing,
             table,
             driver_url,
-            password,
+            given: Secret::new(url),
             root_cert,
             pg_tls,
         })
     }
 
-    /// `msg` without the URL's password.
+    /// `msg` without the URL's secrets.
     pub(crate) fn redact(&self, msg: &str) -> String {
-        redact(msg, self.password.as_deref())
-    }
-}
-
-fn redact(msg: &str, password: Option<&str>) -> String {
-    match password {
-        Some(p) if p.len() >= 2 => msg.replace(p, "***"),
-        _ => msg.to_string(),
+        scrub(msg, self.given.expose())
     }
 }
 

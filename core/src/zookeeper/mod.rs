@@ -33,6 +33,7 @@ use crate::backend::{Backend, ElectionOps, HoldOps, LatchOps, LockOps, Semaphore
 use crate::model::error::{Error, ErrorKind, Result};
 use crate::model::kind::{HoldKind, LockKind};
 use crate::model::options::ClientOptions;
+use crate::model::secret::redact_url;
 
 use election::ZkElection;
 use latch::ZkLatch;
@@ -69,7 +70,8 @@ impl ZkUrl {
     pub(crate) fn parse(url: &str) -> Result<ZkUrl> {
         let bad = |why: &str| {
             Error::invalid(format!(
-                "malformed ZooKeeper URL '{url}': {why}; expected zk://[user:password@]host:port[,host:port...][/chroot][?session_timeout_ms=N][&acl=open|creator], or zks://...?tls_ca_file=PATH[&tls_cert_file=PATH&tls_key_file=PATH] for TLS"
+                "malformed ZooKeeper URL '{}': {why}; expected zk://[user:password@]host:port[,host:port...][/chroot][?session_timeout_ms=N][&acl=open|creator], or zks://...?tls_ca_file=PATH[&tls_cert_file=PATH&tls_key_file=PATH] for TLS",
+                redact_url(url)
             ))
         };
         let (rest, tls) = match (url.strip_prefix("zk://"), url.strip_prefix("zks://")) {
