@@ -73,7 +73,7 @@ pub use crate::model::kind::{HoldKind, HoldMode, LockKind};
 pub use crate::model::lost::{HoldState, LostEvent, LostReason, LostSignal};
 pub use crate::model::names::{validate_name, MAX_NAME_LEN};
 pub use crate::model::options::{
-    AcquireOptions, ClientOptions, Wait, MAX_DURATION, MIN_WATCHDOG_TIMEOUT,
+    AcquireOptions, ClientOptions, Wait, MAX_DURATION, MAX_SESSION_TIMEOUT, MIN_WATCHDOG_TIMEOUT,
 };
 pub use crate::model::outcome::{
     Acquired, Holder, Leader, LeaseChange, LockStatus, PermitHolder, Released, RemainingLease,

@@ -129,6 +129,14 @@ async fn a_timed_out_campaign_is_withdrawn(a: &Client, b: &Client, name: &str) -
     assert!(t.elapsed() >= Duration::from_millis(300));
     assert!(!other.is_leader());
     assert_eq!(leader.candidates().await.unwrap(), ["first"]);
+    // A wait past what an Instant holds (Python's timeout=1e19) is a typed error, never a panic
+    // (next_change took the deadline of an unchecked wait).
+    for huge in [Duration::MAX, Duration::from_secs(u64::MAX / 2)] {
+        let e = leader.next_change(None, Wait::For(huge)).await.unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{e}");
+        let e = other.campaign(Wait::For(huge)).await.unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{e}");
+    }
     leader
 }
 

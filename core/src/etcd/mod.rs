@@ -44,7 +44,7 @@ use crate::backend::{Backend, ElectionOps, HoldOps, LockOps, SemaphoreOps, Sessi
 use crate::model::error::{Error, ErrorKind, Result};
 use crate::model::kind::{HoldKind, LockKind};
 use crate::model::options::ClientOptions;
-use crate::model::secret::redact_url;
+use crate::model::secret::{redact_url, Secret};
 
 use election::EtcdElection;
 use lock::{EtcdLock, Mode};
@@ -55,7 +55,7 @@ use semaphore::EtcdSemaphore;
 pub(crate) struct EtcdUrl {
     /// `http://host:port` (or `https://`) per member.
     pub(crate) endpoints: Vec<String>,
-    pub(crate) auth: Option<(String, String)>,
+    pub(crate) auth: Option<(String, Secret)>,
     /// The TTL of the client's leases, in seconds (`?ttl=`).
     pub(crate) ttl: Option<i64>,
     pub(crate) tls: Option<EtcdTls>,
@@ -93,7 +93,7 @@ impl EtcdUrl {
                 if u.is_empty() {
                     return Err(bad("empty user name"));
                 }
-                (Some((u.to_string(), p.to_string())), hosts)
+                (Some((u.to_string(), Secret::new(p))), hosts)
             }
             None => (None, rest),
         };
@@ -497,7 +497,7 @@ pub(crate) async fn connect(url: &str, options: &ClientOptions) -> Result<Box<dy
         .with_keep_alive(Duration::from_secs(5), options.command_timeout)
         .with_auto_token_refresh(true);
     if let Some((user, password)) = &parsed.auth {
-        connect = connect.with_user(user.clone(), password.clone());
+        connect = connect.with_user(user.clone(), password.expose().to_string());
     }
     #[cfg(not(feature = "tls"))]
     if parsed.tls.is_some() {
@@ -933,7 +933,8 @@ mod tests {
         assert_eq!((u.auth, u.ttl, u.tls), (None, None, None));
         let u = EtcdUrl::parse("etcd://bob:pw@a:1,b:2?ttl=5").unwrap();
         assert_eq!(u.endpoints, ["http://a:1", "http://b:2"]);
-        assert_eq!(u.auth, Some(("bob".into(), "pw".into())));
+        assert_eq!(u.auth, Some(("bob".into(), Secret::new("pw"))));
+        assert!(!format!("{u:?}").contains("pw"), "{u:?}");
         assert_eq!(u.ttl, Some(5));
         let t = EtcdUrl::parse("etcds://h:1?tls_ca_file=/ca.pem").unwrap();
         assert_eq!(t.endpoints, ["https://h:1"]);

@@ -6,6 +6,9 @@ use super::error::{Error, Result};
 
 /// Longest accepted duration (lease, wait, watchdog timeout): ten years.
 pub const MAX_DURATION: Duration = Duration::from_secs(10 * 365 * 24 * 3600);
+/// Longest ZooKeeper session timeout: the protocol carries it as a 32-bit count of milliseconds
+/// (about 24.8 days; a server also caps it at its own maxSessionTimeout).
+pub const MAX_SESSION_TIMEOUT: Duration = Duration::from_millis(i32::MAX as u64);
 /// Shortest accepted watchdog timeout.
 pub const MIN_WATCHDOG_TIMEOUT: Duration = Duration::from_millis(30);
 
@@ -78,6 +81,13 @@ impl ClientOptions {
         check_duration("connect timeout", self.connect_timeout)?;
         check_duration("command timeout", self.command_timeout)?;
         check_duration("session timeout", self.session_timeout)?;
+        if self.session_timeout > MAX_SESSION_TIMEOUT {
+            return Err(Error::invalid(format!(
+                "session timeout {:?} is too long: ZooKeeper carries it as a 32-bit count of ms \
+                 (at most {MAX_SESSION_TIMEOUT:?})",
+                self.session_timeout
+            )));
+        }
         check_duration("fair wait timeout", self.fair_wait_timeout)?;
         if self.max_sql_connections.is_some_and(|n| n < 2) {
             return Err(Error::invalid(
@@ -134,12 +144,13 @@ impl Wait {
         }
     }
 
-    /// When the wait ends, from now (`None`: never).
+    /// When the wait ends, from now (`None`: never). Never panics: a wait past what an
+    /// `Instant` can hold (an unchecked one; [`Wait::checked`] refuses it first) ends never.
     pub(crate) fn deadline(self) -> Option<std::time::Instant> {
         match self {
             Wait::Forever => None,
             Wait::Never => Some(std::time::Instant::now()),
-            Wait::For(d) => Some(std::time::Instant::now() + d),
+            Wait::For(d) => std::time::Instant::now().checked_add(d),
         }
     }
 }

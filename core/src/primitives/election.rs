@@ -161,7 +161,7 @@ impl Election {
         wait: Wait,
     ) -> Result<Option<Option<Leader>>> {
         let name = self.lock.name();
-        let deadline = wait.deadline();
+        let deadline = wait.checked()?.deadline();
         loop {
             let mut change = self.ops.arm(name).await?;
             // Registered before the look: a change between the look and the wait still counts.

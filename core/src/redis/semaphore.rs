@@ -52,12 +52,20 @@ pub(crate) fn id_bytes(id: &str) -> Result<Vec<u8>> {
             format!("'{id}' is not a permit id (32 hexadecimal characters)"),
         )
     };
-    if id.len() != 32 {
+    // Hex digits only, checked before slicing: a multi-byte character would put a slice inside
+    // it, and from_str_radix takes a sign ("+f").
+    if id.len() != 32 || !id.bytes().all(|b| b.is_ascii_hexdigit()) {
         return Err(bad());
     }
-    (0..16)
-        .map(|i| u8::from_str_radix(&id[2 * i..2 * i + 2], 16).map_err(|_| bad()))
-        .collect()
+    Ok(id
+        .as_bytes()
+        .chunks(2)
+        .map(|pair| (hex_digit(pair[0]) << 4) | hex_digit(pair[1]))
+        .collect())
+}
+
+fn hex_digit(b: u8) -> u8 {
+    (b as char).to_digit(16).unwrap_or(0) as u8
 }
 
 fn hex(bytes: &[u8]) -> String {
@@ -610,6 +618,11 @@ mod tests {
             "00ff",
             "zz00000000000000000000000000000000",
             &"0".repeat(33),
+            // 32 bytes, a character of two of them: it panicked, slicing inside it.
+            &format!("é{}", "0".repeat(30)),
+            // from_str_radix takes a sign.
+            &format!("+f{}", "0".repeat(30)),
+            &format!("0-{}", "0".repeat(30)),
         ] {
             assert_eq!(
                 id_bytes(bad).unwrap_err().kind(),

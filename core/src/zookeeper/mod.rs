@@ -33,7 +33,7 @@ use crate::backend::{Backend, ElectionOps, HoldOps, LatchOps, LockOps, Semaphore
 use crate::model::error::{Error, ErrorKind, Result};
 use crate::model::kind::{HoldKind, LockKind};
 use crate::model::options::ClientOptions;
-use crate::model::secret::redact_url;
+use crate::model::secret::{redact_url, Secret};
 
 use election::ZkElection;
 use latch::ZkLatch;
@@ -49,7 +49,7 @@ const PROTECTED_PREFIX: &str = "_c_";
 pub(crate) struct ZkUrl {
     /// `host:port,host:port[/chroot]`, as zookeeper-client takes it.
     pub(crate) cluster: String,
-    pub(crate) auth: Option<(String, String)>,
+    pub(crate) auth: Option<(String, Secret)>,
     pub(crate) session_timeout: Option<Duration>,
     /// Nodes this client creates are open to anyone (`world:anyone`, Curator's default) rather
     /// than to the authenticated user only (`auth` = creator). Open unless the URL has
@@ -91,7 +91,7 @@ impl ZkUrl {
                 if u.is_empty() {
                     return Err(bad("empty user name"));
                 }
-                (Some((u.to_string(), p.to_string())), hosts)
+                (Some((u.to_string(), Secret::new(p))), hosts)
             }
             None => (None, rest),
         };
@@ -125,6 +125,13 @@ impl ZkUrl {
                             .map_err(|_| bad("session_timeout_ms must be a number"))?;
                         if ms == 0 {
                             return Err(bad("session_timeout_ms must be positive"));
+                        }
+                        // The protocol's field is an i32 of ms: a larger one would wrap.
+                        if ms > i32::MAX as u64 {
+                            return Err(bad(&format!(
+                                "session_timeout_ms must be at most {} (a 32-bit count of ms)",
+                                i32::MAX
+                            )));
                         }
                         session_timeout = Some(Duration::from_millis(ms));
                     }
@@ -309,7 +316,7 @@ impl ZkSession {
             .with_connection_timeout(options.connect_timeout)
             .with_fail_eagerly();
         if let Some((user, pass)) = &url.auth {
-            c = c.with_auth("digest", format!("{user}:{pass}").as_bytes());
+            c = c.with_auth("digest", format!("{user}:{}", pass.expose()).as_bytes());
         }
         let connect: std::pin::Pin<Box<dyn std::future::Future<Output = _> + Send + '_>> =
             match &url.tls {
@@ -960,7 +967,8 @@ mod tests {
         assert_eq!(u.cluster, "127.0.0.1:2181");
         let u = ZkUrl::parse("zk://bob:pw@a:1,b:2/app?session_timeout_ms=3000").unwrap();
         assert_eq!(u.cluster, "a:1,b:2/app");
-        assert_eq!(u.auth, Some(("bob".into(), "pw".into())));
+        assert_eq!(u.auth, Some(("bob".into(), Secret::new("pw"))));
+        assert!(!format!("{u:?}").contains("pw"), "{u:?}");
         assert_eq!(u.session_timeout, Some(Duration::from_secs(3)));
         assert!(!u.open_acl, "credentials: nodes for their user only");
         assert!(ZkUrl::parse("zk://h:1").unwrap().open_acl);
@@ -983,6 +991,8 @@ mod tests {
             "zk://h:1?x=1",
             "zk://:p@h:1",
             "zk://h:1?session_timeout_ms=0",
+            "zk://h:1?session_timeout_ms=2147483648",
+            "zk://h:1?session_timeout_ms=18446744073709551615",
             "zk://h:1?acl=creator",
             "zk://u:p@h:1?acl=closed",
             "zk://h:1?tls_ca_file=/ca.pem",
