@@ -80,11 +80,13 @@ pub(crate) fn string(env: &mut JNIEnv, s: &JString, what: &str) -> Result<String
             format!("{what} must not be null"),
         ));
     }
-    // Java strings arrive as modified UTF-8; the conversion decodes it (U+0000 included, which
-    // core then refuses in names).
-    env.get_string(s)
-        .map(String::from)
-        .map_err(|e| Error::new(ErrorKind::InvalidArgument, format!("{what}: {e}")))
+    // Java strings arrive as modified UTF-8, decoded strictly by the core: a lone surrogate is
+    // refused (a lossy decoding made it U+FFFD, so two names met on one lock); U+0000 decodes,
+    // and the core refuses it in names.
+    let chars = env
+        .get_string(s)
+        .map_err(|e| Error::new(ErrorKind::InvalidArgument, format!("{what}: {e}")))?;
+    polylock::text_from_java_utf8(chars.to_bytes(), what)
 }
 
 /// A Java `String[]` argument: null, or a null element, is an `InvalidArgument` naming `what`

@@ -161,8 +161,9 @@ pub struct NativeClient {
 impl NativeClient {
     /// A lock handle of any kind: `reentrant`, `mutex`, `read`, `write` or `fair`.
     #[napi]
-    pub fn lock(&self, name: String, kind: String) -> Result<NativeLock> {
+    pub fn lock(&self, name: Utf16String, kind: String) -> Result<NativeLock> {
         entry(|| {
+            let name = polylock::text_from_utf16(&name, "lock name").map_err(sync_err)?;
             let kind = kind_arg(&kind).map_err(sync_err)?;
             self.inner
                 .lock_of_kind(&name, kind)
@@ -173,8 +174,9 @@ impl NativeClient {
 
     /// A semaphore.
     #[napi]
-    pub fn semaphore(&self, name: String) -> Result<NativeSemaphore> {
+    pub fn semaphore(&self, name: Utf16String) -> Result<NativeSemaphore> {
         entry(|| {
+            let name = polylock::text_from_utf16(&name, "lock name").map_err(sync_err)?;
             self.inner
                 .semaphore(&name)
                 .map(NativeSemaphore::new)
@@ -184,8 +186,9 @@ impl NativeClient {
 
     /// A semaphore of expiring permits (Redis).
     #[napi]
-    pub fn permit_semaphore(&self, name: String) -> Result<NativePermitSemaphore> {
+    pub fn permit_semaphore(&self, name: Utf16String) -> Result<NativePermitSemaphore> {
         entry(|| {
+            let name = polylock::text_from_utf16(&name, "lock name").map_err(sync_err)?;
             self.inner
                 .permit_expirable_semaphore(&name)
                 .map(NativePermitSemaphore::new)
@@ -195,8 +198,10 @@ impl NativeClient {
 
     /// A candidate in the leader election `name`, campaigning as `identity`.
     #[napi]
-    pub fn election(&self, name: String, identity: String) -> Result<NativeElection> {
+    pub fn election(&self, name: Utf16String, identity: Utf16String) -> Result<NativeElection> {
         entry(|| {
+            let name = polylock::text_from_utf16(&name, "lock name").map_err(sync_err)?;
+            let identity = polylock::text_from_utf16(&identity, "identity").map_err(sync_err)?;
             self.inner
                 .election(&name, &identity)
                 .map(NativeElection::new)
@@ -206,8 +211,9 @@ impl NativeClient {
 
     /// A count-down latch.
     #[napi]
-    pub fn count_down_latch(&self, name: String) -> Result<NativeLatch> {
+    pub fn count_down_latch(&self, name: Utf16String) -> Result<NativeLatch> {
         entry(|| {
+            let name = polylock::text_from_utf16(&name, "lock name").map_err(sync_err)?;
             self.inner
                 .count_down_latch(&name)
                 .map(NativeLatch::new)

@@ -67,7 +67,7 @@ for (const [server, url] of Object.entries(URLS)) {
 
 test('bad identities and names are typed errors', async () => {
   const c = await polylock.connect(URLS.redis);
-  for (const bad of ['a\u0000b', 'x'.repeat(1025)]) {
+  for (const bad of ['a\u0000b', 'x'.repeat(1025), 'a\uD800']) {
     assert.throws(() => c.election('e', bad), (e) => e instanceof RangeError && e.code === 'ERR_POLYLOCK_INVALID_ARGUMENT');
   }
   assert.throws(() => c.election('e', ''), RangeError);

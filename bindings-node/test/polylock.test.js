@@ -136,6 +136,13 @@ test('every bad input gets a typed error with a code', async () => {
     assert.throws(() => c.lock(bad), (e) => (e instanceof TypeError || e instanceof RangeError) && e.code === 'ERR_POLYLOCK_INVALID_ARGUMENT');
   }
   assert.throws(() => c.lock('a\u0000b'), { code: 'ERR_POLYLOCK_INVALID_ARGUMENT' });
+  // A lone surrogate has no UTF-8 form: refused, never made U+FFFD (two such names were one lock).
+  for (const bad of ['a\uD800', 'a\uDC00b', '\uDBFF']) {
+    for (const make of [() => c.lock(bad), () => c.semaphore(bad), () => c.countDownLatch(bad), () => c.readWriteLock(bad)]) {
+      assert.throws(make, { code: 'ERR_POLYLOCK_INVALID_ARGUMENT' }, JSON.stringify(bad));
+    }
+  }
+  assert.equal(c.lock('a\uD83D\uDD12').name, 'a\u{1F512}', 'a surrogate pair is one character');
   assert.throws(() => c.lock('x'.repeat(64 * 1024 + 1)), { code: 'ERR_POLYLOCK_INVALID_ARGUMENT' });
   const lock = c.lock(unique('bad'));
   for (const options of [{ waitMs: -1 }, { waitMs: 'soon' }, { leaseMs: 0 }, { leaseMs: -5 }, { leaseMs: Infinity }, { waitMs: NaN }, { signal: {} }]) {

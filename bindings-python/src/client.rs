@@ -2,8 +2,9 @@
 
 use polylock::{runtime, Client, ClientOptions};
 use pyo3::prelude::*;
+use pyo3::types::PyString;
 
-use crate::convert::{blocking, hold_kind_name, kind_arg, seconds};
+use crate::convert::{blocking, hold_kind_name, kind_arg, seconds, text};
 use crate::election::NativeElection;
 use crate::errors::err;
 use crate::lock::NativeLock;
@@ -73,35 +74,41 @@ pub(crate) struct NativeClient {
 #[pymethods]
 impl NativeClient {
     /// A handle of any lock kind: "reentrant", "mutex", "read", "write" or "fair".
-    fn lock(&self, name: &str, kind: &str) -> PyResult<NativeLock> {
+    fn lock(&self, name: &Bound<'_, PyString>, kind: &str) -> PyResult<NativeLock> {
+        let name = &text(name, "lock name")?;
         self.inner
             .lock_of_kind(name, kind_arg(kind)?)
             .map(NativeLock::new)
             .map_err(err)
     }
 
-    fn semaphore(&self, name: &str) -> PyResult<NativeSemaphore> {
+    fn semaphore(&self, name: &Bound<'_, PyString>) -> PyResult<NativeSemaphore> {
+        let name = &text(name, "lock name")?;
         self.inner
             .semaphore(name)
             .map(NativeSemaphore::new)
             .map_err(err)
     }
 
-    fn permit_semaphore(&self, name: &str) -> PyResult<NativePermitSemaphore> {
+    fn permit_semaphore(&self, name: &Bound<'_, PyString>) -> PyResult<NativePermitSemaphore> {
+        let name = &text(name, "lock name")?;
         self.inner
             .permit_expirable_semaphore(name)
             .map(NativePermitSemaphore::new)
             .map_err(err)
     }
 
-    fn count_down_latch(&self, name: &str) -> PyResult<NativeLatch> {
+    fn count_down_latch(&self, name: &Bound<'_, PyString>) -> PyResult<NativeLatch> {
+        let name = &text(name, "lock name")?;
         self.inner
             .count_down_latch(name)
             .map(NativeLatch::new)
             .map_err(err)
     }
 
-    fn election(&self, name: &str, identity: &str) -> PyResult<NativeElection> {
+    fn election(&self, name: &Bound<'_, PyString>, identity: &Bound<'_, PyString>) -> PyResult<NativeElection> {
+        let name = &text(name, "lock name")?;
+        let identity = &text(identity, "identity")?;
         self.inner
             .election(name, identity)
             .map(NativeElection::new)

@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use polylock::{runtime, ErrorKind, LockKind, Wait};
 use pyo3::prelude::*;
+use pyo3::types::PyString;
 
 use crate::errors::{err, to_py};
 
@@ -77,4 +78,19 @@ pub(crate) fn blocking<T: Send + 'static>(
 ) -> PyResult<T> {
     py.detach(|| runtime::block_on(fut).and_then(|r| r))
         .map_err(|e| to_py(py, e))
+}
+
+/// A str argument. A str holding a lone surrogate has no UTF-8 form: the core's strict UTF-16
+/// decoding names it (`InvalidArgumentError`, not a bare UnicodeEncodeError).
+pub(crate) fn text(s: &Bound<'_, PyString>, what: &str) -> PyResult<String> {
+    if let Ok(t) = s.to_cow() {
+        return Ok(t.into_owned());
+    }
+    let bytes = s.call_method1("encode", ("utf-16-le", "surrogatepass"))?;
+    let bytes: &[u8] = bytes.extract()?;
+    let units: Vec<u16> = bytes
+        .chunks_exact(2)
+        .map(|p| u16::from_le_bytes([p[0], p[1]]))
+        .collect();
+    polylock::text_from_utf16(&units, what).map_err(err)
 }

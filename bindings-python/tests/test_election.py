@@ -90,7 +90,7 @@ def test_async_with_campaigns_and_resigns(url):
 
 def test_bad_input_is_a_typed_error():
     c = polylock.connect(URLS["redis"])
-    for bad in ["", "a\0b", "x" * 1025]:
+    for bad in ["", "a\0b", "x" * 1025, "a\ud800"]:
         with pytest.raises(polylock.InvalidArgumentError):
             c.election("e", bad)
     with pytest.raises(polylock.InvalidArgumentError):

@@ -389,9 +389,12 @@ def test_decorator_cancels_an_async_function_whose_lock_is_lost():
 
 
 def test_bad_input_raises_typed_errors(client):
-    for name in ["", "a\0b", "x" * (64 * 1024 + 1)]:
+    # "a\ud800": a lone surrogate has no UTF-8 form (a typed error, not a bare UnicodeEncodeError).
+    for name in ["", "a\0b", "x" * (64 * 1024 + 1), "a\ud800", "\udc00b"]:
         with pytest.raises(polylock.InvalidArgumentError):
             client.lock(name)
+        with pytest.raises(polylock.InvalidArgumentError):
+            client.semaphore(name)
     with pytest.raises(ValueError):
         client.lock(42)  # type: ignore[arg-type]
     lock = client.lock(unique("bad"))

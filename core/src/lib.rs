@@ -71,7 +71,7 @@ pub use crate::model::error::{self, Error, ErrorKind, Result};
 pub use crate::model::identity::{host_name, identity_value, REDIS_IDENTITY_PREFIX};
 pub use crate::model::kind::{HoldKind, HoldMode, LockKind};
 pub use crate::model::lost::{HoldState, LostEvent, LostReason, LostSignal};
-pub use crate::model::names::{validate_name, MAX_NAME_LEN};
+pub use crate::model::names::{text_from_java_utf8, text_from_utf16, validate_name, MAX_NAME_LEN};
 pub use crate::model::options::{
     AcquireOptions, ClientOptions, Wait, MAX_DURATION, MAX_SESSION_TIMEOUT, MIN_WATCHDOG_TIMEOUT,
 };

@@ -386,6 +386,27 @@ async fn status_lists_contenders_in_order_with_lease_ids_and_ttl() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn status_names_a_lock_whose_keys_lie_under_this_ones_prefix() {
+    // etcd's Mutex reads the whole prefix `name/`: the keys of a lock `name/sub` lie there, and
+    // an owner of `name` would queue behind them.
+    let (c1, c2) = (client().await, client().await);
+    let name = unique("prefix");
+    let sub = format!("{name}/sub");
+    let l1 = c1.lock(&name).unwrap();
+    l1.acquire(1, AcquireOptions::forever()).await.unwrap();
+    assert!(l1.status().await.unwrap().shared_with.is_empty());
+    let l2 = c2.lock(&sub).unwrap();
+    l2.acquire(2, AcquireOptions::forever()).await.unwrap();
+    wait_keys(&name, 2, Duration::from_secs(5)).await;
+    assert_eq!(l1.status().await.unwrap().shared_with, [sub.clone()]);
+    assert!(l2.status().await.unwrap().shared_with.is_empty());
+    l1.release(1).await.unwrap();
+    l2.release(2).await.unwrap();
+    c1.close().await.unwrap();
+    c2.close().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn multi_lock_takes_all_or_none_on_etcd() {
     let (c1, c2) = (client().await, client().await);
     let (a, b) = (unique("multi-a"), unique("multi-b"));

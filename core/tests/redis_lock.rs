@@ -1163,3 +1163,42 @@ async fn a_reentry_after_the_hold_vanished_reports_the_loss() {
         }
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn status_names_a_lock_that_shares_state_by_redissons_format() {
+    // `x` and `{x}` share `{x}:timeout` and the fair queue in Redisson's format: status says so
+    // while the other one exists, and says nothing of a name with no twin on the server.
+    let c = client().await;
+    let x = unique("twin");
+    let tagged = format!("{{{x}}}");
+    let (a, b) = (owner::fresh(), owner::fresh());
+    c.lock(&x)
+        .unwrap()
+        .acquire(a, AcquireOptions::forever())
+        .await
+        .unwrap();
+    assert!(c
+        .lock(&x)
+        .unwrap()
+        .status()
+        .await
+        .unwrap()
+        .shared_with
+        .is_empty());
+    c.lock(&tagged)
+        .unwrap()
+        .acquire(b, AcquireOptions::forever())
+        .await
+        .unwrap();
+    assert_eq!(
+        c.lock(&x).unwrap().status().await.unwrap().shared_with,
+        [tagged.clone()]
+    );
+    assert_eq!(
+        c.lock(&tagged).unwrap().status().await.unwrap().shared_with,
+        [x.clone()]
+    );
+    c.lock(&x).unwrap().release(a).await.unwrap();
+    c.lock(&tagged).unwrap().release(b).await.unwrap();
+    c.close().await.unwrap();
+}

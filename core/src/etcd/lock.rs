@@ -659,7 +659,21 @@ impl LockOps for EtcdLock {
                 identity: None,
             })
             .collect();
+        // Keys of a lock named `name/...` lie under this lock's prefix too (etcd's Mutex reads
+        // the whole prefix): their owners queue here.
+        let prefix = format!("{name}/");
+        let mut shared_with: Vec<String> = list
+            .iter()
+            .filter_map(|c| {
+                let rest = c.key.strip_prefix(&prefix)?;
+                let (deeper, _lease) = rest.rsplit_once('/')?;
+                Some(format!("{prefix}{deeper}"))
+            })
+            .collect();
+        shared_with.sort();
+        shared_with.dedup();
         Ok(LockStatus {
+            shared_with,
             name: name.to_string(),
             locked: n > 0,
             mode: if rw { list.first().map(mode_of) } else { None },

@@ -60,6 +60,11 @@ pub struct LockStatus {
     pub waiters: Vec<String>,
     /// The waiters' identities, in the order of `waiters` (as [`Holder::identity`]).
     pub waiter_identities: Vec<Option<String>>,
+    /// Other names on the server that share this lock's state by the backend's own format (the
+    /// peers' formats, kept for interoperability): on Redis `a` and `{a}` share the
+    /// `{a}:timeout` key and the fair queue; on etcd a lock `a` waits on the keys of a lock `a/b`,
+    /// as etcd's own Mutex does. Filled by `status` where such a name exists now.
+    pub shared_with: Vec<String>,
 }
 
 /// One permit held, in a [`SemaphoreStatus`].

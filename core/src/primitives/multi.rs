@@ -255,6 +255,7 @@ impl Multi {
             ttl: None,
             waiters: Vec::new(),
             waiter_identities: Vec::new(),
+            shared_with: Vec::new(),
         };
         for m in &self.members {
             let st = m.status().await?;

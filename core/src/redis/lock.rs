@@ -557,9 +557,37 @@ impl LockOps for RedisLock {
     async fn status(&self, name: &str) -> Result<LockStatus> {
         let mut pipe = redis::pipe();
         pipe.cmd("HGETALL").arg(name).cmd("PTTL").arg(name);
-        let (fields, pttl): (Vec<(String, Value)>, i64) =
-            self.conn.query_pipe(pipe, "read the lock status").await?;
-        Ok(status_of(name, fields, pttl))
+        let twin = hash_tag_twin(name);
+        if let Some(t) = &twin {
+            pipe.cmd("EXISTS").arg(t);
+        }
+        let mut st = if twin.is_some() {
+            let (fields, pttl, twin_exists): (Vec<(String, Value)>, i64, i64) =
+                self.conn.query_pipe(pipe, "read the lock status").await?;
+            let mut st = status_of(name, fields, pttl);
+            if twin_exists > 0 {
+                st.shared_with.extend(twin);
+            }
+            st
+        } else {
+            let (fields, pttl): (Vec<(String, Value)>, i64) =
+                self.conn.query_pipe(pipe, "read the lock status").await?;
+            status_of(name, fields, pttl)
+        };
+        st.shared_with.sort();
+        Ok(st)
+    }
+}
+
+/// The other name whose state Redisson's key format shares with `name`: `a` and `{a}` both keep
+/// `{a}:timeout` and the fair queue `redisson_lock_queue:{a}` (Redisson adds the braces only to a
+/// name without them). `None` for a name with braces of another shape.
+pub(crate) fn hash_tag_twin(name: &str) -> Option<String> {
+    match name.strip_prefix('{').and_then(|n| n.strip_suffix('}')) {
+        Some(inner) if !inner.is_empty() && !inner.contains(['{', '}']) => Some(inner.to_string()),
+        Some(_) => None,
+        None if name.contains('{') => None,
+        None => Some(format!("{{{name}}}")),
     }
 }
 
@@ -607,6 +635,7 @@ pub(super) fn status_of(name: &str, fields: Vec<(String, Value)>, pttl: i64) -> 
         ttl: (pttl >= 0).then(|| Duration::from_millis(pttl as u64)),
         waiters: Vec::new(),
         waiter_identities: Vec::new(),
+        shared_with: Vec::new(),
     }
 }
 
@@ -712,6 +741,15 @@ mod tests {
         assert_eq!(token_key("{a}x"), "redisson_lock_token:{a}x");
         // A name with its own hash tag gets no second one (Redisson's suffixName).
         assert_eq!(hold_key_prefix("{a}x", "u:1"), "{a}x:u:1:rwlock_timeout");
+    }
+
+    #[test]
+    fn names_that_share_a_hash_tag() {
+        assert_eq!(hash_tag_twin("a").as_deref(), Some("{a}"));
+        assert_eq!(hash_tag_twin("{a}").as_deref(), Some("a"));
+        assert_eq!(hash_tag_twin("{a}b"), None);
+        assert_eq!(hash_tag_twin("{}"), None);
+        assert_eq!(hash_tag_twin("{{a}}"), None);
     }
 
     #[test]

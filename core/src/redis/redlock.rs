@@ -624,6 +624,7 @@ impl LockOps for RedLock {
             ttl: majority_lease(&ttls, self.quorum),
             waiters: Vec::new(),
             waiter_identities: Vec::new(),
+            shared_with: Vec::new(),
         })
     }
 }

@@ -496,6 +496,7 @@ impl LockOps for MySqlLock {
             ttl: None,
             waiters: Vec::new(),
             waiter_identities: Vec::new(),
+            shared_with: Vec::new(),
         })
     }
 }

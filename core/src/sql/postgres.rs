@@ -864,6 +864,7 @@ impl LockOps for PgLock {
             ttl: None,
             waiters: waiters.iter().map(|p| p.to_string()).collect(),
             waiter_identities: Vec::new(),
+            shared_with: Vec::new(),
         })
     }
 }

@@ -219,6 +219,7 @@ impl LockOps for TableLock {
                 .collect(),
             waiters: Vec::new(),
             waiter_identities: Vec::new(),
+            shared_with: Vec::new(),
         })
     }
 }

@@ -427,6 +427,7 @@ fn status_of(name: &str, queue: Queue, list: Vec<Contender>) -> LockStatus {
         ttl: None,
         waiters: list[holding..].iter().map(|c| c.name.clone()).collect(),
         waiter_identities: Vec::new(),
+        shared_with: Vec::new(),
     }
 }
 

@@ -125,6 +125,7 @@ impl LockOps for ZkSemaphoreMutex {
             ttl: None,
             waiters: names.collect(),
             waiter_identities: Vec::new(),
+            shared_with: Vec::new(),
         })
     }
 }

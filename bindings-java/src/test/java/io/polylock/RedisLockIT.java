@@ -259,6 +259,13 @@ class RedisLockIT {
     void badArgumentsGetClearErrors() throws Exception {
         assertThrows(IllegalArgumentException.class, () -> client.getLock(""));
         assertThrows(IllegalArgumentException.class, () -> client.getLock("a\0b"));
+        // A lone surrogate has no UTF-8 form: refused, never made U+FFFD (two such names were one lock).
+        for (String bad : new String[] {"a\uD800", "a\uDC00b", "\uDBFF"}) {
+            assertThrows(IllegalArgumentException.class, () -> client.getLock(bad), bad);
+            assertThrows(IllegalArgumentException.class, () -> client.getSemaphore(bad), bad);
+            assertThrows(IllegalArgumentException.class, () -> client.getCountDownLatch(bad), bad);
+        }
+        assertEquals("a\uD83D\uDD12", client.getLock("a\uD83D\uDD12").getName());
         char[] big = new char[100_000];
         java.util.Arrays.fill(big, 'x');
         assertThrows(IllegalArgumentException.class, () -> client.getLock(new String(big)));
