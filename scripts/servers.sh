@@ -509,6 +509,8 @@ case "${1:-start}" in
   # POLYLOCK_PG_PORT name them (scripts/test.sh); env-sql prints their URLs.
   start-sql) install_sql; start_mysql; start_pg ;;
   env-sql) sql_env ;;
+  # The default Redis alone (scripts/package.sh's install checks).
+  start-redis) bash "$root/scripts/setup.sh" redis; start_redis "$redis_port" ;;
   dir) echo "$state" ;;
   zk-server) shift; start_zk_server "$@" ;; # used by the ensemble tests
   etcd-member) shift; start_etcd_member "$@" ;; # used by the fault harness and failover tests

@@ -5,16 +5,19 @@
 # machine spends a second here. Every script that runs cargo, starts a server or opens a browser
 # calls the part it needs first, so each also starts from a bare machine when run alone.
 #
-#   scripts/setup.sh [build] [servers] [browser]     these parts (all by default)
-#   scripts/setup.sh --provides [PART...]            print the commands those parts put on the PATH
-#   scripts/setup.sh --missing [PART...]             print the Debian packages still to install
+#   scripts/setup.sh [PART...]              these parts (all by default)
+#   scripts/setup.sh --provides [PART...]   print the commands those parts put on the PATH
+#   scripts/setup.sh --missing [PART...]    print the Debian packages still to install
 #
-#   build    protoc and the well-known .proto files (the etcd client crate compiles etcd's .proto
-#            files at build time), a C compiler, make, pkg-config and hiredis (the C binding, its
-#            tests and examples), openssl (the TLS tests' certificates), binutils (strip), and a
-#            JDK and Maven when the machine has none
-#   servers  Redis (with Sentinel and Cluster), ZooKeeper, etcd and etcdctl, MariaDB, PostgreSQL,
-#            PgBouncer: the servers scripts/servers.sh starts on 127.0.0.1
+#   rust     what building the Rust core needs beyond the toolchain: protoc and the well-known
+#            .proto files (the etcd client crate compiles etcd's .proto files at build time), a C
+#            compiler, make, pkg-config, binutils (strip)
+#   java     a JDK and Maven, when the machine has none
+#   ctest    hiredis and openssl: the C binding's tests and examples, the TLS tests' certificates
+#   build    rust, java and ctest
+#   redis    Redis (redis-server, redis-cli)
+#   servers  redis, and ZooKeeper, etcd and etcdctl, MariaDB, PostgreSQL, PgBouncer: the servers
+#            scripts/servers.sh starts on 127.0.0.1
 #   browser  Debian's Chromium (the docs check and the live page under test) and tmux (`polylock
 #            top` under test)
 set -euo pipefail
@@ -23,18 +26,18 @@ set -euo pipefail
 # that bring no command, or whose command lives off the PATH); without it, `command -v COMMAND`.
 table() {
   cat <<'EOF'
-build    protoc        protobuf-compiler
-build    -             libprotobuf-dev       /usr/include/google/protobuf/descriptor.proto
-build    cc            gcc
-build    make          make
-build    pkg-config    pkg-config
-build    -             libhiredis-dev        /usr/include/hiredis/hiredis.h
-build    openssl       openssl
-build    strip         binutils
-build    javac         default-jdk-headless
-build    mvn           maven
-servers  redis-server  redis-server
-servers  redis-cli     redis-tools
+rust     protoc        protobuf-compiler
+rust     -             libprotobuf-dev       /usr/include/google/protobuf/descriptor.proto
+rust     cc            gcc
+rust     make          make
+rust     pkg-config    pkg-config
+rust     strip         binutils
+java     javac         default-jdk-headless
+java     mvn           maven
+ctest    -             libhiredis-dev        /usr/include/hiredis/hiredis.h
+ctest    openssl       openssl
+redis    redis-server  redis-server
+redis    redis-cli     redis-tools
 servers  -             zookeeper             /usr/share/zookeeper/bin/zkServer.sh
 servers  etcd          etcd-server
 servers  etcdctl       etcd-client
@@ -53,11 +56,13 @@ for a in "$@"; do
   case "$a" in
     --provides) mode=provides ;;
     --missing) mode=missing ;;
-    build | servers | browser) parts+=("$a") ;;
-    *) echo "usage: $0 [--provides|--missing] [build] [servers] [browser]" >&2; exit 64 ;;
+    build) parts+=(rust java ctest) ;;
+    servers) parts+=(redis servers) ;;
+    rust | java | ctest | redis | browser) parts+=("$a") ;;
+    *) echo "usage: $0 [--provides|--missing] [rust|java|ctest|build|redis|servers|browser]..." >&2; exit 64 ;;
   esac
 done
-[ ${#parts[@]} -gt 0 ] || parts=(build servers browser)
+[ ${#parts[@]} -gt 0 ] || parts=(rust java ctest redis servers browser)
 wanted() { [[ " ${parts[*]} " == *" $1 "* ]]; }
 
 # Some PostgreSQL's initdb counts as there (Debian's version differs between releases).
