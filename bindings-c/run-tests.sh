@@ -6,7 +6,7 @@ set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
 # protoc and the well-known .proto files: the etcd client crate compiles etcd's .proto files.
-bash scripts/servers.sh install >/dev/null
+eval "$(bash scripts/servers.sh ensure)" # alone: the servers (scripts/test.sh started them)
 target="${CARGO_TARGET_DIR:-$root/target}"
 out="$target/c"
 mkdir -p "$out"

@@ -8,7 +8,7 @@ set -uo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
 # protoc and the well-known .proto files: the etcd client crate compiles etcd's .proto files.
-bash scripts/servers.sh install >/dev/null
+eval "$(bash scripts/servers.sh ensure)" # alone: the servers (scripts/test.sh started them)
 url=${POLYLOCK_REDIS_URL:-redis://127.0.0.1:6379}
 zk=${POLYLOCK_ZK_URL:-zk://127.0.0.1:2181}
 mvn=(mvn -B -q -Dstyle.color=never)

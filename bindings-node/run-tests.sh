@@ -16,7 +16,7 @@ echo "== Node suite on the runtime driver (POLYLOCK_NODE_DRIVER=runtime)"
 POLYLOCK_NODE_DRIVER=runtime node --test --test-reporter=spec test/ 2>&1 || suites=1
 cd "$root"
 # protoc and the well-known .proto files: the etcd client crate compiles etcd's .proto files.
-bash scripts/servers.sh install >/dev/null
+eval "$(bash scripts/servers.sh ensure)" # alone: the servers (scripts/test.sh started them)
 url=${POLYLOCK_REDIS_URL:-redis://127.0.0.1:6379}
 node examples/node/quickstart.js "$url"
 node examples/node/quickstart.js "${POLYLOCK_ZK_URL:-zk://127.0.0.1:2181}"

@@ -20,12 +20,13 @@ out="$target/operate"
 tools="${POLYLOCK_TOOLS:-$HOME/.cache/polylock/tools}"
 playwright_version=1.65.1
 mkdir -p "$out"
+eval "$(bash scripts/servers.sh ensure)" # alone: the servers (scripts/test.sh started them)
 eval "$(bash scripts/servers.sh env)"
 redis=${POLYLOCK_REDIS_URL:-redis://127.0.0.1:6379}
 zk=${POLYLOCK_ZK_URL:-zk://127.0.0.1:2181}
 
 for tool in tmux chromium; do
-  command -v "$tool" >/dev/null || { echo "operate: $tool is missing (scripts/servers.sh install puts it there)"; exit 1; }
+  command -v "$tool" >/dev/null || bash scripts/setup.sh browser || { echo "operate: $tool is missing (scripts/setup.sh browser puts it there)"; exit 1; }
 done
 python3 -c 'import prometheus_client' 2>/dev/null ||
   python3 -m pip install --quiet --disable-pip-version-check prometheus_client

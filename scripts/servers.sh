@@ -509,6 +509,16 @@ case "${1:-start}" in
   # POLYLOCK_PG_PORT name them (scripts/test.sh); env-sql prints their URLs.
   start-sql) install_sql; start_mysql; start_pg ;;
   env-sql) sql_env ;;
+  # For a suite run alone: with no server URLs in the environment (scripts/test.sh exports
+  # them), start the servers and print their URLs; else print nothing.
+  #   eval "$(bash scripts/servers.sh ensure)"
+  ensure)
+    if [ -z "${POLYLOCK_REDIS_URL:-}" ]; then
+      log "no POLYLOCK_REDIS_URL: starting the servers (scripts/servers.sh start)"
+      "${BASH_SOURCE[0]}" start
+      "${BASH_SOURCE[0]}" env
+    fi
+    ;;
   # The default Redis alone (scripts/package.sh's install checks).
   start-redis) bash "$root/scripts/setup.sh" redis; start_redis "$redis_port" ;;
   dir) echo "$state" ;;

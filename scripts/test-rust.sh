@@ -2,10 +2,11 @@
 # The Rust tests of the workspace (dev profile, built by scripts/build.sh): the test binaries
 # run POLYLOCK_RUST_JOBS at a time (default 3: they wait on servers, not on the CPU), each in its
 # package's directory as `cargo test` runs them, its output kept together; then the doc tests.
-# Needs the servers of scripts/servers.sh.
+# Needs the servers of scripts/servers.sh (started here when run alone).
 set -uo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
+eval "$(bash scripts/servers.sh ensure)"
 jobs=${POLYLOCK_RUST_JOBS:-3}
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT

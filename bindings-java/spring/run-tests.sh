@@ -9,6 +9,7 @@ set -uo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 cd "$root"
 mvn=(mvn -B -q -Dstyle.color=never)
+eval "$(bash scripts/servers.sh ensure)" # alone: the servers (scripts/test.sh started them)
 
 status=0
 reports=bindings-java/spring/target/surefire-reports
