@@ -103,12 +103,15 @@ async fn locks_exclude_and_waiters_wake_on_sharded_channels() {
     b.close().await.unwrap();
 }
 
-/// One client holds 40 locks over many slots with a short watchdog: renewals, grouped by slot,
-/// keep every one of them (a script over two slots would fail with CROSSSLOT and lose them).
+/// One client holds 40 locks over many slots: renewals, grouped by slot, keep every one of them
+/// (a script over two slots would fail with CROSSSLOT at the first round and lose them). The
+/// lease (4 s, renewed every 1.3 s) leaves the renewals a round to spare on a loaded machine; the
+/// check comes after more than one whole lease, when an unrenewed key would be gone.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn renewals_never_span_two_slots() {
     let cluster = start().await;
-    let c = client(&cluster, Duration::from_millis(1500)).await;
+    let lease = Duration::from_secs(4);
+    let c = client(&cluster, lease).await;
     let mut held = Vec::new();
     for i in 0..40 {
         let name = unique(&format!("renew-{i}"));
@@ -123,7 +126,7 @@ async fn renewals_never_span_two_slots() {
     let p = c.permit_expirable_semaphore(&unique("renew-exp")).unwrap();
     p.try_set_permits(2).await.unwrap();
     let permit = p.acquire(None, Wait::Forever).await.unwrap();
-    tokio::time::sleep(Duration::from_millis(4500)).await;
+    tokio::time::sleep(lease + Duration::from_millis(1500)).await;
     for (name, a) in &held {
         assert_eq!(a.lost.state(), HoldState::Held, "{name}");
         let pttl: i64 = cli(cluster.master_of(name), &["PTTL", name])
