@@ -5,7 +5,6 @@
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
-# protoc and the well-known .proto files: the etcd client crate compiles etcd's .proto files.
 eval "$(bash scripts/servers.sh ensure)" # alone: the servers (scripts/test.sh started them)
 target="${CARGO_TARGET_DIR:-$root/target}"
 out="$target/c"

@@ -15,7 +15,6 @@ node --test --test-reporter=spec test/ 2>&1 || suites=1
 echo "== Node suite on the runtime driver (POLYLOCK_NODE_DRIVER=runtime)"
 POLYLOCK_NODE_DRIVER=runtime node --test --test-reporter=spec test/ 2>&1 || suites=1
 cd "$root"
-# protoc and the well-known .proto files: the etcd client crate compiles etcd's .proto files.
 eval "$(bash scripts/servers.sh ensure)" # alone: the servers (scripts/test.sh started them)
 url=${POLYLOCK_REDIS_URL:-redis://127.0.0.1:6379}
 node examples/node/quickstart.js "$url"

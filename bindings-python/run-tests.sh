@@ -6,7 +6,6 @@
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
-# protoc and the well-known .proto files: the etcd client crate compiles etcd's .proto files.
 eval "$(bash scripts/servers.sh ensure)" # alone: the servers (scripts/test.sh started them)
 py=${PYTHON:-python3}
 url=${POLYLOCK_REDIS_URL:-redis://127.0.0.1:6379}
