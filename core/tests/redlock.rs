@@ -437,9 +437,9 @@ async fn masters_that_answer_late_for_a_while_cost_rounds_not_an_error() {
         .map(|p| format!("redis://127.0.0.1:{}", p.port))
         .collect();
     addresses.push(servers[2].url());
-    // A 5 s lease gives each master 50 ms to answer a vote.
+    // A 2 s lease gives each master 200 ms (a tenth) to answer a vote.
     let options = ClientOptions {
-        watchdog_timeout: Duration::from_secs(5),
+        watchdog_timeout: Duration::from_secs(2),
         command_timeout: Duration::from_secs(2),
         ..ClientOptions::default()
     };
@@ -450,7 +450,7 @@ async fn masters_that_answer_late_for_a_while_cost_rounds_not_an_error() {
     let me = owner::fresh();
 
     for p in &slow {
-        p.delay_replies(Duration::from_millis(120));
+        p.delay_replies(Duration::from_millis(300));
     }
     let fast_again = tokio::spawn(async move {
         tokio::time::sleep(Duration::from_millis(400)).await;
@@ -467,7 +467,7 @@ async fn masters_that_answer_late_for_a_while_cost_rounds_not_an_error() {
 
     let slow = fast_again.await.unwrap();
     for p in &slow {
-        p.delay_replies(Duration::from_millis(120));
+        p.delay_replies(Duration::from_millis(300));
     }
     let started = Instant::now();
     let err = lock
