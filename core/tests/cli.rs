@@ -1387,14 +1387,20 @@ async fn ctrl_c_cancels_the_servers_wait(url: &str) {
     lock.acquire(owner, polylock::AcquireOptions::forever())
         .await
         .unwrap();
-    let child = polylock()
+    let mut child = polylock()
         .args([
-            "run", "--url", url, "--name", &name, "--wait", "20s", "--", "true",
+            "-v", "run", "--url", url, "--name", &name, "--wait", "20s", "--", "true",
         ])
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
+    // -v names the server once the command's signal handlers are in place: a SIGINT sent before
+    // that would meet the default action (the server's waiter count below may be another test's).
+    let mut stderr = std::io::BufReader::new(child.stderr.take().unwrap());
+    let mut first = String::new();
+    std::io::BufRead::read_line(&mut stderr, &mut first).unwrap();
+    assert!(first.contains("polylock: server"), "{first}");
     // Its wait is on the server (its connection waits in the lock statement).
     let waiting = if url.starts_with("mysql") {
         sql_common::eventually(Duration::from_secs(10), || async {
@@ -1421,6 +1427,7 @@ async fn ctrl_c_cancels_the_servers_wait(url: &str) {
         .unwrap()
         .unwrap();
     assert_eq!(out.status.code(), Some(130), "{url}: {out:?}");
+    drop(stderr);
     // The holder lets go: nobody else may be granted the lock now.
     lock.release(owner).await.unwrap();
     let third = sql_common::client(url).await;
@@ -1453,4 +1460,205 @@ async fn ctrl_c_cancels_a_mysql_wait_on_the_server() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ctrl_c_cancels_a_postgres_wait_on_the_server() {
     ctrl_c_cancels_the_servers_wait(&sql_common::pg_url()).await;
+}
+
+// --- The command's whole process group ----------------------------------------------------------
+
+/// Whether process `pid` is gone (or a zombie nobody reaped yet: it runs nothing).
+fn process_gone(pid: i32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Err(_) => true,
+        // "pid (comm) S ...": the state follows the last ')'.
+        Ok(stat) => stat
+            .rsplit_once(')')
+            .is_some_and(|(_, rest)| rest.trim_start().starts_with('Z')),
+    }
+}
+
+/// The pid a command wrote to `file` (it writes it once its grandchild runs).
+fn pid_in(file: &std::path::Path) -> i32 {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        if let Some(pid) = std::fs::read_to_string(file)
+            .ok()
+            .and_then(|s| s.trim().parse().ok())
+        {
+            return pid;
+        }
+        assert!(Instant::now() < deadline, "no pid in {}", file.display());
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn pid_file(tag: &str) -> std::path::PathBuf {
+    std::env::temp_dir().join(format!("polylock-{tag}-{}", uuid::Uuid::new_v4()))
+}
+
+/// `polylock run` with a shell command that starts a grandchild (`sleep 300`, its pid written
+/// to a file); `ignore_term` makes both the shell and the grandchild ignore SIGTERM.
+fn run_with_grandchild(
+    name: &str,
+    pids: &std::path::Path,
+    ignore_term: bool,
+) -> std::process::Child {
+    let trap = if ignore_term { "trap '' TERM; " } else { "" };
+    // The grandchild keeps none of polylock's pipes: a test waits for polylock's own end only.
+    let script = format!(
+        "{trap}sleep 300 </dev/null >/dev/null 2>&1 & echo $! > {}; wait",
+        pids.display()
+    );
+    polylock()
+        .args([
+            "run",
+            "--name",
+            name,
+            "--watchdog",
+            "900ms",
+            "--grace",
+            "1s",
+            "--",
+            "sh",
+            "-c",
+            &script,
+        ])
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lost_lock_stops_the_commands_grandchildren_too() {
+    let name = unique("cli-lost-group");
+    let pids = pid_file("group");
+    let child = run_with_grandchild(&name, &pids, false);
+    let grandchild = pid_in(&pids);
+    wait_locked(&name, true).await;
+    let _: () = raw().await.del(&name).await.unwrap();
+    let out = tokio::task::spawn_blocking(move || child.wait_with_output())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(76),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // polylock ends the group before it exits: the grandchild runs no longer, without a wait.
+    assert!(
+        process_gone(grandchild),
+        "the grandchild {grandchild} outlived the lock"
+    );
+    let _ = std::fs::remove_file(&pids);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_grandchild_that_ignores_sigterm_gets_sigkill_after_the_grace() {
+    let name = unique("cli-lost-stubborn");
+    let pids = pid_file("stubborn");
+    let child = run_with_grandchild(&name, &pids, true);
+    let grandchild = pid_in(&pids);
+    wait_locked(&name, true).await;
+    let _: () = raw().await.del(&name).await.unwrap();
+    let deleted = Instant::now();
+    let out = tokio::task::spawn_blocking(move || child.wait_with_output())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(76),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        process_gone(grandchild),
+        "the grandchild {grandchild} outlived the lock"
+    );
+    // SIGTERM was ignored: only the SIGKILL after the 1 s grace ended them (a lower bound, which
+    // no load can break).
+    assert!(
+        deleted.elapsed() >= Duration::from_secs(1),
+        "{:?}",
+        deleted.elapsed()
+    );
+    let _ = std::fs::remove_file(&pids);
+}
+
+#[test]
+fn what_the_command_leaves_running_ends_before_the_lock_is_released() {
+    let name = unique("cli-leftover");
+    let pids = pid_file("leftover");
+    // The shell ends at once and leaves its grandchild running.
+    let script = format!(
+        "sleep 300 </dev/null >/dev/null 2>&1 & echo $! > {}",
+        pids.display()
+    );
+    let out = run(&[
+        "run", "--name", &name, "--grace", "1s", "--", "sh", "-c", &script,
+    ]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let grandchild = pid_in(&pids);
+    assert!(
+        process_gone(grandchild),
+        "the grandchild {grandchild} outlived polylock"
+    );
+    let _ = std::fs::remove_file(&pids);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigterm_to_polylock_reaches_the_whole_group() {
+    let name = unique("cli-term-group");
+    let pids = pid_file("term");
+    let child = run_with_grandchild(&name, &pids, false);
+    let grandchild = pid_in(&pids);
+    wait_locked(&name, true).await;
+    let ok = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(ok.success());
+    let out = tokio::task::spawn_blocking(move || child.wait_with_output())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(143),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        process_gone(grandchild),
+        "the grandchild {grandchild} kept running"
+    );
+    wait_locked(&name, false).await;
+    let _ = std::fs::remove_file(&pids);
+}
+
+#[test]
+fn the_command_inherits_the_url_but_not_serves_token() {
+    let name = unique("cli-env");
+    let out = polylock()
+        .env("POLYLOCK_SERVE_TOKEN", "serve-secret-1")
+        .args([
+            "run",
+            "--name",
+            &name,
+            "--",
+            "sh",
+            "-c",
+            "echo \"token=[$POLYLOCK_SERVE_TOKEN] url=[$POLYLOCK_URL]\"",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("token=[]"), "{stdout}");
+    assert!(stdout.contains(&format!("url=[{}]", url())), "{stdout}");
 }

@@ -643,6 +643,13 @@ async fn run(cli: Cli) -> Result<ExitCode, Error> {
         );
         return Ok(EX_USAGE);
     }
+    // A command that runs something under a lock hears SIGINT/SIGTERM/SIGHUP from the start (before -v names the server): one
+    // that arrives while connecting ends it with 128+N like one that arrives while waiting (the
+    // default action would kill it with nothing said).
+    let mut signals = match &cli.command {
+        Command::Run { .. } | Command::Lock { .. } | Command::Elect { .. } => Some(Signals::new()?),
+        _ => None,
+    };
     if verbose {
         let from = match source {
             UrlSource::Flag => "--url",
@@ -652,8 +659,14 @@ async fn run(cli: Cli) -> Result<ExitCode, Error> {
         let shown: Vec<String> = urls.iter().map(|u| crate::redact_url(u)).collect();
         eprintln!("polylock: server {} (from {from})", shown.join(" "));
     }
-    let client = connect(&urls, watchdog).await?;
-    let result = run_with(&client, cli.command, verbose).await;
+    let client = match signals.as_mut() {
+        Some(s) => tokio::select! {
+            c = connect(&urls, watchdog) => c?,
+            sig = s.next() => return Ok(128 + sig as u8),
+        },
+        None => connect(&urls, watchdog).await?,
+    };
+    let result = run_with(&client, cli.command, verbose, signals).await;
     // Every way out closes the client: its holds and waiting nodes are removed now, and a
     // ZooKeeper session ends before the process does (its nodes would stay for the session
     // timeout otherwise, and the next waiter would queue behind them).
@@ -789,7 +802,12 @@ async fn status_of_any(client: &Client, name: &str) -> Result<Value, Error> {
     }
 }
 
-async fn run_with(client: &Client, command: Command, verbose: bool) -> Result<ExitCode, Error> {
+async fn run_with(
+    client: &Client,
+    command: Command,
+    verbose: bool,
+    signals: Option<Signals>,
+) -> Result<ExitCode, Error> {
     match command {
         Command::Top { view, sort } => {
             top::top(client, &view.pattern, view.interval, sort, view.limit).await
@@ -890,7 +908,10 @@ async fn run_with(client: &Client, command: Command, verbose: bool) -> Result<Ex
                 lease: hold.lease,
                 permits: hold.permits,
             };
-            let mut signals = Signals::new()?;
+            let mut signals = match signals {
+                Some(s) => s,
+                None => Signals::new()?,
+            };
             // A signal while waiting: stop waiting (dropping the wait leaves nothing behind).
             let held = tokio::select! {
                 r = Held::take(client, &hold.target, &how) => r,
@@ -941,7 +962,10 @@ async fn run_with(client: &Client, command: Command, verbose: bool) -> Result<Ex
                 Some(d) => Wait::For(d),
                 None => Wait::Forever,
             };
-            let mut signals = Signals::new()?;
+            let mut signals = match signals {
+                Some(s) => s,
+                None => Signals::new()?,
+            };
             // A signal while campaigning: stop (dropping the campaign withdraws it).
             let leading = tokio::select! {
                 r = election.campaign(wait) => r?,
@@ -1257,6 +1281,70 @@ async fn identity(client: &Client, lock: &Lock, owner: OwnerId) -> (String, Stri
     (name, only.owner.clone())
 }
 
+/// Whether a process group still has a member.
+fn group_alive(group: libc::pid_t) -> bool {
+    // SAFETY: kill(2) with signal 0 checks only; no memory is involved.
+    unsafe { libc::kill(-group, 0) == 0 }
+}
+
+/// End what is left of the command's process group: SIGTERM, and SIGKILL to whatever still runs
+/// `grace` later. Processes are looked at every 20 ms until then (the group's members are not
+/// children of polylock once their parent ended, so there is nothing to wait on).
+async fn end_group(group: libc::pid_t, grace: Duration) {
+    if !group_alive(group) {
+        return;
+    }
+    // SAFETY: kill(2) of the command's process group.
+    unsafe { libc::kill(-group, libc::SIGTERM) };
+    let deadline = tokio::time::Instant::now() + grace;
+    while group_alive(group) && tokio::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    if group_alive(group) {
+        // SAFETY: as above.
+        unsafe { libc::kill(-group, libc::SIGKILL) };
+        while group_alive(group) {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    }
+}
+
+/// Polylock's terminal, when its job is the terminal's foreground: the command's group takes the
+/// terminal while it runs and gives it back after.
+#[derive(Clone, Copy)]
+struct ForegroundTerminal {
+    ours: libc::pid_t,
+}
+
+impl ForegroundTerminal {
+    fn of_stdin() -> Option<ForegroundTerminal> {
+        // SAFETY: isatty, tcgetpgrp and getpgrp read process state only.
+        unsafe {
+            let ours = libc::getpgrp();
+            (libc::isatty(0) == 1 && libc::tcgetpgrp(0) == ours)
+                .then_some(ForegroundTerminal { ours })
+        }
+    }
+
+    fn give_to(&self, group: libc::pid_t) {
+        Self::set(group);
+    }
+
+    fn take_back(&self) {
+        Self::set(self.ours);
+    }
+
+    fn set(group: libc::pid_t) {
+        // SAFETY: SIGTTOU is ignored around tcsetpgrp (a background group calling it would be
+        // stopped), then its old disposition restored; no memory is shared.
+        unsafe {
+            let old = libc::signal(libc::SIGTTOU, libc::SIG_IGN);
+            libc::tcsetpgrp(0, group);
+            libc::signal(libc::SIGTTOU, old);
+        }
+    }
+}
+
 async fn run_command(
     name: &str,
     held: Held,
@@ -1266,12 +1354,35 @@ async fn run_command(
     cmd: Vec<std::ffi::OsString>,
 ) -> Result<ExitCode, Error> {
     let (key, value) = held.env();
-    let mut child = match tokio::process::Command::new(&cmd[0])
+    let mut command = tokio::process::Command::new(&cmd[0]);
+    command
         .args(&cmd[1..])
         .env("POLYLOCK_NAME", name)
         .env(key, value)
-        .spawn()
-    {
+        // The command's environment is polylock's (POLYLOCK_URL included), but for serve's token.
+        .env_remove("POLYLOCK_SERVE_TOKEN");
+    // The command runs in a process group of its own, so that a loss, the grace's end, a signal
+    // to polylock and polylock's own end reach every process it started (a shell script's
+    // children too), not only the first.
+    let terminal = ForegroundTerminal::of_stdin();
+    // SAFETY: the closure runs in the forked child before exec and calls only setpgid, signal and
+    // tcsetpgrp, which are async-signal-safe.
+    unsafe {
+        command.pre_exec(move || {
+            if libc::setpgid(0, 0) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            if terminal.is_some() {
+                // Polylock's terminal job was in the foreground: its group is now the command's,
+                // so that it reads the terminal and gets the terminal's Ctrl-C.
+                libc::signal(libc::SIGTTOU, libc::SIG_IGN);
+                libc::tcsetpgrp(0, libc::getpid());
+                libc::signal(libc::SIGTTOU, libc::SIG_DFL);
+            }
+            Ok(())
+        });
+    }
+    let mut child = match command.spawn() {
         Ok(c) => c,
         Err(e) => {
             eprintln!("polylock: cannot run {:?}: {e}", cmd[0]);
@@ -1284,11 +1395,14 @@ async fn run_command(
             return Ok(code);
         }
     };
-    let pid = child.id().map(|p| p as libc::pid_t);
+    let group = child.id().map(|p| p as libc::pid_t);
+    if let (Some(t), Some(g)) = (&terminal, group) {
+        t.give_to(g); // also here: whichever of parent and child comes first
+    }
     let send = |sig: i32| {
-        if let Some(pid) = pid {
-            // SAFETY: kill(2) with our own child's pid; no memory is involved.
-            unsafe { libc::kill(pid, sig) };
+        if let Some(g) = group {
+            // SAFETY: kill(2) of the command's own process group; no memory is involved.
+            unsafe { libc::kill(-g, sig) };
         }
     };
     let signal = held.lost();
@@ -1335,6 +1449,14 @@ async fn run_command(
     };
     let status = status
         .map_err(|e| Error::new(ErrorKind::Internal, format!("waiting for the command: {e}")))?;
+    // What the command left running in its group must not outlive the lock: SIGTERM, then
+    // SIGKILL after the grace, before the lock is released.
+    if let Some(g) = group {
+        end_group(g, grace).await;
+    }
+    if let Some(t) = &terminal {
+        t.take_back();
+    }
     let is_lost = || signal.as_ref().is_some_and(|s| s.is_lost());
     let was_lost = is_lost();
     match held.release().await {
