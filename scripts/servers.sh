@@ -215,7 +215,8 @@ install_sql() { bash "$root/scripts/setup.sh" servers; }
 # Run a command as USER when this script runs as root, else as ourselves.
 as_user() {
   local user=$1; shift
-  if [ "$(id -u)" = 0 ]; then runuser -u "$user" -- "$@"; else "$@"; fi
+  # From /: the caller's folder may be one the user cannot enter (a clone in root's home).
+  if [ "$(id -u)" = 0 ]; then (cd / && runuser -u "$user" -- "$@"); else "$@"; fi
 }
 
 # A directory the server's user owns.
