@@ -12,7 +12,7 @@
 #   scripts/docs.sh --fix-reference      rewrite docs/src/cli.md from the command
 # Needs the release build of scripts/build.sh (the wheel installed, the Node addon, the JAR) and,
 # for the examples, the servers of scripts/servers.sh and dist/ of scripts/package.sh (the
-# README's install lines). Tools go to $POLYLOCK_TOOLS (default ~/.cache/polylock/tools).
+# install lines of docs/src/install.md). Tools go to $POLYLOCK_TOOLS (default ~/.cache/polylock/tools).
 set -uo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"

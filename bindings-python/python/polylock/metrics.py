@@ -7,13 +7,13 @@ watchdog's renewals, labelled by ``kind`` and ``backend``. Lock names are a labe
 names a client opted in with ``connect(..., metric_names=["orders:*"])``.
 
     import prometheus_client, polylock
-    polylock.metrics.register()              # prometheus_client.REGISTRY (pip install polylock[metrics])
+    polylock.metrics.register()              # prometheus_client.REGISTRY (prometheus_client: the wheel's metrics extra, pip install "dist/polylock-*.whl[metrics]")
     prometheus_client.start_http_server(9100)
 
     polylock.metrics.text()                  # the Prometheus text, no library needed
     polylock.metrics.register_otel()         # OpenTelemetry's global MeterProvider (opentelemetry-api)
 
-The names, types and labels are the same in every runtime (docs/src/guides/python.md#metrics).
+The names, types and labels are the same in every runtime (docs/src/guides/python.md#metrics-and-logs).
 """
 
 from __future__ import annotations
@@ -149,13 +149,13 @@ def register(registry: Any = None) -> PrometheusCollector:
     (``prometheus_client.REGISTRY`` by default) and return the collector (for
     ``registry.unregister``). Registering again with the same registry changes nothing and returns
     the same collector.
-    Needs the ``prometheus_client`` package (``pip install 'polylock[metrics]'``)."""
+    Needs the ``prometheus_client`` package (the wheel's ``metrics`` extra)."""
     try:
         import prometheus_client
     except ImportError as e:
         raise ImportError(
             "polylock.metrics.register() needs the prometheus_client package: "
-            "pip install prometheus_client (or polylock[metrics]); polylock.metrics.text() needs nothing"
+            "pip install prometheus_client (the metrics extra of polylock's wheel); polylock.metrics.text() needs nothing"
         ) from e
     if registry is None:
         registry = prometheus_client.REGISTRY

@@ -2,7 +2,7 @@
 //!
 //! A contender of lock `NAME` puts the key `NAME/<lease id in lowercase hex>`, attached to its
 //! lease, in one transaction with the look at the queue:
-//! `If(CreateRevision(key) = 0) Then(Put(key, "", lease), Get(NAME/, first by create revision))
+//! `If(CreateRevision(key) = 0) Then(Put(key, identity, lease), Get(NAME/, first by create revision))
 //! Else(Get(key), Get(NAME/, first by create revision))`. It holds the lock when its key is the
 //! first under `NAME/` by create revision; otherwise it watches the last key created before its
 //! own until that key is deleted, and looks again (etcd's `waitDeletes`). When no key is left
@@ -12,7 +12,7 @@
 //! the same lease (etcd #22082). A timed-out or cancelled wait deletes its key the same way.
 //!
 //! The read-write lock is polylock's own format in that queue: a writer's key is exactly a
-//! `Mutex` key (empty value) and holds when it is first; a reader's key has the value
+//! `Mutex` key (its value the holder's identity, which etcd's Go client leaves empty and nobody reads) and holds when it is first; a reader's key has the value
 //! `polylock:read` and holds when no key with another value comes before it. A Go `Mutex` or
 //! `etcdctl lock` on the same name is a writer to polylock's readers, and sees every key, reader
 //! or writer, as a contender before it: they exclude each other. (etcd's `recipes` RWMutex is
