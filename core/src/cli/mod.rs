@@ -267,7 +267,8 @@ impl Target {
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
 enum OnLost {
-    /// Send the command SIGTERM (SIGKILL after --grace) and exit 76.
+    /// Send the command's process group (the command and every process it started) SIGTERM,
+    /// SIGKILL after --grace, and exit 76.
     Kill,
     /// Only warn on stderr; the command keeps running.
     Ignore,
@@ -304,7 +305,9 @@ struct HoldArgs {
     /// What to do if the lock is lost while CMD runs (or while `lock` holds it: it exits 76).
     #[arg(long, value_enum, default_value_t = OnLost::Kill)]
     on_lost: OnLost,
-    /// After SIGTERM on a lost lock, how long CMD gets before SIGKILL.
+    /// After SIGTERM on a lost lock, how long CMD's process group gets before SIGKILL (also
+    /// for the processes CMD leaves running when it exits: they are stopped before the lock is
+    /// released).
     #[arg(long, value_parser = duration, default_value = "10s", value_name = "DURATION")]
     grace: Duration,
 }
@@ -313,7 +316,9 @@ struct HoldArgs {
 enum Command {
     /// Acquire the lock, run CMD with POLYLOCK_NAME and POLYLOCK_FENCING_TOKEN set, release it
     /// when CMD exits, and exit with CMD's code. With several names: all of them or none, and
-    /// POLYLOCK_FENCING_TOKENS holds their tokens, comma-separated in the order given.
+    /// POLYLOCK_FENCING_TOKENS holds their tokens, comma-separated in the order given. CMD runs
+    /// in a process group of its own: signals polylock receives, and the SIGTERM of a lost lock,
+    /// reach every process it started.
     #[command(after_help = URL_FORMS)]
     Run {
         #[command(flatten)]
@@ -404,7 +409,7 @@ enum Command {
     /// election, a Redisson lock plus a leader record on Redis), run CMD while leading with
     /// POLYLOCK_NAME and POLYLOCK_TERM set (the term rises with every new leader: a fencing
     /// token), resign when CMD exits, and exit with CMD's code. If leadership is lost while CMD
-    /// runs, CMD gets SIGTERM (SIGKILL after --grace) and polylock exits 76.
+    /// runs, CMD's process group gets SIGTERM (SIGKILL after --grace) and polylock exits 76.
     #[command(after_help = URL_FORMS)]
     Elect {
         #[command(flatten)]
@@ -423,7 +428,7 @@ enum Command {
         /// runs.
         #[arg(long, value_parser = duration, default_value = "30s", value_name = "DURATION")]
         watchdog: Duration,
-        /// After SIGTERM on a lost leadership, how long CMD gets before SIGKILL.
+        /// After SIGTERM on a lost leadership, how long CMD's process group gets before SIGKILL.
         #[arg(long, value_parser = duration, default_value = "10s", value_name = "DURATION")]
         grace: Duration,
         /// The command and its arguments.
