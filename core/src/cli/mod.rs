@@ -378,8 +378,10 @@ enum Command {
     /// text: per name held, holders, waiters, the oldest hold's age, the lease left, semaphore
     /// permits), /api/locks (JSON), /events (server-sent events) and / (a live page). Listens
     /// on 127.0.0.1:9464 unless told otherwise; with --token every request needs it
-    /// (`Authorization: Bearer TOKEN`, or `?token=TOKEN` for the page). Runs until SIGINT or
-    /// SIGTERM.
+    /// (`Authorization: Bearer TOKEN`, or `?token=TOKEN` percent-encoded, for the page). On a
+    /// loopback address a request whose Host is not localhost, a name under .localhost or a
+    /// loopback address is refused (403: a web page reaching serve through DNS rebinding);
+    /// --allow-host adds names. Runs until SIGINT or SIGTERM.
     #[command(after_help = URL_FORMS)]
     Serve {
         #[command(flatten)]
@@ -395,6 +397,11 @@ enum Command {
             hide_env_values = true
         )]
         token: Option<String>,
+        /// Also accept requests whose Host header names HOST (a name or address clients use to
+        /// reach serve, as a reverse proxy or a DNS name of this machine; the port is ignored).
+        /// Repeatable. Given with a non-loopback --listen, the Host check applies there too.
+        #[arg(long, value_name = "HOST")]
+        allow_host: Vec<String>,
     },
     /// Delete the lock whoever holds it (Redisson's forceUnlock) and wake its waiters.
     #[command(after_help = URL_FORMS)]
@@ -821,16 +828,16 @@ async fn run_with(
             view,
             listen,
             token,
+            allow_host,
         } => {
-            serve::serve(
-                client,
-                &view.pattern,
+            let options = serve::Options {
                 listen,
-                token.filter(|t| !t.is_empty()),
-                view.interval,
-                view.limit,
-            )
-            .await
+                token: token.filter(|t| !t.is_empty()),
+                allow_hosts: allow_host,
+                interval: view.interval,
+                limit: view.limit,
+            };
+            serve::serve(client, &view.pattern, options).await
         }
         Command::Status {
             target:

@@ -30,17 +30,33 @@ struct Snapshot {
 struct App {
     view: watch::Receiver<Arc<Snapshot>>,
     token: Option<Arc<str>>,
+    /// The Host names accepted besides loopback ones; `None`: no Host check (a non-loopback
+    /// address without --allow-host).
+    hosts: Option<Arc<[String]>>,
+}
+
+/// How `serve` listens and whom it answers.
+pub(super) struct Options {
+    pub(super) listen: SocketAddr,
+    /// The bearer token every request must carry.
+    pub(super) token: Option<String>,
+    /// Host names accepted besides loopback ones (--allow-host).
+    pub(super) allow_hosts: Vec<String>,
+    /// How often the server is read.
+    pub(super) interval: Duration,
+    /// The most names one read takes.
+    pub(super) limit: usize,
 }
 
 /// Serve until SIGINT or SIGTERM.
-pub(super) async fn serve(
-    client: &Client,
-    pattern: &str,
-    listen: SocketAddr,
-    token: Option<String>,
-    interval: Duration,
-    limit: usize,
-) -> Result<u8, Error> {
+pub(super) async fn serve(client: &Client, pattern: &str, options: Options) -> Result<u8, Error> {
+    let Options {
+        listen,
+        token,
+        allow_hosts,
+        interval,
+        limit,
+    } = options;
     // The first read before listening: a wrong pattern or server fails here, not on a scrape.
     let mut tracker = Tracker::new();
     let first = read(client, pattern, limit, &mut tracker).await?;
@@ -68,6 +84,14 @@ pub(super) async fn serve(
         .with_state(App {
             view: rx,
             token: token.map(Arc::from),
+            // On loopback only a local name reaches serve legitimately: a browser sends the
+            // page's own name, which under DNS rebinding is the attacker's.
+            hosts: (bound.ip().is_loopback() || !allow_hosts.is_empty()).then(|| {
+                allow_hosts
+                    .iter()
+                    .map(|h| host_name(h).to_string())
+                    .collect()
+            }),
         });
     let poller = {
         let client = client.clone();
@@ -116,40 +140,105 @@ async fn read(
     Ok(Snapshot { json, metrics })
 }
 
-/// The bearer token, when one was set: in `Authorization: Bearer`, or as `?token=` (a browser's
-/// EventSource cannot send headers).
-fn allowed(app: &App, headers: &HeaderMap, uri: &Uri) -> bool {
+/// Why a request is refused, if it is: a Host that is not allowed (403), or a missing or
+/// wrong token (401).
+fn refuse(app: &App, headers: &HeaderMap, uri: &Uri) -> Option<Response> {
+    if !host_allowed(app, headers, uri) {
+        return Some(
+            (
+                StatusCode::FORBIDDEN,
+                "polylock serve answers local names only (localhost, a loopback address); \
+                 start it with --allow-host NAME to accept another\n",
+            )
+                .into_response(),
+        );
+    }
+    if !token_given(app, headers, uri) {
+        return Some(
+            (
+                StatusCode::UNAUTHORIZED,
+                [(header::WWW_AUTHENTICATE, "Bearer")],
+                "a bearer token is required\n",
+            )
+                .into_response(),
+        );
+    }
+    None
+}
+
+/// Whether the request's Host is one serve answers: a loopback address, localhost or a name
+/// under .localhost (which browsers resolve to loopback themselves), or a name of --allow-host.
+/// A request without a Host (HTTP/1.0) passes: every browser request carries one.
+fn host_allowed(app: &App, headers: &HeaderMap, uri: &Uri) -> bool {
+    let Some(allowed) = &app.hosts else {
+        return true;
+    };
+    let host = match headers.get(header::HOST) {
+        Some(v) => match v.to_str() {
+            Ok(h) => h,
+            Err(_) => return false,
+        },
+        None => match uri.authority() {
+            Some(a) => a.as_str(),
+            None => return true,
+        },
+    };
+    let name = host_name(host);
+    let name = name.trim_end_matches('.');
+    let loopback = name
+        .trim_start_matches('[')
+        .trim_end_matches(']')
+        .parse::<std::net::IpAddr>()
+        .is_ok_and(|ip| ip.is_loopback());
+    loopback
+        || name.eq_ignore_ascii_case("localhost")
+        || name.to_ascii_lowercase().ends_with(".localhost")
+        || allowed.iter().any(|a| a.eq_ignore_ascii_case(name))
+}
+
+/// The host of a Host header value (or of a --allow-host value): without its port, IPv6
+/// brackets kept.
+fn host_name(host: &str) -> &str {
+    let host = host.trim();
+    if host.starts_with('[') {
+        return host.split_inclusive(']').next().unwrap_or(host);
+    }
+    match host.rsplit_once(':') {
+        Some((name, port)) if port.bytes().all(|b| b.is_ascii_digit()) => name,
+        _ => host,
+    }
+}
+
+/// Whether the request carries the token, when one was set. An Authorization header, when
+/// present, is the credential (`Bearer TOKEN`, the scheme in any case); else `?token=`,
+/// percent-decoded (a browser's EventSource cannot send headers, and the page encodes the token
+/// with encodeURIComponent). A `+` in the query is a plus, not a space.
+fn token_given(app: &App, headers: &HeaderMap, uri: &Uri) -> bool {
     let Some(want) = &app.token else {
         return true;
     };
-    let given = headers
-        .get(header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer "))
-        .or_else(|| {
-            uri.query()?
-                .split('&')
-                .find_map(|p| p.strip_prefix("token="))
-        });
-    given.is_some_and(|g| constant_time_eq(g.as_bytes(), want.as_bytes()))
+    let given: Option<Vec<u8>> = match headers.get(header::AUTHORIZATION) {
+        Some(v) => v
+            .to_str()
+            .ok()
+            .and_then(|v| v.trim().split_once(' '))
+            .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
+            .map(|(_, token)| token.trim_start().as_bytes().to_vec()),
+        None => uri
+            .query()
+            .and_then(|q| q.split('&').find_map(|p| p.strip_prefix("token=")))
+            .map(|raw| percent_encoding::percent_decode_str(raw).collect()),
+    };
+    given.is_some_and(|g| constant_time_eq(&g, want.as_bytes()))
 }
 
 fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
     a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
-fn refused() -> Response {
-    (
-        StatusCode::UNAUTHORIZED,
-        [(header::WWW_AUTHENTICATE, "Bearer")],
-        "a bearer token is required\n",
-    )
-        .into_response()
-}
-
 async fn metrics(State(app): State<App>, headers: HeaderMap, uri: Uri) -> Response {
-    if !allowed(&app, &headers, &uri) {
-        return refused();
+    if let Some(refusal) = refuse(&app, &headers, &uri) {
+        return refusal;
     }
     let text = app.view.borrow().metrics.clone();
     (
@@ -163,16 +252,16 @@ async fn metrics(State(app): State<App>, headers: HeaderMap, uri: Uri) -> Respon
 }
 
 async fn locks(State(app): State<App>, headers: HeaderMap, uri: Uri) -> Response {
-    if !allowed(&app, &headers, &uri) {
-        return refused();
+    if let Some(refusal) = refuse(&app, &headers, &uri) {
+        return refusal;
     }
     let body = app.view.borrow().json.to_string();
     ([(header::CONTENT_TYPE, "application/json")], body).into_response()
 }
 
 async fn events(State(app): State<App>, headers: HeaderMap, uri: Uri) -> Response {
-    if !allowed(&app, &headers, &uri) {
-        return refused();
+    if let Some(refusal) = refuse(&app, &headers, &uri) {
+        return refusal;
     }
     Sse::new(changes(app.view.clone()))
         .keep_alive(KeepAlive::default())
@@ -210,8 +299,8 @@ where
 }
 
 async fn page(State(app): State<App>, headers: HeaderMap, uri: Uri) -> Response {
-    if !allowed(&app, &headers, &uri) {
-        return refused();
+    if let Some(refusal) = refuse(&app, &headers, &uri) {
+        return refusal;
     }
     (
         [
