@@ -1,21 +1,27 @@
 //! `polylock serve` is safe to leave running: on loopback it refuses a Host header that is not a
-//! loopback name or address (a web page reaching it through DNS rebinding), and it takes its
-//! token from the Authorization header or a percent-decoded `?token=`. Requests are written by hand on a TCP
+//! loopback name or address (a web page reaching it through DNS rebinding), it bounds its
+//! connections and closes idle ones (open sockets cannot exhaust its file descriptors or keep
+//! `/metrics` from answering), it caps `/events` subscribers, and it takes its token from the
+//! Authorization header or a percent-decoded `?token=`. Requests are written by hand on a TCP
 //! socket, so the test sees exactly what is sent.
 
 mod common;
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{BufRead, BufReader, ErrorKind, Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::os::unix::process::CommandExt;
 use std::process::{Child, ChildStdout, Command, Stdio};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use common::*;
 
 /// How long serve waits for a request's header (HEADER_TIMEOUT in core/src/cli/serve.rs): the
 /// bound of every wait below that depends on serve closing an idle connection.
 const HEADER_TIMEOUT: Duration = Duration::from_secs(10);
+/// serve's default --max-connections.
+const MAX_CONNECTIONS: usize = 256;
+/// serve's cap on /events subscribers.
+const MAX_SUBSCRIBERS: usize = 64;
 
 /// A `polylock serve` on a free loopback port, killed at the end.
 struct Serve {
@@ -137,6 +143,32 @@ fn read_response(s: &mut TcpStream) -> (u16, String) {
     (status, body)
 }
 
+/// The open-file limit of this test process, raised to its hard limit (it opens over a
+/// thousand sockets).
+fn raise_own_nofile() -> u64 {
+    // SAFETY: getrlimit/setrlimit with a struct on the stack.
+    unsafe {
+        let mut lim: libc::rlimit = std::mem::zeroed();
+        libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim);
+        lim.rlim_cur = lim.rlim_max;
+        libc::setrlimit(libc::RLIMIT_NOFILE, &lim);
+        libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim);
+        lim.rlim_cur
+    }
+}
+
+/// Whether the server has closed `s` (end of stream or reset), without waiting.
+fn closed_by_server(s: &TcpStream) -> bool {
+    s.set_nonblocking(true).unwrap();
+    let mut b = [0u8; 1];
+    match (&*s).read(&mut b) {
+        Ok(0) => true,
+        Ok(_) => false,
+        Err(e) if e.kind() == ErrorKind::WouldBlock => false,
+        Err(_) => true,
+    }
+}
+
 /// DNS rebinding: a page on evil.example whose name now resolves to 127.0.0.1 sends requests with
 /// `Host: evil.example`. On loopback, serve answers only loopback names and addresses and the
 /// names given with --allow-host.
@@ -206,5 +238,106 @@ fn the_token_is_read_from_the_header_or_a_percent_decoded_query() {
     for (path, headers, want) in cases {
         let (status, _) = serve.get(path, headers);
         assert_eq!(status, *want, "{path} {headers:?}");
+    }
+}
+
+/// 1,100 connections opened and left idle, against a serve whose open-file limit is the usual
+/// 1024: serve keeps at most --max-connections (the idle ones beyond are closed, the oldest
+/// first), and `/metrics` on a new connection still gets its answer.
+#[test]
+fn idle_connections_do_not_keep_metrics_from_answering() {
+    let room = raise_own_nofile();
+    assert!(room >= 1300, "this test needs 1300 open files, has {room}");
+    let serve = Serve::start_with(&[], Some(1024), &[]);
+    let mut idle = Vec::new();
+    for _ in 0..1100 {
+        let s = TcpStream::connect_timeout(&serve.addr, HEADER_TIMEOUT).unwrap();
+        idle.push(s);
+    }
+    let started = Instant::now();
+    let (status, body) = serve.get("/metrics", &[]);
+    assert_eq!(status, 200);
+    assert!(body.contains("polylock_exporter_scan_ok 1"), "{body}");
+    assert!(
+        started.elapsed() < HEADER_TIMEOUT,
+        "{:?}",
+        started.elapsed()
+    );
+    // Bounded: everything beyond the limit was closed by serve (the limit is all it keeps).
+    let until = Instant::now() + HEADER_TIMEOUT;
+    let closed = loop {
+        let closed = idle.iter().filter(|s| closed_by_server(s)).count();
+        if closed >= idle.len() - MAX_CONNECTIONS || Instant::now() > until {
+            break closed;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert!(
+        closed >= idle.len() - MAX_CONNECTIONS,
+        "{closed} of {} idle connections closed",
+        idle.len()
+    );
+    let (status, _) = serve.get("/api/locks", &[]);
+    assert_eq!(status, 200);
+}
+
+/// A connection that sends nothing, or only part of a request header, is closed once the
+/// header timeout has passed.
+#[test]
+fn a_connection_without_a_full_request_header_is_closed() {
+    let serve = Serve::start(&[]);
+    let mut silent = TcpStream::connect(serve.addr).unwrap();
+    let mut partial = TcpStream::connect(serve.addr).unwrap();
+    partial
+        .write_all(b"GET /metrics HTTP/1.1\r\nHost: ")
+        .unwrap();
+    let until = Instant::now() + HEADER_TIMEOUT + Duration::from_secs(5);
+    for s in [&mut silent, &mut partial] {
+        s.set_read_timeout(Some(Duration::from_millis(200)))
+            .unwrap();
+        let mut buf = [0u8; 1024];
+        loop {
+            match s.read(&mut buf) {
+                Ok(0) => break,
+                Ok(_) => {} // a 408 may come first
+                Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {}
+                Err(_) => break,
+            }
+            assert!(
+                Instant::now() < until,
+                "still open after the header timeout"
+            );
+        }
+    }
+}
+
+/// At most 64 `/events` subscribers: the next one gets 503 until one leaves.
+#[test]
+fn events_subscribers_are_capped() {
+    let serve = Serve::start(&[]);
+    let mut subscribers = Vec::new();
+    for _ in 0..MAX_SUBSCRIBERS {
+        let mut s = TcpStream::connect(serve.addr).unwrap();
+        s.set_read_timeout(Some(HEADER_TIMEOUT)).unwrap();
+        s.write_all(serve.request("/events", &[]).as_bytes())
+            .unwrap();
+        let (status, body) = read_response(&mut s);
+        assert_eq!(status, 200);
+        assert!(body.contains("data: {"), "{body}");
+        subscribers.push(s);
+    }
+    let (status, _) = serve.get("/events", &[]);
+    assert_eq!(status, 503);
+    // The other routes still answer.
+    assert_eq!(serve.get("/metrics", &[]).0, 200);
+    drop(subscribers.pop());
+    let until = Instant::now() + Duration::from_secs(5);
+    loop {
+        let (status, _) = serve.get("/events", &[]);
+        if status == 200 {
+            break;
+        }
+        assert!(Instant::now() < until, "a subscriber left; still {status}");
+        std::thread::sleep(Duration::from_millis(50));
     }
 }

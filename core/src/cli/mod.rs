@@ -402,6 +402,18 @@ enum Command {
         /// Repeatable. Given with a non-loopback --listen, the Host check applies there too.
         #[arg(long, value_name = "HOST")]
         allow_host: Vec<String>,
+        /// The most connections served at once (every /events subscriber holds one; at most 64
+        /// subscribers, or half of N). At the limit a new connection closes the oldest one that
+        /// is not in the middle of a request. Lowered to fit the open-file limit (ulimit -n, less
+        /// 64). A connection that sends no full request header within 10 s (of opening, or of
+        /// its previous response) is closed.
+        #[arg(
+            long,
+            value_name = "N",
+            default_value_t = serve::DEFAULT_MAX_CONNECTIONS,
+            value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..)
+        )]
+        max_connections: usize,
     },
     /// Delete the lock whoever holds it (Redisson's forceUnlock) and wake its waiters.
     #[command(after_help = URL_FORMS)]
@@ -829,6 +841,7 @@ async fn run_with(
             listen,
             token,
             allow_host,
+            max_connections,
         } => {
             let options = serve::Options {
                 listen,
@@ -836,6 +849,7 @@ async fn run_with(
                 allow_hosts: allow_host,
                 interval: view.interval,
                 limit: view.limit,
+                max_connections,
             };
             serve::serve(client, &view.pattern, options).await
         }
