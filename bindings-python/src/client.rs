@@ -106,7 +106,11 @@ impl NativeClient {
             .map_err(err)
     }
 
-    fn election(&self, name: &Bound<'_, PyString>, identity: &Bound<'_, PyString>) -> PyResult<NativeElection> {
+    fn election(
+        &self,
+        name: &Bound<'_, PyString>,
+        identity: &Bound<'_, PyString>,
+    ) -> PyResult<NativeElection> {
         let name = &text(name, "lock name")?;
         let identity = &text(identity, "identity")?;
         self.inner
