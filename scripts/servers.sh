@@ -11,7 +11,9 @@
 # for RedLock, POLYLOCK_REDLOCK_PORTS ("6381 6382 6383"); MariaDB on POLYLOCK_MYSQL_PORT (3307) and
 # PostgreSQL on POLYLOCK_PG_PORT (5433), each on a data directory of its own, run as an
 # unprivileged user (mysql, postgres) when this script runs as root, never as the system
-# service. Highly available Redis: a master (POLYLOCK_SENTINEL_MASTER_PORT, 6390) with two replicas
+# service; two PgBouncers in front of that PostgreSQL, session pooling on
+# POLYLOCK_PGBOUNCER_SESSION_PORT (PostgreSQL's port + 1000: 6433) and transaction pooling on
+# POLYLOCK_PGBOUNCER_TX_PORT (+ 1001: 6434). Highly available Redis: a master (POLYLOCK_SENTINEL_MASTER_PORT, 6390) with two replicas
 # (6391, 6392) watched by three sentinels (26390-26392, master name "mymaster"), and a six-node
 # cluster, three masters each with a replica (POLYLOCK_CLUSTER_PORTS, 7001-7006). etcd (Debian's
 # etcd-server, etcdctl from etcd-client): one member on POLYLOCK_ETCD_PORT (2379, peer port +1), a
@@ -48,6 +50,9 @@ redlock_ports="${POLYLOCK_REDLOCK_PORTS:-6381 6382 6383}"
 zk_home=/usr/share/zookeeper
 mysql_port="${POLYLOCK_MYSQL_PORT:-3307}"
 pg_port="${POLYLOCK_PG_PORT:-5433}"
+# The PgBouncers follow their PostgreSQL, so that each set of start-sql has its own.
+pgb_session_port="${POLYLOCK_PGBOUNCER_SESSION_PORT:-$((pg_port + 1000))}"
+pgb_tx_port="${POLYLOCK_PGBOUNCER_TX_PORT:-$((pg_port + 1001))}"
 sentinel_master="${POLYLOCK_SENTINEL_MASTER_PORT:-6390}"
 sentinel_ports="${POLYLOCK_SENTINEL_PORTS:-26390 26391 26392}"
 cluster_ports="${POLYLOCK_CLUSTER_PORTS:-7001 7002 7003 7004 7005 7006}"
@@ -358,6 +363,68 @@ stop_pg() {
   done
 }
 
+# PgBouncer (Debian's pgbouncer) in front of the PostgreSQL on $pg_port, run as postgres when this
+# script runs as root (PgBouncer refuses root). It admits the test user by SCRAM with the password
+# in a userlist of its own, and logs in to PostgreSQL with it.
+pgbouncer_up() {
+  PGPASSWORD="$sql_password" PGCONNECT_TIMEOUT=2 "$(pg_bin)/psql" -h 127.0.0.1 -p "$1" \
+    -U "$sql_user" -d "$sql_db" -At -c 'SELECT 1' >/dev/null 2>&1
+}
+
+start_pgbouncer() { # start_pgbouncer session|transaction PORT
+  local mode=$1 port=$2 dir="$state/pgbouncer-$2" user
+  if pgbouncer_up "$port"; then
+    log "pgbouncer already answering on 127.0.0.1:$port"
+    return
+  fi
+  command -v pgbouncer >/dev/null || { log "pgbouncer is missing; scripts/setup.sh servers installs it"; exit 1; }
+  user=$([ "$(id -u)" = 0 ] && echo postgres || id -un)
+  server_dir "$dir" "$user"
+  printf '"%s" "%s"\n' "$sql_user" "$sql_password" >"$dir/userlist.txt"
+  # No Unix socket (another PgBouncer may own /tmp/.s.PGSQL.<port>); server_round_robin stays 0:
+  # a released server connection is the next one handed out, as in most deployments.
+  cat >"$dir/pgbouncer.ini" <<INI
+[databases]
+* = host=127.0.0.1 port=$pg_port
+
+[pgbouncer]
+listen_addr = 127.0.0.1
+listen_port = $port
+unix_socket_dir =
+auth_type = scram-sha-256
+auth_file = $dir/userlist.txt
+pool_mode = $mode
+default_pool_size = 40
+max_client_conn = 500
+logfile = $dir/pgbouncer.log
+pidfile = $dir/pgbouncer.pid
+INI
+  chmod 600 "$dir/userlist.txt"
+  if [ "$(id -u)" = 0 ]; then chown "$user:" "$dir/userlist.txt" "$dir/pgbouncer.ini"; fi
+  as_user "$user" pgbouncer -d -q "$dir/pgbouncer.ini" >"$dir/start.out" 2>&1 ||
+    { log "pgbouncer did not start; see $dir/start.out and $dir/pgbouncer.log"; exit 1; }
+  for _ in $(seq 1 50); do
+    pgbouncer_up "$port" && { log "pgbouncer ($mode pooling) started on 127.0.0.1:$port"; return; }
+    sleep 0.1
+  done
+  log "pgbouncer answers no query on 127.0.0.1:$port; see $dir/pgbouncer.log"
+  exit 1
+}
+
+start_pgbouncers() { start_pgbouncer session "$pgb_session_port"; start_pgbouncer transaction "$pgb_tx_port"; }
+
+# Every PgBouncer this script started (in front of any PostgreSQL of start-sql).
+stop_pgbouncers() {
+  local pidfile pid
+  for pidfile in "$state"/pgbouncer-*/pgbouncer.pid; do
+    [ -f "$pidfile" ] || continue
+    pid=$(cat "$pidfile")
+    kill "$pid" 2>/dev/null || true
+    for _ in $(seq 1 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+    rm -f "$pidfile"
+  done
+}
+
 # The folder of the running MariaDB's certificate (started by another checkout's servers.sh, it
 # is not under this one's target/), else where this script makes it.
 mysql_tls_dir() {
@@ -386,6 +453,9 @@ sql_env() {
   echo "export POLYLOCK_MYSQL_TLS_CA=$(mysql_tls_dir)/ca.pem"
   echo "export POLYLOCK_PG_TLS_URL=postgres://${sql_user}_tls:$sql_password@127.0.0.1:$pg_port/$sql_db"
   echo "export POLYLOCK_PG_TLS_CA=$(pg_tls_dir)/ca.pem"
+  # The same database and user through PgBouncer, in session and in transaction pooling.
+  echo "export POLYLOCK_PGBOUNCER_SESSION_URL=postgres://$sql_user:$sql_password@127.0.0.1:$pgb_session_port/$sql_db"
+  echo "export POLYLOCK_PGBOUNCER_TX_URL=postgres://$sql_user:$sql_password@127.0.0.1:$pgb_tx_port/$sql_db"
 }
 
 # --- etcd ----------------------------------------------------------------------------------------
@@ -500,15 +570,16 @@ case "${1:-start}" in
     start_redis "$redis_port"
     for port in $redlock_ports; do start_redis "$port"; done
     start_zk
-    start_mysql; start_pg
+    start_mysql; start_pg; start_pgbouncers
     start_sentinel
     start_cluster
     start_etcd
     ;;
   # A MariaDB and a PostgreSQL of their own for a suite that looks at the whole server (its
   # sessions, waiters and locks) while other suites run beside it: POLYLOCK_MYSQL_PORT and
-  # POLYLOCK_PG_PORT name them (scripts/test.sh); env-sql prints their URLs.
-  start-sql) install_sql; start_mysql; start_pg ;;
+  # POLYLOCK_PG_PORT name them (scripts/test.sh), with PgBouncers in front of that PostgreSQL
+  # (the Rust suite's PgBouncer tests); env-sql prints their URLs.
+  start-sql) install_sql; start_mysql; start_pg; start_pgbouncers ;;
   env-sql) sql_env ;;
   # For a suite run alone: with no server URLs in the environment (scripts/test.sh exports
   # them), start the servers and print their URLs; else print nothing.
@@ -525,7 +596,7 @@ case "${1:-start}" in
   dir) echo "$state" ;;
   zk-server) shift; start_zk_server "$@" ;; # used by the ensemble tests
   etcd-member) shift; start_etcd_member "$@" ;; # used by the fault harness and failover tests
-  stop) stop; stop_mysql; stop_pg; stop_etcd ;;
+  stop) stop; stop_pgbouncers; stop_mysql; stop_pg; stop_etcd ;;
   env)
     echo "export POLYLOCK_REDIS_URL=redis://127.0.0.1:$redis_port"
     echo "export POLYLOCK_ZK_URL=zk://127.0.0.1:$zk_port"
