@@ -211,11 +211,14 @@ fn on_loopback_a_foreign_host_header_is_refused() {
 
 /// `?token=` is percent-decoded (the page sends encodeURIComponent's form; a `+` is a plus), and
 /// an Authorization header, when present, is the credential (its scheme in any case).
+/// A request's path, its headers and the status it must get.
+type Case<'a> = (&'a str, &'a [(&'a str, &'a str)], u16);
+
 #[test]
 fn the_token_is_read_from_the_header_or_a_percent_decoded_query() {
     let token = "a/b+c=d e%";
     let serve = Serve::start_with(&[], None, &[("POLYLOCK_SERVE_TOKEN", token)]);
-    let cases: &[(&str, &[(&str, &str)], u16)] = &[
+    let cases: &[Case] = &[
         ("/metrics", &[], 401),
         ("/metrics?token=a%2Fb%2Bc%3Dd%20e%25", &[], 200),
         ("/metrics?x=1&token=a/b+c=d%20e%25", &[], 200),

@@ -437,3 +437,99 @@ async fn a_holder_shows_its_service_host_and_pid() {
     lock.release(1).await.unwrap();
     c.close().await.unwrap();
 }
+
+/// A service name no other test uses, to find one client's connections on the server.
+fn service(prefix: &str) -> String {
+    format!(
+        "{prefix}-{}",
+        &uuid::Uuid::new_v4().simple().to_string()[..8]
+    )
+}
+
+/// `sslmode=prefer` is libpq's: TLS first where the server offers it (always verified: against
+/// public roots only, this server's certificate fails the connect rather than going plain), and
+/// plain where the server offers no TLS (PgBouncer here has none); `require` there is refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sslmode_prefer_uses_tls_where_the_server_offers_it() {
+    let (_, ca) = sql_common::tls_env("PG");
+    let svc = service("prefer");
+    let c = client(&with(
+        &pg_url(),
+        &format!("sslmode=prefer&sslrootcert={ca}&service={svc}"),
+    ))
+    .await;
+    let lock = c.lock(&unique("prefer")).unwrap();
+    lock.acquire(1, AcquireOptions::forever()).await.unwrap();
+    let encrypted = sql_common::pg_ssl_of(&svc).await;
+    assert!(encrypted.len() >= 2, "{encrypted:?}");
+    assert!(
+        encrypted.iter().all(|&e| e),
+        "prefer went plain: {encrypted:?}"
+    );
+    lock.release(1).await.unwrap();
+    c.close().await.unwrap();
+    // Stricter than libpq: a certificate that does not verify fails, it is no reason to go plain.
+    let e = polylock::Client::connect(&with(&pg_url(), "sslmode=prefer"))
+        .await
+        .unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Connection, "{}", e.message());
+    assert!(e.message().contains("UnknownIssuer"), "{}", e.message());
+    assert!(e.message().contains("sslrootcert"), "{}", e.message());
+    // A server without TLS: prefer connects plain, require is refused.
+    let plain = client(&with(
+        &sql_common::pgbouncer_session_url(),
+        "sslmode=prefer",
+    ))
+    .await;
+    let lock = plain.lock(&unique("prefer-plain")).unwrap();
+    lock.acquire(1, AcquireOptions::forever()).await.unwrap();
+    lock.release(1).await.unwrap();
+    plain.close().await.unwrap();
+    let e = polylock::Client::connect(&with(
+        &sql_common::pgbouncer_session_url(),
+        &format!("sslmode=require&sslrootcert={ca}"),
+    ))
+    .await
+    .unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Connection, "{}", e.message());
+}
+
+/// `sslmode=allow` is libpq's: plain first, TLS when the server refuses plain. The TLS-only role
+/// (refused without TLS by pg_hba.conf) gets in over TLS, the plain role stays plain; the TLS
+/// try verifies the certificate like any other.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sslmode_allow_tries_plain_then_tls() {
+    let (tls_url, ca) = sql_common::tls_env("PG");
+    let svc = service("allow-tls");
+    let c = client(&with(
+        &tls_url,
+        &format!("sslmode=allow&sslrootcert={ca}&service={svc}"),
+    ))
+    .await;
+    let lock = c.lock(&unique("allow")).unwrap();
+    lock.acquire(1, AcquireOptions::forever()).await.unwrap();
+    let encrypted = sql_common::pg_ssl_of(&svc).await;
+    assert!(encrypted.len() >= 2, "{encrypted:?}");
+    assert!(encrypted.iter().all(|&e| e), "{encrypted:?}");
+    lock.release(1).await.unwrap();
+    c.close().await.unwrap();
+    let svc = service("allow-plain");
+    let c = client(&with(
+        &pg_url(),
+        &format!("sslmode=allow&sslrootcert={ca}&service={svc}"),
+    ))
+    .await;
+    let lock = c.lock(&unique("allow")).unwrap();
+    lock.acquire(1, AcquireOptions::forever()).await.unwrap();
+    let encrypted = sql_common::pg_ssl_of(&svc).await;
+    assert!(encrypted.len() >= 2, "{encrypted:?}");
+    assert!(encrypted.iter().all(|&e| !e), "{encrypted:?}");
+    lock.release(1).await.unwrap();
+    c.close().await.unwrap();
+    let e = polylock::Client::connect(&with(&tls_url, "sslmode=allow"))
+        .await
+        .unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Connection, "{}", e.message());
+    assert!(e.message().contains("UnknownIssuer"), "{}", e.message());
+    assert!(!e.message().contains("polylock-pw"), "{}", e.message());
+}

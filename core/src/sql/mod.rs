@@ -135,6 +135,22 @@ pub(crate) enum Mode {
     Table,
 }
 
+/// PostgreSQL's `sslmode` in libpq's words. Whenever polylock uses TLS it verifies the chain
+/// and the host name (libpq's `verify-full`), so `require`, `verify-ca` and `verify-full` are one
+/// mode here, and `prefer` and `allow` verify the TLS they try.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum PgSsl {
+    /// Plain only.
+    Disable,
+    /// Plain first; TLS when the server refuses the plain connection (libpq's `allow`).
+    Allow,
+    /// TLS when the server offers it, else plain (libpq's `prefer`). A certificate that does not
+    /// verify fails the connect: that is no reason to go plain.
+    Prefer,
+    /// TLS only (`require`, `verify-ca`, `verify-full`).
+    Require,
+}
+
 /// What an SQL URL says: the driver's own URL (polylock's options taken out) and polylock's
 /// options.
 #[derive(Clone)]
@@ -154,10 +170,8 @@ pub(crate) struct SqlUrl {
     /// A PEM file of CA certificates to trust besides the built-in roots (`sslrootcert`; on
     /// MySQL it also turns TLS on).
     pub(crate) root_cert: Option<String>,
-    /// PostgreSQL's `sslmode` in libpq's words: `Some(true)` for require, verify-ca and
-    /// verify-full (polylock always verifies the chain and the host name), `Some(false)` for
-    /// disable, allow and prefer (plain), `None` when the URL does not say.
-    pub(crate) pg_tls: Option<bool>,
+    /// PostgreSQL's `sslmode`, `None` when the URL does not say (see [`SqlUrl::pg_ssl`]).
+    pub(crate) pg_ssl: Option<PgSsl>,
 }
 
 impl std::fmt::Debug for SqlUrl {
@@ -223,7 +237,7 @@ impl SqlUrl {
         let mut fencing = None;
         let mut table = "shedlock".to_string();
         let mut root_cert = None;
-        let mut pg_tls = None;
+        let mut pg_ssl = None;
         let mut driver_params: Vec<&str> = Vec::new();
         for kv in query
             .unwrap_or_default()
@@ -273,9 +287,11 @@ impl SqlUrl {
                 }
                 "sslrootcert" if !v.is_empty() => root_cert = Some(v.to_string()),
                 "sslmode" if flavor == Flavor::Postgres => {
-                    pg_tls = Some(match v {
-                        "require" | "verify-ca" | "verify-full" => true,
-                        "disable" | "allow" | "prefer" => false,
+                    pg_ssl = Some(match v {
+                        "require" | "verify-ca" | "verify-full" => PgSsl::Require,
+                        "prefer" => PgSsl::Prefer,
+                        "allow" => PgSsl::Allow,
+                        "disable" => PgSsl::Disable,
                         _ => {
                             return Err(bad(&format!(
                                 "sslmode must be disable, allow, prefer, require, verify-ca or \
@@ -287,8 +303,9 @@ impl SqlUrl {
                 _ => driver_params.push(kv),
             }
         }
-        let wants_tls = root_cert.is_some()
-            || pg_tls == Some(true)
+        // `prefer` and `allow` go plain in a build without TLS, as in a libpq built without it;
+        // a CA file alone asks for TLS (on MySQL too).
+        let wants_tls = pg_ssl.map_or(root_cert.is_some(), |m| m == PgSsl::Require)
             || driver_params
                 .iter()
                 .any(|kv| kv.starts_with("require_ssl=true"));
@@ -312,7 +329,17 @@ impl SqlUrl {
             driver_url,
             given: Secret::new(url),
             root_cert,
-            pg_tls,
+            pg_ssl,
+        })
+    }
+
+    /// The `sslmode` PostgreSQL connections use: the URL's, else TLS when the URL names a CA
+    /// file (`sslrootcert`) and plain otherwise (not libpq's default `prefer`: a server whose
+    /// certificate does not verify would then fail URLs that work today).
+    pub(crate) fn pg_ssl(&self) -> PgSsl {
+        self.pg_ssl.unwrap_or(match self.root_cert {
+            Some(_) => PgSsl::Require,
+            None => PgSsl::Disable,
         })
     }
 
@@ -443,18 +470,7 @@ mod tests {
         assert_eq!(u.max_connections, Some(5));
         assert_eq!(u.table, "jobs");
         assert_eq!(u.driver_url, "postgresql://u:pw@h:5433/db");
-        assert_eq!(u.pg_tls, Some(true));
-        // libpq's verifying modes are TLS too; the plain ones are plain.
-        let tls = |q: &str| {
-            SqlUrl::parse(&format!("postgres://h:5432/db?{q}"))
-                .unwrap()
-                .pg_tls
-        };
-        assert_eq!(tls("sslmode=verify-full"), Some(true));
-        assert_eq!(tls("sslmode=verify-ca"), Some(true));
-        assert_eq!(tls("sslmode=prefer"), Some(false));
-        assert_eq!(tls("sslmode=disable&sslrootcert=/x"), Some(false));
-        assert_eq!(tls("connect_timeout=3"), None);
+        assert_eq!(u.pg_ssl(), PgSsl::Require);
         // The CA file is polylock's to read, on both (the MySQL driver takes no such parameter).
         let u =
             SqlUrl::parse("mysql://u:pw@h:3306/db?require_ssl=true&sslrootcert=/x/ca.pem").unwrap();
@@ -476,5 +492,29 @@ mod tests {
         }
         let e = SqlUrl::parse("mysql://u:hunter22@h:99999/db").unwrap_err();
         assert!(!e.message().contains("hunter22"), "{}", e.message());
+    }
+
+    /// libpq's six sslmodes: the verifying ones and `require` are TLS (always verified),
+    /// `prefer` and `allow` keep their meaning, and none goes to the driver; without an
+    /// sslmode a CA file turns TLS on.
+    #[test]
+    fn pg_sslmodes() {
+        let ssl = |q: &str| {
+            let u = SqlUrl::parse(&format!("postgres://u:pw@h:5432/db?{q}")).unwrap();
+            assert!(!u.driver_url.contains("ssl"), "{q}: {}", u.driver_url);
+            u.pg_ssl()
+        };
+        assert_eq!(ssl("sslmode=verify-full"), PgSsl::Require);
+        assert_eq!(ssl("sslmode=verify-ca"), PgSsl::Require);
+        assert_eq!(ssl("sslmode=require"), PgSsl::Require);
+        assert_eq!(ssl("sslmode=prefer"), PgSsl::Prefer);
+        assert_eq!(ssl("sslmode=prefer&sslrootcert=/x"), PgSsl::Prefer);
+        assert_eq!(ssl("sslmode=allow"), PgSsl::Allow);
+        assert_eq!(ssl("sslrootcert=/x&sslmode=allow"), PgSsl::Allow);
+        assert_eq!(ssl("sslmode=disable&sslrootcert=/x"), PgSsl::Disable);
+        assert_eq!(ssl("sslrootcert=/x"), PgSsl::Require);
+        assert_eq!(ssl("connect_timeout=3"), PgSsl::Disable);
+        let u = SqlUrl::parse("postgres://h:5432/db").unwrap();
+        assert_eq!(u.pg_ssl, None);
     }
 }

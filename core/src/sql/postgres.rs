@@ -25,6 +25,7 @@ use async_trait::async_trait;
 use futures_util::future::BoxFuture;
 use futures_util::StreamExt;
 use tokio::sync::watch;
+use tokio_postgres::config::SslMode;
 use tokio_postgres::types::ToSql;
 use tokio_postgres::{error::SqlState, AsyncMessage, Client as PgClient, Statement};
 
@@ -32,7 +33,7 @@ use super::names::{pg_key, PgKey};
 use super::session::{answer_by, InFlight, Pool, SessionConn};
 use super::table::{self, TableDb, TableLock, TableWaiter};
 use super::tls::{copy_tls, make_tls, MakeTls};
-use super::{Fencing, Mode, Slot, Slots, SqlUrl, DEFAULT_MAX_CONNECTIONS, FENCING_SEQUENCE};
+use super::{Fencing, Mode, PgSsl, Slot, Slots, SqlUrl, DEFAULT_MAX_CONNECTIONS, FENCING_SEQUENCE};
 use crate::backend::{
     AcquireRequest, Backend, Granted, HoldOps, LeaseSupport, LockOps, Reentry, ReleaseRequest,
     UnlockReply,
@@ -140,6 +141,57 @@ impl PgSession {
     ) -> std::result::Result<Vec<tokio_postgres::Row>, tokio_postgres::Error> {
         let stmt = self.prepared(sql).await?;
         self.drive(self.client.query(&stmt, params)).await
+    }
+}
+
+/// Connect with `config` as the URL's `sslmode` says. `allow` is libpq's: plain first, and TLS
+/// when the server refuses the plain connection (its pg_hba.conf, say); `tls_learned` is set
+/// then, and later connections of the client go straight to TLS. Whenever TLS is used, the
+/// certificate is verified, and a failed verification fails the connect.
+async fn connect_as(
+    mut config: tokio_postgres::Config,
+    tls: MakeTls,
+    url: &SqlUrl,
+    tls_learned: &std::sync::atomic::AtomicBool,
+    doing: &str,
+) -> Result<(PgClient, PgConnection)> {
+    use std::sync::atomic::Ordering;
+    let first = match url.pg_ssl() {
+        PgSsl::Disable => SslMode::Disable,
+        PgSsl::Allow if tls_learned.load(Ordering::Relaxed) => SslMode::Require,
+        PgSsl::Allow => SslMode::Disable,
+        PgSsl::Prefer => SslMode::Prefer,
+        PgSsl::Require => SslMode::Require,
+    };
+    config.ssl_mode(first);
+    let refused = match config.connect(copy_tls(&tls)).await {
+        Ok(pair) => return Ok(pair),
+        // The server's own refusal (an error code), not a socket that failed.
+        Err(e)
+            if url.pg_ssl() == PgSsl::Allow && first == SslMode::Disable && e.code().is_some() =>
+        {
+            map_err(url, e, doing)
+        }
+        Err(e) => return Err(map_err(url, e, doing)),
+    };
+    config.ssl_mode(SslMode::Require);
+    match config.connect(tls).await {
+        Ok(pair) => {
+            tls_learned.store(true, Ordering::Relaxed);
+            Ok(pair)
+        }
+        Err(e) => {
+            let e = map_err(url, e, doing);
+            Err(Error::new(
+                e.kind(),
+                format!(
+                    "{} (sslmode=allow: over TLS, after the server refused the plain \
+                     connection: {})",
+                    e.message(),
+                    refused.message()
+                ),
+            ))
+        }
     }
 }
 
@@ -299,6 +351,8 @@ pub(crate) struct Pg {
     fencing: Fencing,
     /// Statements being awaited on this client's connections.
     in_flight: Arc<std::sync::atomic::AtomicUsize>,
+    /// `sslmode=allow` met a server that refused a plain connection: TLS from now on.
+    tls_learned: Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl Pg {
@@ -314,12 +368,9 @@ impl Pg {
     /// A new connection, opened on polylock's runtime (its socket outlives the caller's).
     async fn open(&self) -> Result<PgConn> {
         let (config, tls, url) = (self.config.clone(), copy_tls(&self.tls), self.url.clone());
-        let in_flight = self.in_flight.clone();
+        let (in_flight, learned) = (self.in_flight.clone(), self.tls_learned.clone());
         super::open_on_runtime(SERVER, self.options.connect_timeout, async move {
-            let (client, connection) = config
-                .connect(tls)
-                .await
-                .map_err(|e| map_err(&url, e, "connect"))?;
+            let (client, connection) = connect_as(config, tls, &url, &learned, "connect").await?;
             let cancel = Arc::new(client.cancel_token());
             let mut conn = PgConn(Box::new(PgSession {
                 client,
@@ -914,11 +965,9 @@ impl Pg {
     async fn open_listener(&self) -> Result<Listener> {
         let slot = self.pool.slots.take()?;
         let (config, tls, url) = (self.config.clone(), copy_tls(&self.tls), self.url.clone());
+        let learned = self.tls_learned.clone();
         let (client, mut connection) = crate::runtime::in_polylock(async move {
-            config
-                .connect(tls)
-                .await
-                .map_err(|e| map_err(&url, e, "connect the listener"))
+            connect_as(config, tls, &url, &learned, "connect the listener").await
         })
         .await?;
         let waiters: Waiters = Arc::default();
@@ -1096,14 +1145,7 @@ pub(crate) async fn connect(
 ) -> Result<Box<dyn Backend>> {
     let mut config = tokio_postgres::Config::from_str(&url.driver_url)
         .map_err(|e| Error::invalid(url.redact(&format!("malformed PostgreSQL URL: {e}"))))?;
-    // TLS when asked for (sslmode=require, verify-ca or verify-full, or a CA file named by
-    // sslrootcert), and then always verified; "prefer" is plain here.
-    let tls = url.pg_tls.unwrap_or(url.root_cert.is_some());
-    config.ssl_mode(if tls {
-        tokio_postgres::config::SslMode::Require
-    } else {
-        tokio_postgres::config::SslMode::Disable
-    });
+    // TLS as the URL's sslmode says (connect_as), and whenever used, verified.
     config.connect_timeout(options.connect_timeout);
     // Who holds what, in the server's own views (pg_stat_activity next to pg_locks).
     config.application_name(crate::model::identity::short_identity(options, 63));
@@ -1126,6 +1168,7 @@ pub(crate) async fn connect(
         listener: tokio::sync::Mutex::new(None),
         fencing: url_fencing,
         in_flight: Arc::default(),
+        tls_learned: Arc::default(),
     });
     // The query connection, now: a wrong password or a server down fails the connect.
     let first = db.open().await?;

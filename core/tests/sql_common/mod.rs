@@ -17,6 +17,30 @@ pub fn pg_url() -> String {
         .unwrap_or_else(|_| "postgres://polylock:polylock-pw@127.0.0.1:5433/polylock".into())
 }
 
+/// The PostgreSQL of [`pg_url`] through PgBouncer in session pooling (scripts/servers.sh).
+pub fn pgbouncer_session_url() -> String {
+    std::env::var("POLYLOCK_PGBOUNCER_SESSION_URL")
+        .unwrap_or_else(|_| "postgres://polylock:polylock-pw@127.0.0.1:6433/polylock".into())
+}
+
+/// Whether each PostgreSQL connection of this process's clients named `service` (their
+/// application_name is `service@host/pid`) is encrypted, as the server sees them.
+pub async fn pg_ssl_of(service: &str) -> Vec<bool> {
+    let ours = format!("{service}@%/{}", std::process::id());
+    pg_raw()
+        .await
+        .query(
+            "SELECT s.ssl FROM pg_stat_activity a JOIN pg_stat_ssl s ON s.pid = a.pid WHERE \
+             a.application_name LIKE $1",
+            &[&ours],
+        )
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect()
+}
+
 /// The URL of the TLS-only user of `server` (MYSQL, PG) and the CA file of its certificate.
 pub fn tls_env(server: &str) -> (String, String) {
     let var = |name: String| {
