@@ -533,3 +533,82 @@ async fn sslmode_allow_tries_plain_then_tls() {
     assert!(e.message().contains("UnknownIssuer"), "{}", e.message());
     assert!(!e.message().contains("polylock-pw"), "{}", e.message());
 }
+
+/// PgBouncer in session pooling: a client keeps its server connection, and advisory locks
+/// exclude as they do directly.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pgbouncer_session_pooling_keeps_advisory_locks() {
+    cases::exclusion(&sql_common::pgbouncer_session_url()).await;
+}
+
+/// PgBouncer in transaction pooling: a session advisory lock would be taken on one server
+/// connection and released on another (a false "held"). The connect finds the pool and refuses,
+/// typed, naming both ways out; the same URL with the lease table works.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pgbouncer_transaction_pooling_refuses_advisory_locks() {
+    let url = sql_common::pgbouncer_tx_url();
+    let e = polylock::Client::connect(&url).await.unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Unsupported, "{}", e.message());
+    assert!(e.message().contains("session"), "{}", e.message());
+    assert!(e.message().contains("mode=table"), "{}", e.message());
+    assert!(!e.message().contains("polylock-pw"), "{}", e.message());
+    // Directly and through session pooling, nothing is refused.
+    for url in [pg_url(), sql_common::pgbouncer_session_url()] {
+        let c = client(&url).await;
+        take_and_give_back(&c, &unique("no-pool")).await;
+        c.close().await.unwrap();
+    }
+}
+
+/// The lease table through transaction pooling: statements go unnamed (a prepared statement
+/// would be executed on a server connection that never prepared it: here another client pins
+/// the server connection the first statements ran on), exclusion holds, and a waiter, which
+/// cannot LISTEN through the pool, gets the lock within its back-off of the release.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pgbouncer_transaction_pooling_runs_the_lease_table() {
+    let url = with(&sql_common::pgbouncer_tx_url(), "mode=table");
+    let a = client(&url).await;
+    let name = unique("pgb-table");
+    take_and_give_back(&a, &name).await;
+    // Another client of the pool keeps a transaction open: the server connection polylock's
+    // statements ran on is pinned to it (PgBouncer hands out the connection used last).
+    let (raw, conn) =
+        tokio_postgres::connect(&sql_common::pgbouncer_tx_url(), tokio_postgres::NoTls)
+            .await
+            .unwrap();
+    tokio::spawn(conn);
+    raw.simple_query("BEGIN").await.unwrap();
+    raw.simple_query("SELECT 1").await.unwrap();
+    take_and_give_back(&a, &name).await;
+    let lock = a.lock(&name).unwrap();
+    lock.acquire(1, AcquireOptions::forever()).await.unwrap();
+    let b = client(&url).await;
+    let lb = b.lock(&name).unwrap();
+    assert!(
+        lb.try_acquire(2, None).await.unwrap().is_none(),
+        "two holders"
+    );
+    let waiting = tokio::spawn(async move {
+        lb.acquire(2, AcquireOptions::wait_for(Duration::from_secs(20)))
+            .await
+            .map(|_| std::time::Instant::now())
+    });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    raw.simple_query("ROLLBACK").await.unwrap();
+    assert_eq!(lock.release(1).await.unwrap(), Released::Freed);
+    let released = std::time::Instant::now();
+    let got = waiting.await.unwrap().unwrap();
+    // The back-off's longest pause is 1 s; the lease (30 s) is far beyond.
+    let after = got.saturating_duration_since(released);
+    assert!(
+        after < Duration::from_secs(5),
+        "the waiter got in {after:?} after the release"
+    );
+    assert_eq!(
+        b.lock(&name).unwrap().release(2).await.unwrap(),
+        Released::Freed
+    );
+    cases::exclusion(&url).await;
+    a.close().await.unwrap();
+    b.close().await.unwrap();
+}

@@ -515,20 +515,6 @@ impl MySqlLock {
     }
 }
 
-/// No notification on MySQL: waiters back off (bounded by the holder's lease).
-struct Backoff;
-
-#[async_trait]
-impl TableWaiter for Backoff {
-    async fn wait(&mut self, max: Duration) {
-        tokio::time::sleep(max).await;
-    }
-
-    fn notified(&self) -> bool {
-        false
-    }
-}
-
 fn micros(d: Duration) -> u64 {
     d.as_micros().min(u64::MAX as u128) as u64
 }
@@ -668,7 +654,7 @@ impl TableDb for MySql {
     }
 
     async fn waiter(&self, _name: &str) -> Result<Box<dyn TableWaiter>> {
-        Ok(Box::new(Backoff))
+        Ok(Box::new(table::Backoff))
     }
 }
 

@@ -26,8 +26,10 @@ use futures_util::future::BoxFuture;
 use futures_util::StreamExt;
 use tokio::sync::watch;
 use tokio_postgres::config::SslMode;
-use tokio_postgres::types::ToSql;
-use tokio_postgres::{error::SqlState, AsyncMessage, Client as PgClient, Statement};
+use tokio_postgres::types::{ToSql, Type};
+use tokio_postgres::{
+    error::SqlState, AsyncMessage, Client as PgClient, SimpleQueryMessage, Statement,
+};
 
 use super::names::{pg_key, PgKey};
 use super::session::{answer_by, InFlight, Pool, SessionConn};
@@ -76,6 +78,9 @@ pub(crate) struct PgSession {
     /// How to cancel this connection's statement (made once: it copies the connect settings).
     cancel: Arc<tokio_postgres::CancelToken>,
     prepared: foldhash::HashMap<String, Statement>,
+    /// The server connection behind this one may change between statements (PgBouncer's
+    /// transaction or statement pooling): statements go unnamed, never prepared and kept.
+    per_transaction: bool,
     /// Statements awaited on this client's connections (see [`crate::runtime::await_alone`]).
     in_flight: Arc<std::sync::atomic::AtomicUsize>,
 }
@@ -139,9 +144,41 @@ impl PgSession {
         sql: &str,
         params: &[&(dyn ToSql + Sync)],
     ) -> std::result::Result<Vec<tokio_postgres::Row>, tokio_postgres::Error> {
+        if self.per_transaction {
+            // Parse, bind and execute in one exchange: a named statement prepared on one server
+            // connection would be executed on another.
+            let typed: Vec<(&(dyn ToSql + Sync), Type)> =
+                params.iter().map(|&p| (p, param_type(p))).collect();
+            return self.drive(self.client.query_typed(sql, &typed)).await;
+        }
         let stmt = self.prepared(sql).await?;
         self.drive(self.client.query(&stmt, params)).await
     }
+
+    /// The first column of the one row of a simple-protocol `sql` (no statement is prepared).
+    async fn simple_value(&self, sql: &str) -> std::result::Result<String, tokio_postgres::Error> {
+        let messages = self.drive(self.client.simple_query(sql)).await?;
+        Ok(messages
+            .iter()
+            .find_map(|m| match m {
+                SimpleQueryMessage::Row(r) => r.get(0).map(str::to_string),
+                _ => None,
+            })
+            .unwrap_or_default())
+    }
+}
+
+/// The PostgreSQL type a parameter binds as in an unnamed statement: the first of the types
+/// polylock's statements use that the parameter's Rust type converts to.
+fn param_type(p: &(dyn ToSql + Sync)) -> Type {
+    let mut buf = bytes::BytesMut::new();
+    for t in [Type::TEXT, Type::FLOAT8, Type::INT8, Type::INT4, Type::BOOL] {
+        buf.clear();
+        if p.to_sql_checked(&t, &mut buf).is_ok() {
+            return t;
+        }
+    }
+    Type::UNKNOWN
 }
 
 /// Connect with `config` as the URL's `sslmode` says. `allow` is libpq's: plain first, and TLS
@@ -353,6 +390,9 @@ pub(crate) struct Pg {
     in_flight: Arc<std::sync::atomic::AtomicUsize>,
     /// `sslmode=allow` met a server that refused a plain connection: TLS from now on.
     tls_learned: Arc<std::sync::atomic::AtomicBool>,
+    /// The URL leads to a pool that changes server connections between transactions (see
+    /// [`Pg::pooled_per_transaction`]).
+    per_transaction: std::sync::atomic::AtomicBool,
 }
 
 impl Pg {
@@ -369,6 +409,9 @@ impl Pg {
     async fn open(&self) -> Result<PgConn> {
         let (config, tls, url) = (self.config.clone(), copy_tls(&self.tls), self.url.clone());
         let (in_flight, learned) = (self.in_flight.clone(), self.tls_learned.clone());
+        let per_transaction = self
+            .per_transaction
+            .load(std::sync::atomic::Ordering::Relaxed);
         super::open_on_runtime(SERVER, self.options.connect_timeout, async move {
             let (client, connection) = connect_as(config, tls, &url, &learned, "connect").await?;
             let cancel = Arc::new(client.cancel_token());
@@ -378,13 +421,15 @@ impl Pg {
                 pid: 0,
                 cancel,
                 prepared: Default::default(),
+                per_transaction,
                 in_flight,
             }));
-            let row = conn
-                .drive(conn.client.query_one("SELECT pg_backend_pid()", &[]))
+            conn.pid = conn
+                .simple_value("SELECT pg_backend_pid()")
                 .await
-                .map_err(|e| map_err(&url, e, "read the backend pid"))?;
-            conn.pid = row.get::<_, i32>(0) as u64;
+                .map_err(|e| map_err(&url, e, "read the backend pid"))?
+                .parse()
+                .map_err(|_| Error::new(ErrorKind::Backend, "pg_backend_pid() is no number"))?;
             Ok(conn)
         })
         .await
@@ -962,6 +1007,31 @@ impl Drop for PgWaiter {
 }
 
 impl Pg {
+    /// Whether the server connection behind one of this URL's connections changes between
+    /// transactions, as behind PgBouncer in transaction or statement pooling: a second connection
+    /// `b` opens a transaction (which keeps its server connection for the time), and `a` asks
+    /// for its server's pid again. Directly, or pooled per session, `a` keeps its server
+    /// connection and `b` has another; pooled per transaction, `b` gets `a`'s last one (the pool
+    /// hands out the one used last) or `a` gets a new one.
+    async fn pooled_per_transaction(&self, a: &PgConn) -> Result<bool> {
+        let b = self.open().await?;
+        let pid = |v: String| v.parse::<u64>().unwrap_or(0);
+        let probe = async {
+            b.simple_value("BEGIN").await?;
+            let in_tx = pid(b.simple_value("SELECT pg_backend_pid()").await?);
+            let again = pid(a.simple_value("SELECT pg_backend_pid()").await?);
+            b.simple_value("ROLLBACK").await?;
+            Ok::<_, tokio_postgres::Error>(in_tx == a.pid || again != a.pid)
+        };
+        match tokio::time::timeout(self.options.command_timeout, probe).await {
+            Ok(r) => r.map_err(|e| map_err(&self.url, e, "look for a transaction pool")),
+            Err(_) => Err(Error::new(
+                ErrorKind::Timeout,
+                "no answer in the command timeout while looking for a transaction pool",
+            )),
+        }
+    }
+
     async fn open_listener(&self) -> Result<Listener> {
         let slot = self.pool.slots.take()?;
         let (config, tls, url) = (self.config.clone(), copy_tls(&self.tls), self.url.clone());
@@ -1106,6 +1176,12 @@ impl TableDb for Pg {
     }
 
     async fn waiter(&self, name: &str) -> Result<Box<dyn TableWaiter>> {
+        if self
+            .per_transaction
+            .load(std::sync::atomic::Ordering::Relaxed)
+        {
+            return Ok(Box::new(table::Backoff));
+        }
         let mut slot = self.listener.lock().await;
         if slot.as_ref().is_some_and(|l| *l.closed.borrow()) {
             *slot = None;
@@ -1169,9 +1245,28 @@ pub(crate) async fn connect(
         fencing: url_fencing,
         in_flight: Arc::default(),
         tls_learned: Arc::default(),
+        per_transaction: Default::default(),
     });
     // The query connection, now: a wrong password or a server down fails the connect.
-    let first = db.open().await?;
+    let mut first = db.open().await?;
+    if db.pooled_per_transaction(&first).await? {
+        if mode == Mode::Session {
+            return Err(Error::unsupported(
+                "this PostgreSQL URL leads to a pool that changes server connections between \
+                 transactions (PgBouncer's pool_mode=transaction or statement): a session \
+                 advisory lock would be taken on one server connection and released on another. \
+                 Use a session-pooled port or a direct connection, or the lease table (?mode=table)",
+            ));
+        }
+        db.per_transaction
+            .store(true, std::sync::atomic::Ordering::Relaxed);
+        first.per_transaction = true;
+        tracing::debug!(
+            server = SERVER,
+            "pooled per transaction: the lease table's statements go unnamed, and waiters back off \
+             (a LISTEN would stay on a pooled server connection)"
+        );
+    }
     *db.query.lock().await = Some((first, slots.take()?));
     pool.start_keepalive(options.watchdog_timeout / 3);
     let lock = |kind| Some(Arc::new(PgLock::new(db.clone(), kind)));

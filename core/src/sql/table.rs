@@ -38,6 +38,22 @@ pub(crate) fn validate_name(name: &str) -> Result<()> {
     Ok(())
 }
 
+/// A waiter without notification (MySQL; PostgreSQL pooled per transaction, where a `LISTEN`
+/// stays on a server connection that goes back to the pool): it backs off, bounded by the
+/// holder's lease.
+pub(crate) struct Backoff;
+
+#[async_trait]
+impl TableWaiter for Backoff {
+    async fn wait(&mut self, max: Duration) {
+        tokio::time::sleep(max).await;
+    }
+
+    fn notified(&self) -> bool {
+        false
+    }
+}
+
 /// Waits for a release of one name.
 #[async_trait]
 pub(crate) trait TableWaiter: Send {

@@ -23,6 +23,12 @@ pub fn pgbouncer_session_url() -> String {
         .unwrap_or_else(|_| "postgres://polylock:polylock-pw@127.0.0.1:6433/polylock".into())
 }
 
+/// The PostgreSQL of [`pg_url`] through PgBouncer in transaction pooling (scripts/servers.sh).
+pub fn pgbouncer_tx_url() -> String {
+    std::env::var("POLYLOCK_PGBOUNCER_TX_URL")
+        .unwrap_or_else(|_| "postgres://polylock:polylock-pw@127.0.0.1:6434/polylock".into())
+}
+
 /// Whether each PostgreSQL connection of this process's clients named `service` (their
 /// application_name is `service@host/pid`) is encrypted, as the server sees them.
 pub async fn pg_ssl_of(service: &str) -> Vec<bool> {
