@@ -81,6 +81,7 @@ pub use crate::model::outcome::{
 };
 pub use crate::model::owner::{self, OwnerId};
 pub use crate::model::secret::{redact_text, redact_url, scrub, Secret};
+pub use crate::model::shown;
 pub use crate::primitives::election::{validate_identity, Election, Leadership, MAX_IDENTITY_LEN};
 pub use crate::primitives::latch::CountDownLatch;
 pub use crate::primitives::lock::Lock;

@@ -115,14 +115,11 @@ impl<F: Fn(LogRecord) + Send + Sync + 'static> Subscriber for Forward<F> {
         (self.sink)(LogRecord {
             level: LogLevel::of(m.level()),
             target: m.target().to_string(),
-            // The last line of defence: a URL in any event shows without its secrets.
-            message: crate::model::secret::redact_text(&v.message),
+            // The last line of defence: a URL in any event shows without its secrets, and a
+            // name or holder written by someone else without what a terminal would obey.
+            message: shown(&v.message),
             lock: v.lock,
-            fields: v
-                .fields
-                .into_iter()
-                .map(|(k, v)| (k, crate::model::secret::redact_text(&v)))
-                .collect(),
+            fields: v.fields.into_iter().map(|(k, v)| (k, shown(&v))).collect(),
         });
     }
 
@@ -173,6 +170,11 @@ where
     tracing::dispatcher::set_global_default(tracing::Dispatch::new(sub)).is_ok()
 }
 
+/// A message or field value as it may be shown: secrets masked, controls escaped.
+fn shown(text: &str) -> String {
+    crate::model::shown::escape(&crate::model::secret::redact_text(text)).into_owned()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -200,6 +202,32 @@ mod tests {
         assert_eq!(
             got[0].fields,
             vec![("kind".to_string(), "lock".to_string())]
+        );
+    }
+
+    /// A holder's identity is written by someone else: the message a runtime's logger prints
+    /// has its controls escaped (and its secrets masked).
+    #[test]
+    fn messages_and_fields_show_controls_escaped() {
+        let got = Arc::new(Mutex::new(Vec::new()));
+        let seen = got.clone();
+        let sub = Forward {
+            sink: move |r: LogRecord| seen.lock().unwrap().push(r),
+            spans: AtomicU64::new(0),
+        };
+        set_level(LogLevel::Info);
+        tracing::subscriber::with_default(sub, || {
+            let holder = "x\u{1b}]0;pwned\u{7}";
+            tracing::warn!(target: "polylock", holder, "held by {holder} at redis://:pw@h");
+        });
+        let got = got.lock().unwrap();
+        assert_eq!(
+            got[0].message,
+            "held by x\\u001b]0;pwned\\u0007 at redis://:***@h"
+        );
+        assert_eq!(
+            got[0].fields,
+            vec![("holder".to_string(), "x\\u001b]0;pwned\\u0007".to_string())]
         );
     }
 }

@@ -1662,3 +1662,133 @@ fn the_command_inherits_the_url_but_not_serves_token() {
     assert!(stdout.contains("token=[]"), "{stdout}");
     assert!(stdout.contains(&format!("url=[{}]", url())), "{stdout}");
 }
+
+/// Whether `text` holds a character a terminal would obey (the CLI must show them escaped).
+fn obeyable(text: &[u8]) -> Vec<char> {
+    String::from_utf8_lossy(text)
+        .chars()
+        .filter(|&c| c != '\n' && polylock::shown::is_obeyed(c))
+        .collect()
+}
+
+/// A lock name and a holder identity written by someone else, with a title-setting sequence, a
+/// clear-screen CSI, its 8-bit form and a bidi override: status (one name and a pattern), a
+/// timed-out `run -v`, `leader` and a losing `elect -v` show them escaped, and the JSON lines
+/// still read back to the very name and identity.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn names_and_holders_from_others_are_shown_escaped() {
+    let name = format!(
+        "{}\u{1b}]0;pwned\u{7}\u{1b}[2J\u{9b}2J\u{202e}",
+        unique("cli-esc")
+    );
+    let mut holder = polylock()
+        .args(["run", "--name", &name, "--", "sleep", "30"])
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_locked(&name, true).await;
+    let out = run(&["status", "--name", &name]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        obeyable(&out.stdout),
+        Vec::<char>::new(),
+        "{:?}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["name"], name.as_str());
+    let prefix = &name[..name.find('\u{1b}').unwrap()];
+    let out = run(&["status", "--match", &format!("{prefix}*")]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains("\\u001b]0;pwned"));
+    assert_eq!(obeyable(&out.stdout), Vec::<char>::new());
+    let out = run(&[
+        "-v", "run", "--name", &name, "--wait", "100ms", "--", "true",
+    ]);
+    assert_eq!(out.status.code(), Some(75));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("\\u001b]0;pwned"));
+    assert_eq!(
+        obeyable(&out.stderr),
+        Vec::<char>::new(),
+        "{:?}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    holder.kill().unwrap();
+    holder.wait().unwrap();
+
+    let election = unique("cli-esc-elect");
+    let identity = "node\u{1b}]0;pwned\u{7}\u{9b}1A";
+    let mut leader = polylock()
+        .args([
+            "elect",
+            &election,
+            "--identity",
+            identity,
+            "--",
+            "sleep",
+            "30",
+        ])
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    let until = Instant::now() + Duration::from_secs(10);
+    let out = loop {
+        let out = run(&["leader", &election]);
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        if v["leader"] == identity {
+            break out;
+        }
+        assert!(Instant::now() < until, "{v}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert_eq!(
+        obeyable(&out.stdout),
+        Vec::<char>::new(),
+        "{:?}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    let out = run(&["-v", "elect", &election, "--wait", "0", "--", "true"]);
+    assert_ne!(out.status.code(), Some(0));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("node\\u001b]0;pwned\\u0007\\u009b1A"), "{err}");
+    assert_eq!(obeyable(&out.stderr), Vec::<char>::new(), "{err:?}");
+    leader.kill().unwrap();
+    leader.wait().unwrap();
+}
+
+/// Redisson's format gives `x` and `{x}` one timeout key and one fair queue: `status` of either
+/// names the other while both are held.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn status_names_a_lock_that_shares_state() {
+    let x = unique("cli-shared");
+    let tagged = format!("{{{x}}}");
+    let mut holders: Vec<_> = [&x, &tagged]
+        .iter()
+        .map(|n| {
+            polylock()
+                .args(["run", "--name", n, "--", "sleep", "30"])
+                .stdout(Stdio::null())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    wait_locked(&x, true).await;
+    wait_locked(&tagged, true).await;
+    for (name, other) in [(&x, &tagged), (&tagged, &x)] {
+        let out = run(&["status", "--name", name]);
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(v["shared_with"], serde_json::json!([other]), "{v}");
+    }
+    for h in &mut holders {
+        h.kill().unwrap();
+        h.wait().unwrap();
+    }
+}

@@ -7,6 +7,21 @@
 //! 76 the lock was lost while the command ran (with `--on-lost kill`), 77 credentials refused,
 //! 126/127 the command could not be run, 128+N the command died of signal N.
 
+/// `println!` for what polylock shows: the line with every character a terminal would obey
+/// escaped (names, holders and server messages are written by others; see `model::shown`).
+macro_rules! say {
+    ($($arg:tt)*) => {
+        println!("{}", $crate::model::shown::escape(&format!($($arg)*)))
+    };
+}
+
+/// `eprintln!` the same way as [`say`].
+macro_rules! tell {
+    ($($arg:tt)*) => {
+        eprintln!("{}", $crate::model::shown::escape(&format!($($arg)*)))
+    };
+}
+
 mod serve;
 mod top;
 mod view;
@@ -299,7 +314,7 @@ struct HoldArgs {
     watchdog: Duration,
     /// Take one of N permits of the semaphore NAME instead of a lock: at most N commands run at
     /// once across machines. On Redis the permits expire (renewed while polylock runs), so a
-    /// killed polylock never keeps one; on ZooKeeper they are leases of its session.
+    /// killed polylock never keeps one; on ZooKeeper and etcd they are leases of its session.
     #[arg(long, value_name = "N", conflicts_with_all = ["read", "write", "shared", "exclusive", "fair"])]
     permits: Option<u32>,
     /// What to do if the lock is lost while CMD runs (or while `lock` holds it: it exits 76).
@@ -489,7 +504,7 @@ fn leader_line(name: &str, leader: Option<&Leader>, candidates: &[String]) -> Va
 async fn show_leader(election: &Election, watch: bool) -> Result<ExitCode, Error> {
     let mut signals = Signals::new()?;
     let mut seen = election.leader().await?;
-    println!(
+    say!(
         "{}",
         leader_line(
             election.name(),
@@ -507,7 +522,7 @@ async fn show_leader(election: &Election, watch: bool) -> Result<ExitCode, Error
             _ = signals.next() => break,
         };
         let Some(now) = change else { continue };
-        println!(
+        say!(
             "{}",
             leader_line(election.name(), now.as_ref(), &election.candidates().await?)
         );
@@ -547,8 +562,12 @@ where
         Ok(cli) => cli,
         Err(e) => {
             let code = if e.use_stderr() { EX_USAGE } else { 0 };
-            // clap quotes what it could not take, a URL with its password among them.
-            let text = crate::model::secret::redact_text(&e.render().to_string());
+            // clap quotes what it could not take, a URL with its password among them (the help
+            // is polylock's own text, shown as written).
+            let text = match e.use_stderr() {
+                true => crate::model::secret::redact_text(&e.render().to_string()),
+                false => e.render().to_string(),
+            };
             if e.use_stderr() {
                 eprint!("{text}");
             } else {
@@ -605,7 +624,7 @@ fn help_markdown() -> String {
 
 fn fail(e: &Error) -> ExitCode {
     // Each message masked the URL it knew; any other URL in it is masked here.
-    eprintln!(
+    tell!(
         "polylock: {}",
         crate::model::secret::redact_text(&e.to_string())
     );
@@ -661,7 +680,7 @@ async fn run(cli: Cli) -> Result<ExitCode, Error> {
         force: false,
     } = &cli.command
     {
-        eprintln!(
+        tell!(
             "polylock: refusing to unlock '{}' without --force: it frees the lock whoever holds it",
             target.name()
         );
@@ -681,7 +700,7 @@ async fn run(cli: Cli) -> Result<ExitCode, Error> {
             UrlSource::Default => "the default: no --url and no POLYLOCK_URL",
         };
         let shown: Vec<String> = urls.iter().map(|u| crate::redact_url(u)).collect();
-        eprintln!("polylock: server {} (from {from})", shown.join(" "));
+        tell!("polylock: server {} (from {from})", shown.join(" "));
     }
     let client = match signals.as_mut() {
         Some(s) => tokio::select! {
@@ -698,7 +717,7 @@ async fn run(cli: Cli) -> Result<ExitCode, Error> {
     match (result, closed) {
         (Ok(code), Ok(())) => Ok(code),
         (Ok(code), Err(e)) => {
-            eprintln!("polylock: closing the client: {e}");
+            tell!("polylock: closing the client: {e}");
             Ok(code)
         }
         (Err(e), _) => Err(e),
@@ -733,6 +752,7 @@ fn lock_line(kind: &str, st: &LockStatus) -> Value {
         "ttl_ms": st.ttl.map(|d| d.as_millis() as u64),
         "waiters": st.waiters,
         "waiter_identities": waiter_identities,
+        "shared_with": st.shared_with,
     })
 }
 
@@ -863,7 +883,7 @@ async fn run_with(
             ..
         } => {
             for line in view::scan(client, &pattern, limit).await? {
-                println!("{line}");
+                say!("{line}");
             }
             Ok(0)
         }
@@ -877,7 +897,7 @@ async fn run_with(
                 let mut line =
                     leader_line(name, e.leader().await?.as_ref(), &e.candidates().await?);
                 line["kind"] = json!("election");
-                println!("{line}");
+                say!("{line}");
             }
             Ok(0)
         }
@@ -894,7 +914,7 @@ async fn run_with(
                 }
                 Err(e) => return Err(e),
             };
-            println!("{}", semaphore_line(kind, &st));
+            say!("{}", semaphore_line(kind, &st));
             Ok(0)
         }
         Command::Status { target, .. } => {
@@ -907,11 +927,11 @@ async fn run_with(
                         LockKind::Read | LockKind::Write => "read-write lock",
                         other => other.word(),
                     };
-                    println!("{}", lock_line(word, &st));
+                    say!("{}", lock_line(word, &st));
                 }
             } else {
                 for name in target.locks().0 {
-                    println!("{}", status_of_any(client, name).await?);
+                    say!("{}", status_of_any(client, name).await?);
                 }
             }
             Ok(0)
@@ -919,7 +939,7 @@ async fn run_with(
         Command::Unlock { target, .. } => {
             for lock in target.handles(client)? {
                 let was = lock.force_unlock().await?;
-                println!("{}", json!({"name": lock.name(), "unlocked": was}));
+                say!("{}", json!({"name": lock.name(), "unlocked": was}));
             }
             Ok(0)
         }
@@ -947,10 +967,10 @@ async fn run_with(
                 Ok(held) => held,
                 Err(e) if e.kind() == ErrorKind::Timeout => {
                     if verbose {
-                        eprintln!("polylock: {e}");
+                        tell!("polylock: {e}");
                         for name in hold.target.locks().0 {
                             if let Ok(line) = status_of_any(client, name).await {
-                                eprintln!("polylock: {line}");
+                                tell!("polylock: {line}");
                             }
                         }
                     }
@@ -1000,9 +1020,11 @@ async fn run_with(
             let Some(leading) = leading else {
                 if verbose {
                     if let Ok(Some(l)) = election.leader().await {
-                        eprintln!(
+                        tell!(
                             "polylock: '{}' leads '{}' (term {})",
-                            l.identity, target.name, l.term
+                            l.identity,
+                            target.name,
+                            l.term
                         );
                     }
                 }
@@ -1140,7 +1162,7 @@ impl Held {
         }
         let differs = |set: Option<i64>| {
             if let Some(set) = set.filter(|set| *set != n as i64) {
-                eprintln!(
+                tell!(
                     "polylock: warning: semaphore '{name}' was set to {set} permits before; using those, not {n}"
                 );
             }
@@ -1157,7 +1179,7 @@ impl Held {
                 if how.lease.is_some() {
                     return Err(Error::new(
                         ErrorKind::Unsupported,
-                        "a semaphore's leases on ZooKeeper last while the session lives; drop --lease",
+                        "a semaphore's permits on ZooKeeper and etcd last while the session lives; drop --lease",
                     ));
                 }
                 let semaphore = client.semaphore(name)?;
@@ -1242,7 +1264,7 @@ async fn hold_until_signal(
     mut signals: Signals,
     on_lost: OnLost,
 ) -> Result<ExitCode, Error> {
-    println!("{}", held.describe(client, target).await);
+    say!("{}", held.describe(client, target).await);
     let _ = std::io::stdout().flush();
     let mut signal = held.lost();
     let lost = loop {
@@ -1259,10 +1281,10 @@ async fn hold_until_signal(
                     continue;
                 };
                 if on_lost == OnLost::Kill {
-                    eprintln!("polylock: lock '{}' lost ({})", target.name(), reason.describe());
+                    tell!("polylock: lock '{}' lost ({})", target.name(), reason.describe());
                     break true;
                 }
-                eprintln!("polylock: warning: lock '{}' lost ({}); holding on until a signal", target.name(), reason.describe());
+                tell!("polylock: warning: lock '{}' lost ({}); holding on until a signal", target.name(), reason.describe());
                 signal = None;
             }
             _ = signals.next() => break false,
@@ -1272,10 +1294,10 @@ async fn hold_until_signal(
         Ok(()) => {}
         Err(e) if e.kind() == ErrorKind::LockLost && lost => {}
         Err(e) if e.kind() == ErrorKind::LockLost && on_lost == OnLost::Kill => {
-            eprintln!("polylock: {e}");
+            tell!("polylock: {e}");
             return Ok(EX_LOST);
         }
-        Err(e) => eprintln!("polylock: release failed: {e}"),
+        Err(e) => tell!("polylock: release failed: {e}"),
     }
     Ok(if lost { EX_LOST } else { 0 })
 }
@@ -1411,7 +1433,7 @@ async fn run_command(
     let mut child = match command.spawn() {
         Ok(c) => c,
         Err(e) => {
-            eprintln!("polylock: cannot run {:?}: {e}", cmd[0]);
+            tell!("polylock: cannot run {:?}: {e}", cmd[0]);
             let _ = held.release().await;
             let code = if e.kind() == std::io::ErrorKind::NotFound {
                 127
@@ -1457,12 +1479,12 @@ async fn run_command(
                 lost = true;
                 match on_lost {
                     OnLost::Kill => {
-                        eprintln!("polylock: lock '{name}' lost ({}: {}); stopping the command", reason.name(), reason.describe());
+                        tell!("polylock: lock '{name}' lost ({}: {}); stopping the command", reason.name(), reason.describe());
                         send(libc::SIGTERM);
                         kill_deadline = Some(tokio::time::Instant::now() + grace);
                     }
                     OnLost::Ignore => {
-                        eprintln!("polylock: warning: lock '{name}' lost ({}: {}); the command keeps running", reason.name(), reason.describe());
+                        tell!("polylock: warning: lock '{name}' lost ({}: {}); the command keeps running", reason.name(), reason.describe());
                     }
                 }
             }
@@ -1489,10 +1511,10 @@ async fn run_command(
         Ok(_) => {}
         Err(e) if e.kind() == ErrorKind::LockLost => {
             if !was_lost {
-                eprintln!("polylock: {e}");
+                tell!("polylock: {e}");
             }
         }
-        Err(e) => eprintln!("polylock: release failed: {e}"),
+        Err(e) => tell!("polylock: release failed: {e}"),
     }
     if (was_lost || is_lost()) && on_lost == OnLost::Kill {
         return Ok(EX_LOST);

@@ -121,16 +121,16 @@ pub(super) async fn serve(client: &Client, pattern: &str, options: Options) -> R
     })?;
     let bound = listener.local_addr().unwrap_or(listen);
     if !bound.ip().is_loopback() && token.is_none() {
-        eprintln!(
+        tell!(
             "polylock serve: listening on {bound}, beyond this machine, without --token: anyone \
              who can reach it sees the lock names and holders"
         );
     }
     // The address first, on its own line (a caller that asked for port 0 learns the port).
-    println!("polylock serve: http://{bound}/ (metrics: http://{bound}/metrics)");
+    say!("polylock serve: http://{bound}/ (metrics: http://{bound}/metrics)");
     let room = open_file_room();
     if room < max_connections {
-        eprintln!(
+        tell!(
             "polylock serve: at most {room} connections, not {max_connections}: the open-file \
              limit (ulimit -n) leaves no more"
         );
@@ -166,7 +166,7 @@ pub(super) async fn serve(client: &Client, pattern: &str, options: Options) -> R
                         tx.send_replace(Arc::new(s));
                     }
                     Err(e) => {
-                        eprintln!("polylock serve: reading the server failed: {e}");
+                        tell!("polylock serve: reading the server failed: {e}");
                         let json =
                             json!({"at_ms": view::now_ms(), "error": e.to_string(), "locks": []});
                         let metrics = view::prometheus(&[], false, Duration::ZERO);
@@ -188,7 +188,7 @@ pub(super) async fn serve(client: &Client, pattern: &str, options: Options) -> R
                         // Out of file descriptors after all (another limit than ours), or a
                         // connection reset before it was accepted: wait rather than spin.
                         if !warned {
-                            eprintln!("polylock serve: accepting a connection failed: {e}");
+                            tell!("polylock serve: accepting a connection failed: {e}");
                             warned = true;
                         }
                         tokio::time::sleep(Duration::from_millis(50)).await;

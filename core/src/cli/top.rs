@@ -122,57 +122,15 @@ fn draw(
         SortBy::Hold => "longest hold",
         SortBy::Waiters => "most waiters",
     };
-    let mut header = vec![Line::from(format!(
+    let mut header = vec![Line::from(shown(format!(
         "polylock top — {pattern}: {} names, {held} held, {waiting} waiting · by {order} · q quit, s order",
         lines.len()
-    ))];
+    )))];
     if let Some(e) = error {
-        header.push(Line::from(format!("reading the server failed: {e}")));
+        header.push(Line::from(shown(format!("reading the server failed: {e}"))));
     }
     f.render_widget(Paragraph::new(header), head);
-    let rows = sorted.iter().map(|l| {
-        let holders: Vec<String> = l["holders"]
-            .as_array()
-            .map(|hs| {
-                hs.iter()
-                    .map(|h| match &h["identity"] {
-                        Value::Null => h["owner"]
-                            .as_str()
-                            .or_else(|| h["id"].as_str())
-                            .unwrap_or("-")
-                            .to_string(),
-                        identity => view::who(identity),
-                    })
-                    .collect()
-            })
-            .unwrap_or_default();
-        let holders = if let Some(free) = l["available"].as_i64() {
-            format!("{} taken, {free} free", l["taken"].as_i64().unwrap_or(0))
-        } else if holders.is_empty() {
-            "-".to_string()
-        } else {
-            holders.join(", ")
-        };
-        let first_waiter = l["waiter_identities"]
-            .as_array()
-            .and_then(|w| w.first())
-            .map(view::who)
-            .unwrap_or_default();
-        Row::new(vec![
-            Cell::from(l["name"].as_str().unwrap_or_default().to_string()),
-            Cell::from(l["kind"].as_str().unwrap_or_default().to_string()),
-            Cell::from(holders),
-            Cell::from(seconds(view::held_for(l))),
-            Cell::from(view::waiting(l).to_string()),
-            Cell::from(first_waiter),
-            Cell::from(
-                l["ttl_ms"]
-                    .as_u64()
-                    .map(seconds)
-                    .unwrap_or_else(|| "-".to_string()),
-            ),
-        ])
-    });
+    let rows = sorted.iter().map(|l| Row::new(cells(l)));
     let table = Table::new(
         rows,
         [
@@ -192,10 +150,115 @@ fn draw(
     f.render_widget(table, body);
 }
 
+/// `text` as a terminal should show it: names and holders are written by others, and a cell
+/// is written to the terminal as it is (see `model::shown`).
+fn shown(text: String) -> String {
+    match crate::model::shown::escape(&text) {
+        std::borrow::Cow::Borrowed(_) => text,
+        std::borrow::Cow::Owned(escaped) => escaped,
+    }
+}
+
+/// One row's cells: name, kind, holders, held for, waiters, the first waiter, the lease left.
+fn cells(l: &Value) -> Vec<String> {
+    let holders: Vec<String> = l["holders"]
+        .as_array()
+        .map(|hs| {
+            hs.iter()
+                .map(|h| match &h["identity"] {
+                    Value::Null => h["owner"]
+                        .as_str()
+                        .or_else(|| h["id"].as_str())
+                        .unwrap_or("-")
+                        .to_string(),
+                    identity => view::who(identity),
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    let holders = if let Some(free) = l["available"].as_i64() {
+        format!("{} taken, {free} free", l["taken"].as_i64().unwrap_or(0))
+    } else if holders.is_empty() {
+        "-".to_string()
+    } else {
+        holders.join(", ")
+    };
+    let first_waiter = l["waiter_identities"]
+        .as_array()
+        .and_then(|w| w.first())
+        .map(view::who)
+        .unwrap_or_default();
+    [
+        l["name"].as_str().unwrap_or_default().to_string(),
+        l["kind"].as_str().unwrap_or_default().to_string(),
+        holders,
+        seconds(view::held_for(l)),
+        view::waiting(l).to_string(),
+        first_waiter,
+        l["ttl_ms"]
+            .as_u64()
+            .map(seconds)
+            .unwrap_or_else(|| "-".to_string()),
+    ]
+    .into_iter()
+    .map(shown)
+    .collect()
+}
+
 fn seconds(ms: u64) -> String {
     if ms < 60_000 {
         format!("{:.1}s", ms as f64 / 1e3)
     } else {
         format!("{}m{:02}s", ms / 60_000, (ms / 1000) % 60)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ratatui::backend::TestBackend;
+    use serde_json::json;
+
+    /// A name and a holder written by someone else, with a title-setting sequence, a CSI, a C1
+    /// CSI and a bidi override: the screen top draws holds none of them, only their escapes.
+    #[test]
+    fn a_hostile_name_and_holder_reach_the_screen_escaped() {
+        let name = "pay\u{1b}]0;pwned\u{7}\u{1b}[2J\u{9b}31m\u{202e}x";
+        let holder = "svc@host/1\u{1b}[1A\nforged line";
+        let lines = [json!({
+            "name": name,
+            "kind": "lock",
+            "holders": [{"identity": holder}],
+            "waiter_identities": [holder],
+            "ttl_ms": 5000,
+        })];
+        let cells = cells(&lines[0]);
+        assert!(
+            cells[0].starts_with("pay\\u001b]0;pwned\\u0007"),
+            "{cells:?}"
+        );
+        for cell in &cells {
+            assert!(
+                !cell.chars().any(crate::model::shown::is_obeyed),
+                "{cell:?}"
+            );
+        }
+        let mut terminal = ratatui::Terminal::new(TestBackend::new(160, 6)).unwrap();
+        terminal
+            .draw(|f| draw(f, "pay\u{1b}*", &lines, SortBy::Hold, Some("down\u{1b}[5n")))
+            .unwrap();
+        let screen: String = terminal
+            .backend()
+            .buffer()
+            .content()
+            .iter()
+            .map(|c| c.symbol())
+            .collect();
+        assert!(
+            !screen.chars().any(crate::model::shown::is_obeyed),
+            "{screen:?}"
+        );
+        assert!(screen.contains("pay\\u001b]0;pwn"), "{screen:?}");
+        assert!(screen.contains("\\u001b[5n"), "{screen:?}");
     }
 }

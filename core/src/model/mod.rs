@@ -12,3 +12,4 @@ pub(crate) mod options;
 pub(crate) mod outcome;
 pub mod owner;
 pub mod secret;
+pub mod shown;
