@@ -23,8 +23,8 @@ use async_trait::async_trait;
 use redis::{RedisError, Script, Value};
 
 use super::lock::{
-    channel, field, lock_exists, parse_acquire, read_hold_count, read_lease, read_lease_left,
-    status_of, token_key, Flavor,
+    channel, field, hash_tag_twin, lock_exists, parse_acquire, read_hold_count, read_lease,
+    read_lease_left, status_of, token_key, Flavor,
 };
 use super::pubsub::Wake;
 use super::{backoff, epoch_ms, map_err, ms, prefixed, retryable, RedisConn, RETRIES};
@@ -428,10 +428,15 @@ impl LockOps for RedisFairLock {
             .arg(queue_key(name))
             .arg(0)
             .arg(-1);
-        let (fields, pttl, queue): (Vec<(String, Value)>, i64, Vec<String>) =
+        // The name whose timeout key and queue Redisson's format shares with this one (a name
+        // without a twin reads itself again, ignored).
+        let twin = hash_tag_twin(name);
+        pipe.cmd("EXISTS").arg(twin.as_deref().unwrap_or(name));
+        let (fields, pttl, queue, twin_held): (Vec<(String, Value)>, i64, Vec<String>, i64) =
             self.conn.query_pipe(pipe, "read the lock status").await?;
         let mut st = status_of(name, fields, pttl);
         st.waiters = queue;
+        st.shared_with.extend(twin.filter(|_| twin_held > 0));
         Ok(st)
     }
 }

@@ -557,24 +557,14 @@ impl LockOps for RedisLock {
     async fn status(&self, name: &str) -> Result<LockStatus> {
         let mut pipe = redis::pipe();
         pipe.cmd("HGETALL").arg(name).cmd("PTTL").arg(name);
+        // The name whose timeout key and fair queue Redisson's format shares with this one (a
+        // name without a twin reads itself again, ignored).
         let twin = hash_tag_twin(name);
-        if let Some(t) = &twin {
-            pipe.cmd("EXISTS").arg(t);
-        }
-        let mut st = if twin.is_some() {
-            let (fields, pttl, twin_exists): (Vec<(String, Value)>, i64, i64) =
-                self.conn.query_pipe(pipe, "read the lock status").await?;
-            let mut st = status_of(name, fields, pttl);
-            if twin_exists > 0 {
-                st.shared_with.extend(twin);
-            }
-            st
-        } else {
-            let (fields, pttl): (Vec<(String, Value)>, i64) =
-                self.conn.query_pipe(pipe, "read the lock status").await?;
-            status_of(name, fields, pttl)
-        };
-        st.shared_with.sort();
+        pipe.cmd("EXISTS").arg(twin.as_deref().unwrap_or(name));
+        let (fields, pttl, twin_held): (Vec<(String, Value)>, i64, i64) =
+            self.conn.query_pipe(pipe, "read the lock status").await?;
+        let mut st = status_of(name, fields, pttl);
+        st.shared_with.extend(twin.filter(|_| twin_held > 0));
         Ok(st)
     }
 }
