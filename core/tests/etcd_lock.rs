@@ -398,7 +398,10 @@ async fn status_names_a_lock_whose_keys_lie_under_this_ones_prefix() {
     let l2 = c2.lock(&sub).unwrap();
     l2.acquire(2, AcquireOptions::forever()).await.unwrap();
     wait_keys(&name, 2, Duration::from_secs(5)).await;
-    assert_eq!(l1.status().await.unwrap().shared_with, std::slice::from_ref(&sub));
+    assert_eq!(
+        l1.status().await.unwrap().shared_with,
+        std::slice::from_ref(&sub)
+    );
     assert!(l2.status().await.unwrap().shared_with.is_empty());
     l1.release(1).await.unwrap();
     l2.release(2).await.unwrap();
