@@ -175,6 +175,18 @@ fn shown(text: &str) -> String {
     crate::model::shown::escape(&crate::model::secret::redact_text(text)).into_owned()
 }
 
+/// A subscriber that hands the core's events to `sink`, for a test's `with_default`.
+#[cfg(test)]
+pub(crate) fn test_subscriber<F>(sink: F) -> impl Subscriber
+where
+    F: Fn(LogRecord) + Send + Sync + 'static,
+{
+    Forward {
+        sink,
+        spans: AtomicU64::new(0),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -17,7 +17,7 @@
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
-use std::sync::atomic::{AtomicI64, AtomicU64, Ordering::Relaxed};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Mutex, OnceLock, Weak};
 use std::time::{Duration, Instant};
 
@@ -199,6 +199,9 @@ pub(crate) struct Metrics {
     renew_failed: AtomicU64,
     renew_latency: Histogram,
     named: Mutex<NamedMap>,
+    /// The log said that `named` is full (once per client, and once per backend for the counts
+    /// of closed clients).
+    named_full_told: AtomicBool,
     /// Where this client's counts go when it is dropped; `false` for that total itself.
     retires: bool,
     /// False for a client made with `metrics: false`: nothing is recorded.
@@ -233,6 +236,7 @@ impl Metrics {
             renew_failed: AtomicU64::new(0),
             renew_latency: Histogram::default(),
             named: Mutex::new(HashMap::default()),
+            named_full_told: AtomicBool::new(false),
             retires,
             enabled: true,
         }
@@ -286,7 +290,9 @@ impl Metrics {
             return Some(c.clone());
         }
         if map.len() >= MAX_NAMED {
-            if map.len() == MAX_NAMED {
+            // Every later name comes here (each handle made, each closed client's names added to
+            // the total): told once, not once per name.
+            if !self.named_full_told.swap(true, Relaxed) {
                 tracing::warn!(
                     "polylock metrics: {MAX_NAMED} names match the metric_names patterns; \
                      '{name}' and later names get no series of their own"
@@ -990,6 +996,31 @@ mod tests {
     fn text_escapes_label_values() {
         let l = labels(&[("name", "a\"b\\c\nd".to_string())], Some("+Inf"));
         assert_eq!(l, r#"{name="a\"b\\c\nd",le="+Inf"}"#);
+    }
+
+    #[test]
+    fn names_past_the_cap_are_told_once_per_client() {
+        let told = Arc::new(Mutex::new(0));
+        let count = told.clone();
+        let sub = crate::log::test_subscriber(move |r| {
+            if r.message.contains("match the metric_names patterns") {
+                *count.lock().unwrap() += 1;
+            }
+        });
+        let m = Metrics::register("cap-test", vec!["cap:*".into()]);
+        let other = Metrics::register("cap-test", vec!["cap:*".into()]);
+        tracing::subscriber::with_default(sub, || {
+            for i in 0..MAX_NAMED + 50 {
+                let name: Arc<str> = Arc::from(format!("cap:{i}"));
+                drop(m.track(Prim::Lock, &name));
+                drop(m.track(Prim::Lock, &name));
+            }
+            for i in 0..MAX_NAMED + 1 {
+                drop(other.track(Prim::Lock, &Arc::from(format!("cap:{i}"))));
+            }
+        });
+        assert_eq!(*told.lock().unwrap(), 2, "once for each client");
+        assert_eq!(m.named.lock().unwrap().len(), MAX_NAMED);
     }
 
     #[test]
