@@ -437,6 +437,7 @@ impl Client {
                 })
                 .collect();
             map.clear();
+            self.core.holds.forget_ended();
             held
         };
         let mut first_err = None;
@@ -461,6 +462,13 @@ impl Client {
         self.core.backend.forget_identity(&self.core.id).await;
         self.core.backend.close().await;
         first_err.map_or(Ok(()), Err)
+    }
+
+    #[doc(hidden)]
+    /// The holds this client keeps, and the ended holds it remembers (tests check that neither
+    /// grows with the names it ever held).
+    pub fn debug_hold_registry(&self) -> (usize, usize) {
+        self.core.holds.sizes()
     }
 
     #[doc(hidden)]

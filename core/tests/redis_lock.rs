@@ -1202,3 +1202,105 @@ async fn status_names_a_lock_that_shares_state_by_redissons_format() {
     c.lock(&tagged).unwrap().release(b).await.unwrap();
     c.close().await.unwrap();
 }
+
+/// Redisson users take `lock(lease)` and never unlock: a fixed lease that ran out ends its hold.
+/// Its loss is told once, the owner's next acquire of the name is a new hold (a new token, not
+/// `LockLost`), and the ended hold leaves the client. While the lease runs, an acquire by the
+/// owner is a re-entry. A late release still says `LockLost` once, then `NotOwner`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fixed_lease_that_ran_out_ends_its_hold_and_its_owner_takes_the_lock_again() {
+    let c = client().await;
+    let name = unique("lease-again");
+    let lock = c.lock(&name).unwrap();
+    let me = owner::fresh();
+    let mut events = c.lost_events();
+    let lease = Duration::from_millis(200);
+    let mut last = 0;
+    for round in 0..3 {
+        let held = lock
+            .acquire(me, AcquireOptions::try_once().with_lease(lease))
+            .await
+            .unwrap_or_else(|e| panic!("round {round}: the owner takes the lock again: {e}"));
+        assert_eq!(held.hold_count, 1, "round {round}: a new hold");
+        assert!(held.fencing_token > last, "round {round}: a new token");
+        last = held.fencing_token;
+        let again = lock.acquire(me, AcquireOptions::try_once()).await.unwrap();
+        assert_eq!(
+            (again.hold_count, again.fencing_token),
+            (2, last),
+            "round {round}: a re-entry while the lease runs"
+        );
+        let reason = tokio::time::timeout(Duration::from_secs(3), held.lost.wait())
+            .await
+            .unwrap();
+        assert_eq!(reason, Some(LostReason::Expired), "round {round}");
+    }
+    assert_eq!(
+        until_no_holds(&c, "lock", Duration::from_secs(3)).await,
+        0.0,
+        "the ended hold left the client"
+    );
+    let told: Vec<_> = std::iter::from_fn(|| events.try_recv().ok()).collect();
+    assert_eq!(told.len(), 3, "one loss per round: {told:?}");
+    for e in &told {
+        assert_eq!(
+            (&*e.name, e.owner, e.reason),
+            (name.as_str(), me, LostReason::Expired)
+        );
+    }
+    // The owner who never came back still hears of it: lost, then LockLost once.
+    assert_eq!(
+        lock.lost_signal(me).map(|s| s.state()),
+        Some(HoldState::Lost(LostReason::Expired))
+    );
+    assert_eq!(
+        lock.release(me).await.unwrap_err().kind(),
+        ErrorKind::LockLost
+    );
+    assert_eq!(
+        lock.release(me).await.unwrap_err().kind(),
+        ErrorKind::NotOwner
+    );
+    assert!(lock.lost_signal(me).is_none());
+    drop_token_keys(&[name]).await;
+}
+
+/// 1,000 names taken with a fixed lease and never released, three rounds: after each round's
+/// leases ran out the client has no hold left (the watchdog ended them, nobody came back), each
+/// loss was told once, and the next round takes every name again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_thousand_fixed_leases_never_released_leave_no_hold_behind() {
+    let c = client().await;
+    let prefix = unique("many-leases");
+    let names: Vec<String> = (0..1000).map(|i| format!("{prefix}:{i}")).collect();
+    let me = owner::fresh();
+    let mut events = c.lost_events();
+    let lease = Duration::from_millis(200);
+    let mut tokens = vec![0; names.len()];
+    for round in 0..3 {
+        let got = take_all(&c, &names, me, lease).await;
+        for (t, (old, n)) in got.iter().zip(tokens.iter().zip(&names)) {
+            assert!(t > old, "round {round}, {n}: a new token");
+        }
+        tokens = got;
+        assert_eq!(
+            until_no_holds(&c, "lock", Duration::from_secs(5)).await,
+            0.0,
+            "round {round}: every ended hold left the client"
+        );
+        let told: Vec<_> = std::iter::from_fn(|| events.try_recv().ok()).collect();
+        assert_eq!(
+            told.len(),
+            names.len(),
+            "round {round}: each loss told once"
+        );
+        assert!(told.iter().all(|e| e.reason == LostReason::Expired));
+        let (held, ended) = c.debug_hold_registry();
+        assert_eq!(held, 0, "round {round}: no hold left in the registry");
+        assert!(
+            ended <= ENDED_KEPT,
+            "round {round}: {ended} ended holds remembered"
+        );
+    }
+    drop_token_keys(&names).await;
+}

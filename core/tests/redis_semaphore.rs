@@ -412,3 +412,41 @@ async fn status_is_one_consistent_read_while_permits_churn() {
     }
     assert_eq!(s.available_permits().await.unwrap(), 2);
 }
+
+/// Permits taken with a fixed lease and never given back end with their lease: each loss is
+/// told once, the client keeps no hold of them (three rounds of 100), and a late release of
+/// one still says LockLost once, then NotOwner.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fixed_lease_permits_never_released_leave_no_hold_behind() {
+    let c = client().await;
+    let s = c
+        .permit_expirable_semaphore(&unique("permits-ended"))
+        .unwrap();
+    assert!(s.try_set_permits(100).await.unwrap());
+    let mut events = c.lost_events();
+    let mut last = None;
+    for round in 0..3 {
+        let taken = s
+            .acquire_many(
+                100,
+                Some(Duration::from_millis(200)),
+                Wait::For(Duration::from_secs(2)),
+            )
+            .await
+            .unwrap_or_else(|e| panic!("round {round}: {e}"));
+        assert_eq!(
+            until_no_holds(&c, "expiring_semaphore", Duration::from_secs(3)).await,
+            0.0,
+            "round {round}: no hold left"
+        );
+        let told = std::iter::from_fn(|| events.try_recv().ok()).count();
+        assert_eq!(told, 100, "round {round}: each loss told once");
+        last = taken.into_iter().next();
+    }
+    let p = last.unwrap();
+    assert!(p.lost.is_lost());
+    let err = s.release(&p.id).await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::LockLost, "{err}");
+    let err = s.release(&p.id).await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::NotOwner, "a second release: {err}");
+}

@@ -61,6 +61,12 @@ impl Gates {
             .clone()
     }
 
+    /// Whether an operation of `key` is passing its gate or waiting at it.
+    pub(crate) fn is_busy(&self, key: &HoldKey) -> bool {
+        let map = self.map.lock().unwrap_or_else(|e| e.into_inner());
+        map.contains_key(key)
+    }
+
     /// Pass the gate of `key` for an operation that may wait as `wait` says (a release: `Forever`).
     /// A wait spent queued at the gate counts against the operation's own wait, which is returned
     /// shortened. A no-wait operation waits at the gate only behind other no-wait operations (one

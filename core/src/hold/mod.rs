@@ -7,6 +7,13 @@
 //! lease has run out, when a fixed lease ends before the owner released it, or when the session
 //! that held it ends. Then its [`LostSignal`] fires, queries say "not held", and the next release
 //! returns `LockLost`.
+//!
+//! A fixed lease that ran out *ends* its hold (Redisson's `lock(lease)` without an unlock is a
+//! normal way to use a lock): the hold is told lost (`Expired`) once and leaves the registry, at
+//! the watchdog's next look or at its owner's next acquire of the name, which starts a new hold.
+//! What is left of it is a small record among the client's last [`ENDED_KEPT`] ended holds, so
+//! that the owner's late release (or query) still hears `LockLost`; a client's memory does not
+//! grow with the names it ever held.
 
 mod client_core;
 pub(crate) mod gate;
@@ -15,6 +22,7 @@ pub(crate) mod watchdog;
 // foldhash: seeded at random per process (colliding lock names cannot be prepared in advance)
 // and several times faster than SipHash on the short keys of every acquire and release.
 use foldhash::HashMap;
+use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
@@ -91,6 +99,13 @@ impl Hold {
         LostSignal::new(self.state.subscribe())
     }
 
+    /// A fixed lease that ran out (or was found expired): the hold is over by design, whether
+    /// or not its owner released it. Never true of a hold the watchdog or a session keeps.
+    pub(crate) fn ended(&self, now: Instant) -> bool {
+        matches!(self.lease, LeaseMode::Fixed(_))
+            && (self.deadline <= now || self.lost == Some(LostReason::Expired))
+    }
+
     pub(crate) fn mark_lost(&mut self, key: &HoldKey, reason: LostReason) {
         if self.lost.is_some() {
             return;
@@ -147,6 +162,15 @@ fn fixed_end(lease: LeaseMode, deadline: Instant) -> Option<Instant> {
     matches!(lease, LeaseMode::Fixed(_)).then_some(deadline)
 }
 
+impl EndedHold {
+    fn of(hold: &Hold) -> EndedHold {
+        EndedHold {
+            reason: hold.lost.unwrap_or(LostReason::Expired),
+            node: hold.node.clone(),
+        }
+    }
+}
+
 /// A hold is one owner's hold of one kind of lock (or one permit) on one name.
 pub(crate) type HoldKey = (Arc<str>, HoldKind, OwnerId);
 
@@ -155,9 +179,63 @@ pub(crate) fn is_hold_of(key: &HoldKey, name: &str, kind: HoldKind) -> bool {
     *key.0 == *name && key.1 == kind
 }
 
+/// Most ended holds one client remembers (see [`Ended`]). A record is about 200 bytes with its
+/// name, so this bounds them near 200 KiB per client; an owner whose release comes after this
+/// many later fixed leases of its client ran out hears `NotOwner` instead of `LockLost`.
+pub(crate) const ENDED_KEPT: usize = 1024;
+
+/// What a client remembers of a hold that ended without its owner's release (a fixed lease that
+/// ran out) once the hold has left the registry.
+#[derive(Debug, Clone)]
+pub(crate) struct EndedHold {
+    pub(crate) reason: LostReason,
+    /// The permit's id (a semaphore's permit is released by id).
+    pub(crate) node: Option<String>,
+}
+
+/// The last [`ENDED_KEPT`] ended holds, newest last. A record goes when its owner releases or
+/// acquires that name again, or when newer ones push it out.
+#[derive(Default)]
+struct Ended {
+    /// Each record with its place in `order`.
+    by_key: HashMap<HoldKey, (EndedHold, u64)>,
+    /// Keys by age; a record taken out of turn leaves its place here until it is passed over.
+    order: VecDeque<(HoldKey, u64)>,
+    next: u64,
+}
+
+impl Ended {
+    fn insert(&mut self, key: HoldKey, hold: EndedHold) {
+        let place = self.next;
+        self.next += 1;
+        self.by_key.insert(key.clone(), (hold, place));
+        self.order.push_back((key, place));
+        while self.by_key.len() > ENDED_KEPT {
+            let Some((old, at)) = self.order.pop_front() else {
+                break;
+            };
+            if self.by_key.get(&old).is_some_and(|e| e.1 == at) {
+                self.by_key.remove(&old);
+            }
+        }
+        // Places left by records taken out of turn: dropped once they outnumber the records.
+        if self.order.len() > 2 * self.by_key.len().max(ENDED_KEPT) {
+            let by_key = &self.by_key;
+            self.order
+                .retain(|(k, at)| by_key.get(k).is_some_and(|e| e.1 == *at));
+        }
+    }
+
+    fn take(&mut self, key: &HoldKey) -> Option<EndedHold> {
+        self.by_key.remove(key).map(|e| e.0)
+    }
+}
+
 /// The holds of one client.
 pub(crate) struct Holds {
     map: Mutex<HashMap<HoldKey, Hold>>,
+    /// Taken after `map` when both are (never the other way round).
+    ended: Mutex<Ended>,
     events: broadcast::Sender<LostEvent>,
 }
 
@@ -165,6 +243,7 @@ impl Default for Holds {
     fn default() -> Holds {
         Holds {
             map: Mutex::default(),
+            ended: Mutex::default(),
             events: broadcast::Sender::new(1024),
         }
     }
@@ -179,25 +258,106 @@ impl Holds {
         self.map.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Mark as lost every hold whose lease has ended; returns the earliest deadline left.
-    pub(crate) fn expire(&self, now: Instant) -> Option<Instant> {
+    fn ended_records(&self) -> MutexGuard<'_, Ended> {
+        self.ended.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Mark as lost every hold whose lease has ended, and end the holds whose fixed lease ran out
+    /// (told lost, then out of the registry, remembered among the ended), except those with an
+    /// operation of their owner under way (`busy`: that acquire or release settles them).
+    /// Returns the earliest deadline left.
+    pub(crate) fn expire(&self, now: Instant, busy: impl Fn(&HoldKey) -> bool) -> Option<Instant> {
         let mut map = self.lock();
         let mut earliest: Option<Instant> = None;
+        let mut over = Vec::new();
         for (key, hold) in map.iter_mut() {
+            if hold.ended(now) {
+                hold.mark_lost(key, LostReason::Expired);
+                if !busy(key) {
+                    over.push(key.clone());
+                }
+                continue;
+            }
             if hold.lost.is_some() || hold.lease == LeaseMode::Session {
                 continue;
             }
             if hold.deadline <= now {
-                let reason = match hold.lease {
-                    LeaseMode::Fixed(_) => LostReason::Expired,
-                    _ => LostReason::RenewalFailed,
-                };
-                hold.mark_lost(key, reason);
+                hold.mark_lost(key, LostReason::RenewalFailed);
             } else {
                 earliest = Some(earliest.map_or(hold.deadline, |e| e.min(hold.deadline)));
             }
         }
+        if !over.is_empty() {
+            let mut ended = self.ended_records();
+            for key in over {
+                if let Some(h) = map.remove(&key) {
+                    ended.insert(key, EndedHold::of(&h));
+                }
+            }
+        }
         earliest
+    }
+
+    /// End the hold `key` in `map` if its fixed lease ran out (told lost once, out of the
+    /// registry), and forget any ended hold of `key`: its owner is back for a new hold.
+    pub(crate) fn end_for_new_hold(
+        &self,
+        map: &mut HashMap<HoldKey, Hold>,
+        key: &HoldKey,
+        now: Instant,
+    ) {
+        match map.get_mut(key) {
+            Some(h) if h.ended(now) => {
+                h.mark_lost(key, LostReason::Expired);
+                map.remove(key);
+            }
+            Some(_) => return,
+            None => {}
+        }
+        self.ended_records().take(key);
+    }
+
+    /// Take the record of the ended hold `key` (its owner's release hears of it, once).
+    pub(crate) fn take_ended(&self, key: &HoldKey) -> Option<EndedHold> {
+        self.ended_records().take(key)
+    }
+
+    /// Remember the ended hold `key` again (a release of it failed before it was told).
+    pub(crate) fn keep_ended(&self, key: HoldKey, hold: EndedHold) {
+        self.ended_records().insert(key, hold);
+    }
+
+    /// Why the ended hold `key` was lost, if it is remembered.
+    pub(crate) fn ended_reason(&self, key: &HoldKey) -> Option<LostReason> {
+        self.ended_records().by_key.get(key).map(|e| e.0.reason)
+    }
+
+    /// Take the record of the ended permit `id` of semaphore `name`.
+    pub(crate) fn take_ended_permit(&self, name: &str, id: &str) -> Option<(HoldKey, EndedHold)> {
+        let mut ended = self.ended_records();
+        let key = ended
+            .by_key
+            .iter()
+            .find(|(k, e)| is_hold_of(k, name, HoldKind::Permit) && e.0.node.as_deref() == Some(id))
+            .map(|(k, _)| k.clone())?;
+        ended.take(&key).map(|e| (key, e))
+    }
+
+    /// Forget every ended hold (the client closed).
+    pub(crate) fn forget_ended(&self) {
+        *self.ended_records() = Ended::default();
+    }
+
+    /// How many ended holds are remembered (tests).
+    #[cfg(test)]
+    fn ended_count(&self) -> usize {
+        self.ended_records().by_key.len()
+    }
+
+    /// The holds in the registry, and the ended holds remembered (tests).
+    pub(crate) fn sizes(&self) -> (usize, usize) {
+        let held = self.lock().len();
+        (held, self.ended_records().by_key.len())
     }
 
     /// Mark every hold kept by a session as lost (the session ended).
@@ -335,5 +495,151 @@ mod tests {
         let _rt = crate::runtime::handle().enter();
         let any = any_lost(vec![kept.signal(), soon.signal()]);
         assert_eq!(any.state(), State::Lost(LostReason::Expired));
+    }
+}
+
+#[cfg(test)]
+mod ended_tests {
+    use super::*;
+    use crate::model::kind::LockKind;
+
+    fn key(name: &str, owner: OwnerId) -> HoldKey {
+        (Arc::from(name), HoldKind::Lock(LockKind::Reentrant), owner)
+    }
+
+    fn insert(holds: &Holds, key: &HoldKey, lease: LeaseMode, deadline: Instant) -> LostSignal {
+        let metrics = crate::metrics::Metrics::register("ended-test", Vec::new());
+        let track = metrics.track(crate::metrics::Prim::Lock, &key.0);
+        let h = Hold::new(holds, 1, 1, lease, deadline, None, track.hold(1));
+        let signal = h.signal();
+        holds.lock().insert(key.clone(), h);
+        signal
+    }
+
+    fn told(events: &mut broadcast::Receiver<LostEvent>) -> Vec<LostReason> {
+        std::iter::from_fn(|| events.try_recv().ok())
+            .map(|e| e.reason)
+            .collect()
+    }
+
+    #[test]
+    fn a_fixed_lease_that_ran_out_leaves_the_registry_told_once_and_remembered() {
+        let holds = Holds::default();
+        let mut events = holds.lost_events();
+        let now = Instant::now();
+        let fixed = LeaseMode::Fixed(Duration::from_millis(200));
+        let over = key("over", 1);
+        let busy = key("busy", 1);
+        let running = key("running", 1);
+        let kept = key("kept", 1);
+        let s_over = insert(&holds, &over, fixed, now - Duration::from_millis(1));
+        let s_busy = insert(&holds, &busy, fixed, now - Duration::from_millis(1));
+        insert(&holds, &running, fixed, now + Duration::from_secs(60));
+        insert(
+            &holds,
+            &kept,
+            LeaseMode::Watchdog,
+            now - Duration::from_millis(1),
+        );
+        let next = holds.expire(now, |k| *k == busy);
+        assert_eq!(next, Some(now + Duration::from_secs(60)));
+        assert_eq!(s_over.state(), State::Lost(LostReason::Expired));
+        assert_eq!(s_busy.state(), State::Lost(LostReason::Expired));
+        {
+            let map = holds.lock();
+            assert!(
+                !map.contains_key(&over),
+                "an ended hold leaves the registry"
+            );
+            assert!(map.contains_key(&busy), "its owner's operation settles it");
+            assert!(map.contains_key(&running) && map.contains_key(&kept));
+            assert_eq!(map[&kept].lost, Some(LostReason::RenewalFailed));
+        }
+        assert_eq!(holds.ended_reason(&over), Some(LostReason::Expired));
+        // Told once, however often the watchdog looks again.
+        holds.expire(now, |_| false);
+        holds.expire(now, |_| false);
+        let mut reasons = told(&mut events);
+        reasons.sort_by_key(|r| r.number());
+        assert_eq!(
+            reasons,
+            vec![
+                LostReason::Expired,
+                LostReason::Expired,
+                LostReason::RenewalFailed
+            ]
+        );
+        assert!(!holds.lock().contains_key(&busy));
+        // The owner's release hears of it once.
+        assert_eq!(
+            holds.take_ended(&over).map(|e| e.reason),
+            Some(LostReason::Expired)
+        );
+        assert!(holds.take_ended(&over).is_none());
+        // The owner's next acquire forgets it.
+        assert!(holds.ended_reason(&busy).is_some());
+        holds.end_for_new_hold(&mut holds.lock(), &busy, now);
+        assert!(holds.ended_reason(&busy).is_none());
+        assert!(told(&mut events).is_empty());
+    }
+
+    #[test]
+    fn an_owner_back_before_the_watchdog_ends_the_old_hold_itself() {
+        let holds = Holds::default();
+        let mut events = holds.lost_events();
+        let now = Instant::now();
+        let fixed = LeaseMode::Fixed(Duration::from_millis(200));
+        let k = key("back", 3);
+        let signal = insert(&holds, &k, fixed, now - Duration::from_millis(1));
+        holds.end_for_new_hold(&mut holds.lock(), &k, now);
+        assert!(holds.lock().is_empty());
+        assert_eq!(signal.state(), State::Lost(LostReason::Expired));
+        assert_eq!(told(&mut events), vec![LostReason::Expired]);
+        assert!(holds.ended_reason(&k).is_none(), "nothing left to tell");
+        // While the lease runs, the hold stays: the acquire is a re-entry.
+        insert(&holds, &k, fixed, now + Duration::from_secs(60));
+        holds.end_for_new_hold(&mut holds.lock(), &k, now);
+        assert!(holds.lock().contains_key(&k));
+        // A hold the watchdog keeps never ends so, even lost.
+        let w = key("watchdog", 3);
+        insert(
+            &holds,
+            &w,
+            LeaseMode::Watchdog,
+            now - Duration::from_secs(1),
+        );
+        holds
+            .lock()
+            .get_mut(&w)
+            .unwrap()
+            .mark_lost(&w, LostReason::Deleted);
+        holds.end_for_new_hold(&mut holds.lock(), &w, now);
+        assert_eq!(holds.lock()[&w].lost, Some(LostReason::Deleted));
+    }
+
+    #[test]
+    fn the_ended_records_are_bounded() {
+        let holds = Holds::default();
+        let now = Instant::now();
+        let fixed = LeaseMode::Fixed(Duration::from_millis(1));
+        for i in 0..(3 * ENDED_KEPT as u64) {
+            let k = key(&format!("n{i}"), i);
+            insert(&holds, &k, fixed, now - Duration::from_millis(1));
+            holds.expire(now, |_| false);
+            // Every other one is taken out of turn (its owner released it).
+            if i % 2 == 0 {
+                assert!(holds.take_ended(&k).is_some());
+            }
+        }
+        assert!(holds.lock().is_empty());
+        assert_eq!(holds.ended_count(), ENDED_KEPT);
+        let order = holds.ended_records().order.len();
+        assert!(order <= 2 * ENDED_KEPT, "{order} places kept");
+        // The newest are the ones kept.
+        let newest = 3 * ENDED_KEPT as u64 - 1;
+        assert!(holds
+            .ended_reason(&key(&format!("n{newest}"), newest))
+            .is_some());
+        assert!(holds.ended_reason(&key("n1", 1)).is_none());
     }
 }

@@ -35,7 +35,8 @@ pub(crate) async fn run(client: Weak<ClientCore>) {
             return;
         }
         let now = Instant::now();
-        core.holds.expire(now);
+        let busy = |key: &HoldKey| core.gates.is_busy(key);
+        core.holds.expire(now, busy);
         if now >= next_round {
             publish_identity(&core).await;
             let ok = renew_round(&core, lease, interval).await;
@@ -43,7 +44,7 @@ pub(crate) async fn run(client: Weak<ClientCore>) {
         }
         let wake_at = core
             .holds
-            .expire(Instant::now())
+            .expire(Instant::now(), busy)
             .map_or(next_round, |d| d.min(next_round));
         // Between rounds the task holds no strong reference: a dropped client ends it.
         drop(core);

@@ -187,6 +187,13 @@ impl LostSignal {
         LostSignal { rx }
     }
 
+    /// The signal of a hold that ended, lost for `reason`, and is no longer followed.
+    pub(crate) fn ended(reason: LostReason) -> LostSignal {
+        // The sender goes at once: a closed channel still reads its last value, and a wait
+        // returns on it (the state is already not `Held`).
+        LostSignal::new(watch::channel(Tracked::ended(HoldState::Lost(reason))).1)
+    }
+
     /// When the hold's fixed lease ends, if it has one and is still held.
     pub(crate) fn ends_at(&self) -> Option<Instant> {
         let t = *self.rx.borrow();

@@ -84,7 +84,8 @@ impl Lock {
     }
 
     /// Acquire (or re-enter) the lock for `owner`. Fails with `Timeout` when the wait runs out,
-    /// with `LockLost` when `owner` still has a hold that was lost (release it first), and, for
+    /// with `LockLost` when `owner` still has a hold that was lost (release it first; a hold
+    /// whose fixed lease ran out is over instead, and this acquire takes the lock anew), and, for
     /// the write half of a read-write lock, with `UpgradeNotSupported` when `owner` holds the
     /// read half. A multi-lock takes all its members or none within the one wait.
     ///

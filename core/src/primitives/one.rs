@@ -125,7 +125,8 @@ impl OneLock {
     }
 
     /// Acquire (or re-enter) the lock for `owner`. Fails with `Timeout` when the wait runs out,
-    /// with `LockLost` when `owner` still has a hold that was lost (release it first), and, for
+    /// with `LockLost` when `owner` still has a hold that was lost (release it first; a hold
+    /// whose fixed lease ran out is over instead, and this acquire takes the lock anew), and, for
     /// the write half of a read-write lock, with `UpgradeNotSupported` when `owner` holds the
     /// read half.
     ///
@@ -252,6 +253,13 @@ impl OneLock {
         };
         let (held, mode) = {
             let mut map = self.core.holds.lock();
+            if reentry != Reentry::None {
+                // A fixed lease that ran out ended its hold (told lost once): this acquire starts
+                // a new hold rather than failing on the old one's loss.
+                self.core
+                    .holds
+                    .end_for_new_hold(&mut map, &key, Instant::now());
+            }
             match map.get_mut(&key).filter(|_| reentry != Reentry::None) {
                 Some(h) => {
                     if let Some(reason) = h.lost {
@@ -324,6 +332,14 @@ impl OneLock {
             self.track.granted_token(granted.token);
         }
         let mut map = self.core.holds.lock();
+        if held == 0 {
+            // A mutex's acquires pass no gate: a hold of the client whose fixed lease ran out
+            // while this acquire waited on the server is over (told lost once), and this is a new
+            // hold, not a change of that one.
+            self.core
+                .holds
+                .end_for_new_hold(&mut map, &key, Instant::now());
+        }
         let hold = map
             .entry(key)
             .and_modify(|h| {
@@ -365,9 +381,10 @@ impl OneLock {
             _ => return Ok(None),
         };
         let map = self.core.holds.lock();
+        let now = Instant::now();
         let other = map
             .get(&(self.name.clone(), HoldKind::Lock(companion), owner))
-            .filter(|h| h.lost.is_none());
+            .filter(|h| h.lost.is_none() && !h.ended(now));
         match (self.kind(), other) {
             (LockKind::Write, Some(_)) => Err(Error::new(
                 ErrorKind::UpgradeNotSupported,
@@ -424,7 +441,7 @@ impl OneLock {
             return self.release_client_hold(key).await;
         }
         if !self.core.holds.lock().contains_key(&key) {
-            return Err(Error::not_owner(&self.name, owner));
+            return Err(self.not_held_error(&key, owner));
         }
         // After any acquire of the same owner that is under way (hold::gate).
         let Entry::Through(_passage, _) = self.core.gates.enter(&key, Wait::Forever).await else {
@@ -433,7 +450,8 @@ impl OneLock {
         let held = {
             let mut map = self.core.holds.lock();
             let Some(h) = map.get_mut(&key) else {
-                return Err(Error::not_owner(&self.name, owner));
+                drop(map);
+                return Err(self.not_held_error(&key, owner));
             };
             match h.lost {
                 Some(reason) => {
@@ -534,11 +552,24 @@ impl OneLock {
         }
     }
 
+    /// The error of a release by `owner`, who has no hold in the registry: `LockLost` once if its
+    /// hold ended without a release (a fixed lease that ran out), else `NotOwner`.
+    fn not_held_error(&self, key: &HoldKey, owner: OwnerId) -> Error {
+        match self.core.holds.take_ended(key) {
+            Some(ended) => self.lost_error(ended.reason),
+            None => Error::not_owner(&self.name, owner),
+        }
+    }
+
     /// Release a hold of the whole client (a mutex): any owner may.
     async fn release_client_hold(&self, key: HoldKey) -> Result<Released> {
         // Forget the hold before removing it on the server: a waiter of this client may get the
         // mutex the moment it is gone and register its own hold under the same key.
         let Some(mut h) = self.core.holds.lock().remove(&key) else {
+            // Its fixed lease ran out and the hold ended: LockLost once.
+            if let Some(ended) = self.core.holds.take_ended(&key) {
+                return Err(self.lost_error(ended.reason));
+            }
             return Err(Error::new(
                 ErrorKind::NotOwner,
                 format!("mutex '{}' is not held by this client", self.name),
@@ -630,14 +661,19 @@ impl OneLock {
         let (token, node, length, deadline) = {
             let mut map = self.core.holds.lock();
             let Some(h) = map.get_mut(&key) else {
-                return Err(Error::not_owner(&self.name, owner));
+                drop(map);
+                return Err(match self.core.holds.ended_reason(&key) {
+                    Some(reason) => self.lost_error(reason),
+                    None => Error::not_owner(&self.name, owner),
+                });
             };
             if let Some(reason) = h.lost {
                 return Err(self.lost_error(reason));
             }
             let LeaseMode::Fixed(length) = h.lease else {
                 return Err(Error::state(format!(
-                    "lock '{}' is held without a fixed lease (the {} keeps it): there is no                      lease to extend",
+                    "lock '{}' is held without a fixed lease (the {} keeps it): there is no \
+                     lease to extend",
                     self.name,
                     if h.lease == LeaseMode::Watchdog {
                         "watchdog"
@@ -667,7 +703,12 @@ impl OneLock {
         let held = self.ops.renew(std::slice::from_ref(&item), lease).await?;
         let mut map = self.core.holds.lock();
         let Some(h) = map.get_mut(&key).filter(|h| h.token == token) else {
-            return Err(Error::not_owner(&self.name, owner));
+            drop(map);
+            // Ended meanwhile (its fixed lease ran out during the request), or another hold now.
+            return Err(match self.core.holds.ended_reason(&key) {
+                Some(reason) => self.lost_error(reason),
+                None => Error::not_owner(&self.name, owner),
+            });
         };
         if let Some(reason) = h.lost {
             return Err(self.lost_error(reason));
@@ -719,22 +760,34 @@ impl OneLock {
     pub fn is_held_locally(&self) -> bool {
         let kind = HoldKind::Lock(self.kind());
         let map = self.core.holds.lock();
+        let now = Instant::now();
         map.iter()
-            .any(|(k, h)| is_hold_of(k, &self.name, kind) && h.lost.is_none())
+            .any(|(k, h)| is_hold_of(k, &self.name, kind) && h.lost.is_none() && !h.ended(now))
     }
 
     /// The fencing token of `owner`'s current hold, if it holds the lock (local, no round trip).
     pub fn fencing_token(&self, owner: OwnerId) -> Option<u64> {
         let key = self.key(self.hold_owner(owner));
         let map = self.core.holds.lock();
-        map.get(&key).filter(|h| h.lost.is_none()).map(|h| h.token)
+        let now = Instant::now();
+        map.get(&key)
+            .filter(|h| h.lost.is_none() && !h.ended(now))
+            .map(|h| h.token)
     }
 
-    /// The lost signal of `owner`'s current hold, if any (local).
+    /// The lost signal of `owner`'s current hold, if any (local): also of a hold that ended
+    /// without its release (a fixed lease that ran out), until the owner releases or acquires
+    /// again.
     pub fn lost_signal(&self, owner: OwnerId) -> Option<LostSignal> {
         let key = self.key(self.hold_owner(owner));
         let map = self.core.holds.lock();
-        map.get(&key).map(|h| h.signal())
+        match map.get(&key) {
+            Some(h) => Some(h.signal()),
+            None => {
+                let reason = self.core.holds.ended_reason(&key)?;
+                Some(LostSignal::ended(reason))
+            }
+        }
     }
 
     /// The server's view of the lock: mode, holders with counts, the remaining lease, and the

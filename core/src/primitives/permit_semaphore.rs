@@ -210,7 +210,7 @@ impl PermitExpirableSemaphore {
     /// What the server found, and whether this client held the permit.
     async fn try_release_inner(&self, id: &str) -> Result<(PermitRelease, bool)> {
         self.core.check_usable()?;
-        let local = {
+        let (local, ended) = {
             let mut map = self.core.holds.lock();
             let key = map
                 .iter()
@@ -218,10 +218,18 @@ impl PermitExpirableSemaphore {
                     is_hold_of(k, &self.name, HoldKind::Permit) && h.node.as_deref() == Some(id)
                 })
                 .map(|(k, _)| k.clone());
-            key.and_then(|k| map.remove(&k).map(|h| (k, h)))
+            match key.and_then(|k| map.remove(&k).map(|h| (k, h))) {
+                Some(local) => (Some(local), None),
+                // Its fixed lease ran out and the hold ended (told lost): still ours.
+                None => (None, self.core.holds.take_ended_permit(&self.name, id)),
+            }
         };
         let outcome = self.ops.release(&self.name, id).await;
-        let ours = local.is_some();
+        let ours = local.is_some() || ended.is_some();
+        if let (Err(_), Some((k, e))) = (&outcome, ended) {
+            // Not told yet: a later release hears of it.
+            self.core.holds.keep_ended(k, e);
+        }
         match (&outcome, local) {
             (Ok(PermitRelease::Released), Some((_, h))) => h.mark_released(),
             (Ok(_), Some((k, mut h))) => {

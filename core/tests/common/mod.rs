@@ -278,3 +278,72 @@ pub async fn assert_no_channels_left(c: &Client) {
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
 }
+
+/// The value of the `polylock_holds` gauge of `kind` in this client's own metrics: the holds
+/// the client has now (0 when the series is not shown).
+pub fn holds_now(c: &Client, kind: &str) -> f64 {
+    let series = format!("polylock_holds{{kind=\"{kind}\",backend=\"redis\"}} ");
+    c.metrics_text()
+        .lines()
+        .find_map(|l| l.strip_prefix(&series)?.parse().ok())
+        .unwrap_or(0.0)
+}
+
+/// Wait (up to `within`) until the client has no hold of `kind` left; the holds it still has.
+pub async fn until_no_holds(c: &Client, kind: &str, within: Duration) -> f64 {
+    let until = Instant::now() + within;
+    loop {
+        let n = holds_now(c, kind);
+        if n == 0.0 || Instant::now() >= until {
+            return n;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// This process's resident memory, in bytes (/proc/self/statm).
+pub fn rss_bytes() -> u64 {
+    let statm = std::fs::read_to_string("/proc/self/statm").expect("/proc/self/statm");
+    let pages: u64 = statm
+        .split_whitespace()
+        .nth(1)
+        .and_then(|p| p.parse().ok())
+        .expect("resident pages");
+    // SAFETY: sysconf reads a constant of the system.
+    let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    pages * page as u64
+}
+
+/// Delete the fencing counters of `names` (a lock leaves its counter behind on purpose; tests
+/// that take thousands of names clean up after themselves).
+pub async fn drop_token_keys(names: &[String]) {
+    let mut raw = raw().await;
+    for chunk in names.chunks(1000) {
+        let mut pipe = redis::pipe();
+        for n in chunk {
+            pipe.unlink(format!("redisson_lock_token:{{{n}}}")).ignore();
+        }
+        let _: () = pipe
+            .query_async(&mut raw)
+            .await
+            .expect("unlink the counters");
+    }
+}
+
+/// Most ended holds a client remembers (core's `hold::ENDED_KEPT`).
+pub const ENDED_KEPT: usize = 1024;
+
+/// Take each of `names` once for `me` with a fixed `lease`, all at once (the client pipelines
+/// them on its connection); the tokens.
+pub async fn take_all(lock_of: &Client, names: &[String], me: u64, lease: Duration) -> Vec<u64> {
+    let tries = names.iter().map(|n| async move {
+        let lock = lock_of.lock(n).unwrap();
+        let held = lock
+            .acquire(me, polylock::AcquireOptions::try_once().with_lease(lease))
+            .await
+            .unwrap_or_else(|e| panic!("{n}: {e}"));
+        assert_eq!(held.hold_count, 1, "{n}: a new hold");
+        held.fencing_token
+    });
+    futures_util::future::join_all(tries).await
+}
