@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import os
 import shutil
 import signal
@@ -138,6 +139,45 @@ def test_lost_callback_runs_on_a_thread_that_may_block():
         lock.on_lost("not callable")  # type: ignore[arg-type]
     other.close()
     c.close()
+
+
+def test_lost_callbacks_keep_no_entry_for_names_whose_handles_are_gone(client):
+    """The client's map of names with lost callbacks drops a name with its last handle (issue 46
+    §6: a process that watches many names in turn must not grow), and a live handle's callback
+    is still told, once per hold. With a fixed lease never released (Redisson's ``lock(lease)``),
+    the next acquire takes the lock again."""
+    watch = client._lost
+    prefix = unique("watched")
+    for i in range(2000):
+        lock = client.lock(f"{prefix}:{i}")
+        lock.on_lost(lambda _l, _e: None)
+        with lock:
+            pass
+    del lock
+    gc.collect()
+    assert len(watch) == 0, "every handle is gone: no name left"
+    kept = client.lock(unique("kept"))
+    told = []
+    heard = threading.Event()
+    kept.on_lost(lambda _l, e: (told.append(e.reason), heard.set()))
+    kept.on_lost(lambda _l, _e: None)  # a second callback: still one entry
+
+    def in_a_cycle() -> None:  # a handle whose callback holds it: it goes at a collection
+        cyclic = client.lock(unique("cyclic"))
+        cyclic.on_lost(lambda _l: cyclic.name)
+
+    for _ in range(100):
+        in_a_cycle()
+    gc.collect()
+    assert len(watch) == 1, "only the live handle's name is left"
+    for _ in range(2):
+        heard.clear()
+        assert kept.acquire(blocking=False, lease=0.2), "taken again after its lease ran out"
+        assert heard.wait(5), "the lease's end is told"
+    assert told == ["EXPIRED", "EXPIRED"]
+    with pytest.raises(polylock.LockLostError):
+        kept.release()
+    assert len(watch) == 1
 
 
 def test_gil_is_released_while_waiting(client):

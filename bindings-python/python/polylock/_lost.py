@@ -9,7 +9,7 @@ import inspect
 import queue
 import threading
 import weakref
-from typing import Any, Callable, Optional, Protocol, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Optional, Protocol, Sequence
 
 from . import _native
 
@@ -95,19 +95,65 @@ def caller(callback: Callable[..., Any]) -> Callable[[Any, LostEvent], Any]:
     return lambda handle, _event: callback(handle)
 
 
+if TYPE_CHECKING:
+    # A weak reference to a watched handle that knows its (name, kind).
+    _Ref = weakref.KeyedRef[tuple[str, str], Watched]
+
+
 class LostWatch:
     """The handles of one client that have lost callbacks (locks, expiring-permit semaphores), by
-    name and kind."""
+    name and kind. A name's entry goes with its last handle: a process that watches many names
+    in turn keeps only the ones whose handles live."""
 
     def __init__(self, native: _native.NativeClient) -> None:
         self._native = native
-        self._watched: "dict[tuple[str, str], weakref.WeakSet[Watched]]" = {}
+        # Weak references that know their key: a collected handle's reference says which entry
+        # to look at.
+        self._watched: "dict[tuple[str, str], set[_Ref]]" = {}
         self._lock = threading.Lock()
         self._watching = False
+        # References whose handle was collected, not yet taken out of `_watched`.
+        self._gone: "list[_Ref]" = []
+        this = weakref.ref(self)
+
+        def gone(ref: "_Ref") -> None:
+            # Any thread, at any allocation (a collection), possibly while this very thread holds
+            # `_lock`: never wait for it. Left in `_gone`, the reference is taken out by the next
+            # call that holds the lock.
+            watch = this()
+            if watch is None:
+                return
+            watch._gone.append(ref)
+            if watch._lock.acquire(blocking=False):
+                try:
+                    watch._sweep()
+                finally:
+                    watch._lock.release()
+
+        self._on_gone = gone
+
+    def _sweep(self) -> None:
+        """Take collected handles out, and the entries they leave empty (with `_lock` held)."""
+        while self._gone:
+            ref = self._gone.pop()
+            refs = self._watched.get(ref.key)
+            if refs is not None:
+                refs.discard(ref)
+                if not refs:
+                    del self._watched[ref.key]
+
+    def __len__(self) -> int:
+        """How many names (with their kind) have a live handle with lost callbacks."""
+        with self._lock:
+            self._sweep()
+            return len(self._watched)
 
     def add(self, lock: "Watched") -> None:
+        key = (lock.name, lock.kind)
         with self._lock:
-            self._watched.setdefault((lock.name, lock.kind), weakref.WeakSet()).add(lock)
+            self._sweep()
+            # A handle already watched compares equal to its new reference: kept once.
+            self._watched.setdefault(key, set()).add(weakref.KeyedRef(lock, self._on_gone, key))
             if self._watching:
                 return
             self._watching = True
@@ -118,7 +164,9 @@ class LostWatch:
             if watch is None:
                 return
             with watch._lock:
-                locks = list(watch._watched.get((name, kind), ()))
+                watch._sweep()
+                refs = list(watch._watched.get((name, kind), ()))
+            locks = [lock for lock in (r() for r in refs) if lock is not None]
             event = LostEvent(name, kind, owner, reason)
             for lock in locks:
                 callbacks: "list[Callable[..., Any]]" = list(lock._callbacks)
