@@ -328,7 +328,11 @@ class Client {
     closeAtExit(this);
     // `${owner}:${kind}:${name}` -> the held acquisitions of that owner (lost events name it).
     this._holds = new Map();
-    this._permitSems = new Map(); // name -> WeakRef<PermitExpirableSemaphore>
+    // name -> the WeakRefs of the PermitExpirableSemaphore handles of that name with 'lost'
+    // listeners. A name's entry goes with its last such handle (its listeners removed, or the
+    // handle collected): a process that watches many names in turn keeps only the live ones.
+    this._permitSems = new Map();
+    this._permitSemsGone = new FinalizationRegistry(({ semName, ref }) => this._unlistenPermits(semName, ref));
     this._watching = false;
   }
 
@@ -469,7 +473,9 @@ class Client {
   _lostEvent(event) {
     const { name: lostName, kind, reason } = event;
     if (kind === 'permit') {
-      this._permitSems.get(lostName)?.deref()?.emit('lost', { name: lostName, kind, reason });
+      for (const ref of [...(this._permitSems.get(lostName) ?? [])]) {
+        ref.deref()?.emit('lost', { name: lostName, kind, reason });
+      }
       return;
     }
     const holds = this._holds.get(`${event.owner}:${kind}:${lostName}`);
@@ -482,6 +488,27 @@ class Client {
       locks.add(h._lock);
     }
     for (const l of locks) l.emit('lost', { name: lostName, kind, reason });
+  }
+
+  /** `sem` has 'lost' listeners: it hears of the loss of permits of its name. */
+  _listenPermits(sem) {
+    sem._ref ??= new WeakRef(sem);
+    const semName = sem.name;
+    let refs = this._permitSems.get(semName);
+    if (!refs) this._permitSems.set(semName, (refs = new Set()));
+    if (refs.has(sem._ref)) return;
+    refs.add(sem._ref);
+    // The WeakRef is the token: `_unlistenPermits` unregisters with it.
+    this._permitSemsGone.register(sem, { semName, ref: sem._ref }, sem._ref);
+  }
+
+  /** The handle of `ref` no longer listens (or was collected); its name's entry goes with the
+   * last handle. */
+  _unlistenPermits(semName, ref) {
+    if (!ref) return;
+    this._permitSemsGone.unregister(ref);
+    const refs = this._permitSems.get(semName);
+    if (refs && refs.delete(ref) && refs.size === 0) this._permitSems.delete(semName);
   }
 
   _register(key, hold) {
@@ -1024,10 +1051,14 @@ class PermitExpirableSemaphore extends EventEmitter {
   constructor(client, nativeSemaphore) {
     super();
     this._native = nativeSemaphore;
+    this._ref = null; // a WeakRef of it, once it listens: what the client's map keeps of it
     this.on('newListener', (event) => {
       if (event !== 'lost') return;
-      client._permitSems.set(this.name, new WeakRef(this));
+      client._listenPermits(this);
       client._watch();
+    });
+    this.on('removeListener', (event) => {
+      if (event === 'lost' && this.listenerCount('lost') === 0) client._unlistenPermits(this.name, this._ref);
     });
   }
 

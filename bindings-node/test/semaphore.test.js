@@ -5,6 +5,8 @@ const assert = require('node:assert/strict');
 const { randomUUID } = require('node:crypto');
 const { spawn } = require('node:child_process');
 const path = require('node:path');
+const v8 = require('node:v8');
+const vm = require('node:vm');
 const polylock = require('..');
 
 const REDIS = process.env.POLYLOCK_REDIS_URL || 'redis://127.0.0.1:6379';
@@ -128,6 +130,48 @@ test('redis: expiring permits: ids, the watchdog, a lost lease, unknown ids', as
   const z = await polylock.connect(ZK);
   assert.throws(() => z.permitExpirableSemaphore('/polylock-node/nope'), isCode('ERR_POLYLOCK_UNSUPPORTED'));
   await z.close();
+});
+
+test('redis: expiring permits: no entry is kept for a name whose handles stopped listening or are gone', async () => {
+  // Issue 46 §6: the client's map of names with 'lost' listeners must not grow with the names a
+  // process watched in turn.
+  const c = await polylock.connect(REDIS);
+  const prefix = nameFor(REDIS, 'listened');
+  for (let i = 0; i < 1000; i++) {
+    const sem = c.permitExpirableSemaphore(`${prefix}:${i}`);
+    const first = () => {};
+    sem.on('lost', first);
+    sem.on('lost', () => {});
+    sem.off('lost', first);
+    assert.equal(c._permitSems.has(sem.name), true, 'still listening');
+    sem.removeAllListeners('lost');
+  }
+  assert.equal(c._permitSems.size, 0, 'listeners removed: no name left');
+  // Handles collected while they listen.
+  v8.setFlagsFromString('--expose-gc');
+  const gc = vm.runInNewContext('gc');
+  (() => {
+    for (let i = 0; i < 1000; i++) c.permitExpirableSemaphore(`${prefix}:gone:${i}`).on('lost', () => {});
+  })();
+  assert.equal(c._permitSems.size, 1000);
+  // Bounded: a collection, then a turn of the loop for the finalizers, at most 50 times.
+  for (let i = 0; i < 50 && c._permitSems.size > 0; i++) {
+    gc();
+    await new Promise((r) => setImmediate(r));
+  }
+  assert.equal(c._permitSems.size, 0, 'handles collected: no name left');
+  // Two live handles of one name both hear a loss (the map kept only the newest one before).
+  const name = `${prefix}:two`;
+  const [a, b] = [c.permitExpirableSemaphore(name), c.permitExpirableSemaphore(name)];
+  const heard = [];
+  a.on('lost', (e) => heard.push(`a ${e.reason}`));
+  b.on('lost', (e) => heard.push(`b ${e.reason}`));
+  assert.equal(c._permitSems.size, 1);
+  assert.equal(await a.trySetPermits(1), true);
+  await a.acquire({ leaseMs: 200 });
+  for (let i = 0; i < 100 && heard.length < 2; i++) await sleep(20);
+  assert.deepEqual(heard.sort(), ['a EXPIRED', 'b EXPIRED']);
+  await c.close();
 });
 
 test('redis: a killed holder\'s expiring permit comes back within its lease', async () => {
