@@ -320,14 +320,25 @@ public final class PolylockClient implements AutoCloseable {
     }
 
     void addListening(LostRoute route) {
-        listened.computeIfAbsent(route.name, k -> new CopyOnWriteArrayList<>()).addIfAbsent(route);
+        // Atomic per name with removeListening: a route is never added to a list being dropped.
+        listened.compute(route.name, (k, l) -> {
+            CopyOnWriteArrayList<LostRoute> routes = l != null ? l : new CopyOnWriteArrayList<>();
+            routes.addIfAbsent(route);
+            return routes;
+        });
     }
 
+    /** The name's entry goes with its last route: a client that listens to many names in turn keeps only the live ones. */
     void removeListening(LostRoute route) {
-        List<LostRoute> l = listened.get(route.name);
-        if (l != null) {
+        listened.computeIfPresent(route.name, (k, l) -> {
             l.remove(route);
-        }
+            return l.isEmpty() ? null : l;
+        });
+    }
+
+    /** How many names have handles listening for their losses (tests). */
+    int listenedNames() {
+        return listened.size();
     }
 
     /**

@@ -146,6 +146,39 @@ class RedisLockIT {
     }
 
     @Test
+    void listeningToManyNamesInTurnLeavesNoEntryBehind() throws Exception {
+        // Issue 46 §6: the client's map of names with listeners drops a name with its last one.
+        String prefix = unique("listened");
+        DistributedLock.Listener listener = (l, e) -> { };
+        for (int i = 0; i < 1000; i++) {
+            DistributedLock lock = client.getLock(prefix + ":" + i);
+            lock.addListener(listener);
+            lock.lock();
+            lock.unlock();
+            lock.removeListener(listener);
+            DistributedPermitExpirableSemaphore sem = client.getPermitExpirableSemaphore(prefix + ":sem:" + i);
+            sem.addListener((s, e) -> { });
+            sem.close();
+        }
+        assertEquals(0, client.listenedNames(), "every listener removed: no name left");
+        // A handle that listens keeps its entry and hears each loss. With a fixed lease that runs
+        // out unreleased (Redisson's lock(lease) without unlock) its thread takes the lock again.
+        DistributedLock kept = client.getLock(prefix + ":kept");
+        BlockingQueue<Exception> heard = new ArrayBlockingQueue<>(4);
+        kept.addListener((l, e) -> heard.add(e));
+        kept.addListener(listener);
+        for (int round = 0; round < 2; round++) {
+            assertTrue(kept.tryLock(0, 200, TimeUnit.MILLISECONDS), "round " + round + ": taken");
+            Exception e = heard.poll(5, TimeUnit.SECONDS);
+            assertNotNull(e, "round " + round + ": the lease's end is told");
+            assertEquals(LostReason.EXPIRED, assertInstanceOf(LockLostException.class, e).getReason());
+        }
+        assertEquals(1, client.listenedNames());
+        kept.close();
+        assertEquals(0, client.listenedNames());
+    }
+
+    @Test
     void theWatchdogKeepsALockPastItsLease() throws Exception {
         try (PolylockClient c = Polylock.connect(Servers.redisUrl(),
                 new Polylock.Options().watchdogTimeout(Duration.ofMillis(300)))) {
