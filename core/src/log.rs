@@ -196,10 +196,7 @@ mod tests {
     fn events_reach_the_sink_with_their_lock_and_fields() {
         let got = Arc::new(Mutex::new(Vec::new()));
         let seen = got.clone();
-        let sub = Forward {
-            sink: move |r: LogRecord| seen.lock().unwrap().push(r),
-            spans: AtomicU64::new(0),
-        };
+        let sub = test_subscriber(move |r: LogRecord| seen.lock().unwrap().push(r));
         set_level(LogLevel::Info);
         tracing::subscriber::with_default(sub, || {
             tracing::warn!(target: "polylock", lock = "orders:1", kind = "lock", "lost: deleted");
@@ -223,10 +220,7 @@ mod tests {
     fn messages_and_fields_show_controls_escaped() {
         let got = Arc::new(Mutex::new(Vec::new()));
         let seen = got.clone();
-        let sub = Forward {
-            sink: move |r: LogRecord| seen.lock().unwrap().push(r),
-            spans: AtomicU64::new(0),
-        };
+        let sub = test_subscriber(move |r: LogRecord| seen.lock().unwrap().push(r));
         set_level(LogLevel::Info);
         tracing::subscriber::with_default(sub, || {
             let holder = "x\u{1b}]0;pwned\u{7}";
