@@ -28,7 +28,9 @@ fi
 
 run_one() { # DIR EXE NAME: run one test binary, print its output in one piece
   local dir=$1 exe=$2 name=$3 rc=0
-  (cd "$dir" && "$exe") >"$OUT/$name.log" 2>&1 || rc=$?
+  # A binary still running after 600 s is stopped (exit 124): the log names the one that hung.
+  (cd "$dir" && timeout -k 10 600 "$exe") >"$OUT/$name.log" 2>&1 || rc=$?
+  [ "$rc" != 124 ] || echo "$name: still running after 600 s: stopped; 1 failed" >>"$OUT/$name.log"
   { echo "== Rust: $name (exit $rc)"; cat "$OUT/$name.log"; } | flock "$OUT/print.lock" cat
   return $rc
 }

@@ -12,6 +12,7 @@
 #
 #   POLYLOCK_TEST_ONLY="rust python"   run only these suites (rust c python node java spring operate)
 #   POLYLOCK_RUST_JOBS=3               Rust test binaries run at once
+#   POLYLOCK_SUITE_TIMEOUT=1500        seconds a suite may run before it is stopped and failed
 set -uo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
@@ -47,13 +48,29 @@ echo "== build (release, once for every suite)"
 bash scripts/build.sh || { echo "the build failed"; echo; echo "0 passed, 1 failed"; exit 1; }
 stage "build"
 
-# A suite runs in the background, its output in its log; `finish` prints it and keeps its status.
-declare -A pids=()
+# A suite runs in the background, its output in its log; the loop below prints it when it ends
+# and keeps its status. A suite still running after POLYLOCK_SUITE_TIMEOUT seconds is stopped
+# (its whole process group: it runs as a job of its own), counted failed and its log
+# printed, so a hang shows which suite and where instead of running into CI's own limit.
+suite_timeout=${POLYLOCK_SUITE_TIMEOUT:-1500}
+declare -A pids=() watchers=()
 run_suite() { # run_suite NAME COMMAND...
   local name=$1
   shift
+  set -m # the suite leads a process group of its own: the watcher stops all of it
   ("$@") >"$logs/$name.log" 2>&1 &
   pids[$name]=$!
+  set +m
+  local group=$!
+  (
+    sleep "$suite_timeout" &
+    wait $!
+    echo "== $name suite: still running after ${suite_timeout}s (POLYLOCK_SUITE_TIMEOUT): stopped" >>"$logs/$name.log"
+    kill -TERM -- "-$group" 2>/dev/null
+    sleep 15
+    kill -KILL -- "-$group" 2>/dev/null
+  ) &
+  watchers[$name]=$!
 }
 started=$SECONDS
 export POLYLOCK_SKIP_BUILD=1
@@ -82,6 +99,8 @@ while [ ${#pids[@]} -gt 0 ]; do
   for name in "${!pids[@]}"; do
     [ "${pids[$name]}" = "$done_pid" ] || continue
     took[$name]=$((SECONDS - started))
+    pkill -P "${watchers[$name]}" 2>/dev/null
+    kill "${watchers[$name]}" 2>/dev/null
     echo "== $name suite (exit $rc, ${took[$name]}s)"
     cat "$logs/$name.log"
     [ "$rc" = 0 ] || { status=1; echo "== $name suite FAILED (exit $rc)"; }
