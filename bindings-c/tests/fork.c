@@ -65,7 +65,7 @@ static int fork_case(const char *parent, const char *child) {
         clock_gettime(CLOCK_MONOTONIC, &t1);
         double took = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
         if (strcmp(parent, "zookeeper") == 0 && strcmp(child, "zookeeper") == 0) {
-            _exit(r == POLYLOCK_UNSUPPORTED && took < 2.0 ? 0 : 21);
+            _exit(r == POLYLOCK_UNSUPPORTED && took < 5.0 ? 0 : 21); /* refused, not timed out */
         }
         if (r != POLYLOCK_OK || took > 5.0) _exit(22);
         polylock_lock *l = NULL;

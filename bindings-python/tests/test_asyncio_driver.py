@@ -166,7 +166,7 @@ def test_a_timed_wait_returns_false_in_time(run, client):
         # Owners are tasks: the wait runs in a task of its own.
         assert await asyncio.create_task(waiter.acquire_async(timeout=0.3)) is False
         took = time.monotonic() - started
-        assert 0.28 <= took < 1.0, took
+        assert 0.28 <= took < 5.0, took  # never early; the upper bound catches a wait that ignores it
         await holder.release_async()
 
     run(main())

@@ -125,7 +125,7 @@ EXIT = textwrap.dedent(
         time.sleep(0.02)
     took = time.monotonic() - started
     assert os.waitstatus_to_exitcode(status) == 0, status
-    assert took < 2, f"the child took {took:.1f} s to exit"
+    assert took < 5, f"the child took {took:.1f} s to exit"  # an exit stuck on the runtime takes the 10 s
     other = polylock.connect(url)
     assert not other.lock(name).acquire(blocking=False), "the child's exit freed the parent's lock"
     other.close()

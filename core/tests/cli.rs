@@ -602,7 +602,8 @@ async fn permits_bound_concurrent_commands_and_a_killed_holder_leaks_none() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert!(
-        started.elapsed() < Duration::from_secs(3),
+        // At the 1 s lease's end, not the 10 s wait's (a process start or two beside it).
+        started.elapsed() < Duration::from_secs(6),
         "the killed holder's permit came back within its 1 s lease: {:?}",
         started.elapsed()
     );
@@ -842,7 +843,8 @@ async fn no_wait_and_the_conflict_exit_code() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert!(
-        started.elapsed() < Duration::from_secs(3),
+        // No wait at all: the bound only has to stay below the holder's 30 s.
+        started.elapsed() < Duration::from_secs(10),
         "-n waited {:?}",
         started.elapsed()
     );

@@ -37,7 +37,8 @@ async fn all_or_nothing_under_a_timeout_leaves_nothing_behind() {
         .unwrap_err();
     assert_eq!(err.kind(), ErrorKind::Timeout, "{err}");
     assert!(
-        started.elapsed() < Duration::from_millis(1500),
+        // The 300 ms deadline, with room for a loaded machine; a wait that ignored it would hang.
+        started.elapsed() < Duration::from_secs(5),
         "one deadline for all"
     );
     // Nothing of ours is left on either server.

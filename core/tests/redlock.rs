@@ -278,7 +278,7 @@ async fn a_master_restarted_empty_while_held() {
         .await
         .expect("two masters forgot the lock: the contender gets a majority");
     let granted = Instant::now();
-    let reason = tokio::time::timeout(watchdog, held.lost.wait())
+    let reason = tokio::time::timeout(watchdog * 3, held.lost.wait())
         .await
         .expect("the holder learns at its next renewal")
         .unwrap();
@@ -286,10 +286,8 @@ async fn a_master_restarted_empty_while_held() {
         "the first holder learnt it lost the lock {:?} after the contender got it",
         granted.elapsed()
     );
+    // Found by a renewal (every watchdog / 3): the end of its lease would say Expired.
     assert_eq!(reason, LostReason::Deleted);
-    // At its next renewal (every watchdog / 3), not at the end of its lease (watchdog), with
-    // room for a loaded machine's round.
-    assert!(granted.elapsed() <= watchdog / 3 + Duration::from_millis(700));
     // The contender's fencing token comes from counters that restarted at zero: whether it is
     // larger than the first holder's depends on how many votes those counters handed out since.
     // A resource that must refuse stale holders keeps its own (see the README).
@@ -319,7 +317,8 @@ async fn timeouts_and_cancelled_waits_leave_nothing_behind() {
         .await
         .unwrap_err();
     assert_eq!(err.kind(), ErrorKind::Timeout);
-    assert!(started.elapsed() < Duration::from_secs(2));
+    // The 400 ms deadline, with room for a loaded machine (the lock is held forever).
+    assert!(started.elapsed() < Duration::from_secs(5));
     let waiting = {
         let l = w.lock(&name).unwrap();
         tokio::spawn(async move { l.acquire(3, AcquireOptions::forever()).await })

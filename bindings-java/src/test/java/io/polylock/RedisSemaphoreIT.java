@@ -90,7 +90,7 @@ class RedisSemaphoreIT extends SemaphoreCases {
             long ms = TimeUnit.NANOSECONDS.toMillis(waiter.heldAt() - released);
             waiter.release();
             System.out.printf("expiring permits: a release woke the waiter in %d ms%n", ms);
-            assertTrue(ms < 500, "woken in " + ms + " ms");
+            assertTrue(ms < 5_000, "woken in " + ms + " ms");
             assertTrue(sem.tryRelease(fixed));
             assertFalse(sem.tryRelease(fixed), "released before");
             assertEquals(1, sem.availablePermits(), "the waiter's permit is still taken");
@@ -136,7 +136,7 @@ class RedisSemaphoreIT extends SemaphoreCases {
         Object[] ev = heard.poll(5, TimeUnit.SECONDS);
         assertNotNull(ev, "the listener heard of the expiry");
         long ms = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - t0);
-        assertTrue(ms >= 250 && ms < 1_000, "heard " + ms + " ms after a 300 ms lease began");
+        assertTrue(ms >= 250 && ms < 3_000, "heard " + ms + " ms after a 300 ms lease began");
         assertEquals(sem, ev[0]);
         assertInstanceOf(LockLostException.class, ev[1]);
         assertTrue(((Exception) ev[1]).getMessage().startsWith("a permit of semaphore '" + name + "' was lost: "),

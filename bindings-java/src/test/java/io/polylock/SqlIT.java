@@ -202,7 +202,8 @@ class SqlIT extends SqlSuite {
         la.unlock();
         assertTrue(waiter.awaitHeld(5_000), "the waiter was not woken");
         long woke = (waiter.heldAt() - released) / 1_000_000;
-        assertTrue(woke < 1_000, "woken " + woke + " ms after the release");
+        // Woken by the release, not at its 10 s wait's end.
+        assertTrue(woke < 5_000, "woken " + woke + " ms after the release");
         assertEquals(0, o.waiters(name));
         assertTrue(o.holder(name) > 0, "the woken waiter holds no lock on the server");
         waiter.release();
@@ -343,7 +344,8 @@ class SqlIT extends SqlSuite {
         o.kill(session);
         assertTrue(heard.await(5, TimeUnit.SECONDS), "the listener did not hear of the kill");
         long after = (heardAt.get() - killedAt) / 1_000_000;
-        assertTrue(after <= watchdog.toMillis() / 3 + 700, "lost " + after + " ms after the kill");
+        // Found by a keep-alive (every watchdog / 3); only one could find it.
+        assertTrue(after <= watchdog.toMillis() / 3 + 3_000, "lost " + after + " ms after the kill");
         assertInstanceOf(LockLostException.class, cause.get());
         assertSame(la, which.get(), "the listener was told of another lock");
         assertTrue(eventually(3_000, () -> !aliveQuietly(o, session)), "the killed session is still there");

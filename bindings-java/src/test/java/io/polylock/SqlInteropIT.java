@@ -133,7 +133,8 @@ class SqlInteropIT extends SqlSuite {
             assertTrue(lb.tryLock(5, TimeUnit.SECONDS));
             long waited = (System.nanoTime() - lockedAt) / 1_000_000;
             lb.unlock();
-            assertTrue(waited >= 1_300 && waited < 3_500, "got the lock " + waited + " ms after ShedLock's lock");
+            // At ShedLock's 1.5 s (waiters back off up to 1 s), before the 5 s wait's end.
+            assertTrue(waited >= 1_300 && waited < 4_500, "got the lock " + waited + " ms after ShedLock's lock");
             return null;
         });
         // One row per name, ShedLock's and polylock's alike.
@@ -175,7 +176,8 @@ class SqlInteropIT extends SqlSuite {
         System.out.println("SqlInteropIT " + db + ": a table-mode waiter got in " + afterUnlock
                 + " ms after ShedLock's unlock (" + afterLock + " ms after its lock, lease 2500 ms)");
         assertTrue(afterUnlock >= 0);
-        assertTrue(afterLock < 2_500 + 1_200, "got in " + afterLock + " ms after ShedLock's lock");
+        // No later than the lease's end plus one back-off (1 s), with room for a loaded machine.
+        assertTrue(afterLock < 2_500 + 3_000, "got in " + afterLock + " ms after ShedLock's lock");
         waiter.release();
 
         // A ShedLock node that dies holding the lock: its lease of 1.5 s ends, the waiter gets in.
@@ -186,7 +188,7 @@ class SqlInteropIT extends SqlSuite {
             assertTrue(lb.tryLock(5, TimeUnit.SECONDS), "the dead ShedLock holder's lease did not end");
             long waited = (System.nanoTime() - deadAt) / 1_000_000;
             try {
-                assertTrue(waited >= 1_300 && waited < 3_000, "got in " + waited + " ms after ShedLock's lock");
+                assertTrue(waited >= 1_300 && waited < 4_500, "got in " + waited + " ms after ShedLock's lock");
                 assertTrue(shed.lock(shedConfig(name, Duration.ofSeconds(30), Duration.ZERO)).isEmpty());
             } finally {
                 lb.unlock();

@@ -97,7 +97,7 @@ class ZkLockIT {
             return null;
         }, 200);
         assertInstanceOf(InterruptedException.class, r.outcome);
-        assertTrue(r.answeredMs < 100, "interrupt answered in " + r.answeredMs + " ms");
+        assertTrue(r.answeredMs < 3_000, "interrupt answered in " + r.answeredMs + " ms");
         lock.unlock();
         assertFalse(lock.isLocked(), "the interrupted contender's node is gone");
     }

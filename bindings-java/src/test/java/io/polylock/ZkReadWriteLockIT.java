@@ -57,7 +57,7 @@ class ZkReadWriteLockIT extends ReadWriteLockCases {
             return null;
         }, 200);
         assertInstanceOf(InterruptedException.class, r.outcome);
-        assertTrue(r.answeredMs < 100, "interrupt answered in " + r.answeredMs + " ms");
+        assertTrue(r.answeredMs < 3_000, "interrupt answered in " + r.answeredMs + " ms");
         rw.writeLock().unlock();
         // A reader node left behind would now be first: the lock would read as held in read mode.
         assertFalse(rw.readLock().isLocked(), "the interrupted reader's node is gone");
