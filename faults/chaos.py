@@ -92,7 +92,7 @@ M32 = 0xFFFFFFFF
 
 # The run's own links to the CLI and the Rust worker (see pin_binaries).
 BIN: dict[str, Path] = {"polylock": TARGET / "release/polylock",
-                        "chaos_worker": TARGET / "release/examples/chaos_worker"}
+                        "chaos_worker": TARGET / "debug/examples/chaos_worker"}
 
 
 def pin_binaries(tag: str) -> Optional[Path]:

@@ -276,7 +276,7 @@ class Worker:
     def start(self, name: str, resource: int, seconds: float) -> None:
         args = [self.url, name, f"127.0.0.1:{resource}", str(seconds), str(WATCHDOG_MS)]
         if self.runtime == "rust":
-            cmd = [str(TARGET / "release/examples/fault_worker"), *args]
+            cmd = [str(TARGET / "debug/examples/fault_worker"), *args]
         elif self.runtime == "python":
             cmd = [sys.executable, str(ROOT / "faults/worker.py"), *args]
         else:

@@ -7,8 +7,11 @@
 # with nothing left for it to compile:
 #   target/release/polylock                  the CLI
 #   target/release/libpolylock.{so,a}        the C library (include/polylock.h regenerated)
-#   target/release/examples/                 the Rust seckill buyer and the fault worker
+#   target/release/examples/seckill          the Rust seckill buyer (the demo)
 #   target/debug/deps/<test>-*               the Rust test binaries (scripts/test-rust.sh)
+#   target/debug/examples/                   the test tools: the conformance runner, the fault and
+#                                            chaos workers (dev profile: each is a whole program
+#                                            over the core, 80-110 s apiece optimised, 20 s here)
 #   target/wheels/polylock-*.whl             the Python wheel (maturin, as scripts/package.sh ships
 #                                            it), installed into the current Python
 #   bindings-node/polylock.node              the Node addon (build.js: cargo finds it built)
@@ -28,19 +31,23 @@ t0=$SECONDS
 took() { printf 'build: %-28s %4ds\n' "$1" $((SECONDS - t0)); t0=$SECONDS; }
 
 parts=" ${*:-cargo python node java} "
+# The Rust test tools, built in the dev profile beside the test binaries (scripts/conformance.sh,
+# scripts/faults.sh and scripts/chaos.sh run them from target/debug/examples).
+test_tools="--example conformance --example fault_worker --example chaos_worker"
 part() { [[ "$parts" == *" $1 "* ]]; }
 
 bash scripts/setup.sh build # protoc (etcd's client compiles .proto files), a C compiler, ...
 if part cargo; then
-  # --lib --bins too: with a target flag cargo builds only the targets named, and --examples alone
+  # --lib --bins too: with a target flag cargo builds only the targets named, and --example alone
   # leaves out the C library (cdylib, staticlib), the Node and Java libraries and the CLI. The
   # Python extension is maturin's alone: maturin links it with flags of its own, and a cargo build
   # of it beside maturin's would make each compile it again on every run (80 s each here).
-  cargo build --workspace --exclude polylock-python --release --lib --bins --examples --quiet
-  took "cargo release (libraries, CLI, examples)"
+  cargo build --workspace --exclude polylock-python --release --lib --bins --example seckill --quiet
+  took "cargo release (libraries, CLI, seckill)"
   cargo test --workspace --no-run --quiet 2>/dev/null ||
     cargo test --workspace --no-run # again, to show the errors
-  took "cargo dev (Rust test binaries)"
+  cargo build --workspace $test_tools --quiet
+  took "cargo dev (Rust test binaries, test tools)"
 fi
 
 if part python; then

@@ -27,8 +27,8 @@ if ! started=$(bash scripts/servers.sh start 2>&1); then
 fi
 eval "$(bash scripts/servers.sh env)"
 
-[ -x "$target/release/polylock" ] && [ -x "$target/release/examples/chaos_worker" ] ||
-  cargo build --workspace --release --examples --quiet
+[ -x "$target/release/polylock" ] || cargo build --workspace --release --bin polylock --quiet
+[ -x "$target/debug/examples/chaos_worker" ] || cargo build --workspace --example chaos_worker --quiet
 "$py" -c "import polylock" 2>/dev/null || bash scripts/build.sh python
 args=()
 if command -v node >/dev/null; then

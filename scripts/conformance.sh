@@ -35,7 +35,7 @@ export POLYLOCK_CLI="${POLYLOCK_CLI:-$target/release/polylock}"
 version=$(sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -1)
 jar="bindings-java/target/polylock-$version.jar"
 missing=()
-[ -x "$POLYLOCK_CLI" ] && [ -x "$target/release/examples/conformance" ] && [ -f "$target/release/libpolylock.so" ] || missing+=(cargo)
+[ -x "$POLYLOCK_CLI" ] && [ -x "$target/debug/examples/conformance" ] && [ -f "$target/release/libpolylock.so" ] || missing+=(cargo)
 "$py" -c "import polylock" 2>/dev/null || missing+=(python)
 [ -f bindings-node/polylock.node ] || missing+=(node)
 [ -f "$jar" ] || missing+=(java)
@@ -64,7 +64,7 @@ runner() { # runner RUNTIME ARGS...
   local rt=$1
   shift
   case $rt in
-    rust) "$target/release/examples/conformance" --scenarios conformance "$@" ;;
+    rust) "$target/debug/examples/conformance" --scenarios conformance "$@" ;;
     c) ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 "$out/c-runner" --scenarios conformance "$@" ;;
     python) "$py" conformance/runners/python/runner.py --scenarios conformance "$@" ;;
     node) node conformance/runners/node/runner.js --scenarios conformance "$@" ;;

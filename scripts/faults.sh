@@ -12,7 +12,7 @@ target=${CARGO_TARGET_DIR:-$root/target}
 py=${PYTHON:-python3}
 
 bash scripts/servers.sh install >/dev/null   # redis-server, zookeeper, etcd, protoc (the harness starts its own servers)
-cargo build --workspace --release --example fault_worker --quiet
+cargo build --workspace --example fault_worker --quiet # dev profile, as scripts/build.sh builds it
 "$py" -c "import polylock" 2>/dev/null || bash scripts/build.sh python
 java_args=()
 if command -v mvn >/dev/null && command -v javac >/dev/null; then

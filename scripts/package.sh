@@ -90,7 +90,7 @@ echo "built dist/polylock-c-$version-linux-$arch.tar.gz"
 
 build_cli() {
 echo "== the polylock command (stripped)"
-cargo build --release --quiet -p polylock --features cli --bin polylock
+cargo build --workspace --exclude polylock-python --release --quiet --bin polylock # the features of scripts/build.sh: nothing to compile
 local stage="$work/polylock-cli-$version-linux-$arch"
 mkdir -p "$stage/bin"
 cp "${CARGO_TARGET_DIR:-$root/target}/release/polylock" "$stage/bin/polylock"

@@ -57,20 +57,21 @@ declare -A pids=() watchers=()
 run_suite() { # run_suite NAME COMMAND...
   local name=$1
   shift
-  set -m # the suite leads a process group of its own: the watcher stops all of it
+  # The suite and its watcher each lead a process group of their own (job control on): the
+  # watcher stops all of the suite, and the loop below stops the watcher and its sleep at once.
+  set -m
   ("$@") >"$logs/$name.log" 2>&1 &
-  pids[$name]=$!
-  set +m
   local group=$!
+  pids[$name]=$group
   (
-    sleep "$suite_timeout" &
-    wait $!
+    sleep "$suite_timeout"
     echo "== $name suite: still running after ${suite_timeout}s (POLYLOCK_SUITE_TIMEOUT): stopped" >>"$logs/$name.log"
     kill -TERM -- "-$group" 2>/dev/null
     sleep 15
     kill -KILL -- "-$group" 2>/dev/null
-  ) &
+  ) >/dev/null 2>&1 &
   watchers[$name]=$!
+  set +m
 }
 started=$SECONDS
 export POLYLOCK_SKIP_BUILD=1
@@ -99,8 +100,7 @@ while [ ${#pids[@]} -gt 0 ]; do
   for name in "${!pids[@]}"; do
     [ "${pids[$name]}" = "$done_pid" ] || continue
     took[$name]=$((SECONDS - started))
-    pkill -P "${watchers[$name]}" 2>/dev/null
-    kill "${watchers[$name]}" 2>/dev/null
+    kill -- "-${watchers[$name]}" 2>/dev/null
     echo "== $name suite (exit $rc, ${took[$name]}s)"
     cat "$logs/$name.log"
     [ "$rc" = 0 ] || { status=1; echo "== $name suite FAILED (exit $rc)"; }

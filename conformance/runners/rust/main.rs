@@ -4,7 +4,7 @@
 //!
 //!   conformance [--scenarios DIR] [--only TEXT] [--jobs N] [--vocabulary]
 //!
-//! Built as an example of the core crate (`cargo build --release --examples`).
+//! Built as an example of the core crate (`cargo build --workspace --example conformance`).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
