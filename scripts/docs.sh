@@ -69,7 +69,8 @@ took "tools" "(mdBook $mdbook_version, playwright-core $playwright_version, chro
 if want reference || want examples; then
   # The CLI and the C library for the examples (nothing to compile after scripts/build.sh and
   # scripts/package.sh, which built the same workspace).
-  cargo build --workspace --exclude polylock-python --release --lib --bins --quiet || { echo "cargo build failed"; exit 1; }
+  # The very command of scripts/build.sh (the same targets select the same features).
+  cargo build --workspace --exclude polylock-python --release --lib --bins --example seckill --quiet || { echo "cargo build failed"; exit 1; }
 fi
 if want reference; then
   if [ "$fix" = 1 ]; then

@@ -90,7 +90,8 @@ echo "built dist/polylock-c-$version-linux-$arch.tar.gz"
 
 build_cli() {
 echo "== the polylock command (stripped)"
-cargo build --workspace --exclude polylock-python --release --quiet --bin polylock # the features of scripts/build.sh: nothing to compile
+# The very command of scripts/build.sh (the same targets select the same features): nothing to compile.
+cargo build --workspace --exclude polylock-python --release --lib --bins --example seckill --quiet
 local stage="$work/polylock-cli-$version-linux-$arch"
 mkdir -p "$stage/bin"
 cp "${CARGO_TARGET_DIR:-$root/target}/release/polylock" "$stage/bin/polylock"
