@@ -708,6 +708,7 @@ impl PgLock {
         let out = {
             let statement = std::pin::pin!(lock_statement(flight.conn(), sql, &fence, &kv));
             answer_by(statement, deadline.filter(|_| !try_), || {
+                let cancel = cancel.clone();
                 Box::pin(async move {
                     let _ = cancel.cancel_query(copy_tls(&self.db.tls)).await;
                 })

@@ -70,13 +70,19 @@ impl<C: SessionConn, U: FnOnce(C, Slot) -> BoxFuture<'static, ()>> Drop for InFl
 /// Run `statement` to its answer; past `deadline` (if any), the future that `cancel` makes
 /// first makes the server end it, and the answer it then gives is returned.
 ///
+/// A cancel ends only the statement the server is running when it arrives: one that lands
+/// before the server has begun the statement (still in flight, or between its parse and its
+/// run) is dropped, and the statement then waits for the lock with no deadline, for good if
+/// the holder waits on this caller. So while no answer has come, the cancel is sent again,
+/// after 250 ms and then at most every 2 s.
+///
 /// The cancel future is made (and boxed) only when it is needed: a driver's cancel request is
 /// a whole connect (tens of KB of state), which would otherwise be part of every acquire's
 /// future and be copied with it on each call.
 pub(crate) async fn answer_by<'c, T>(
     mut statement: std::pin::Pin<&mut impl Future<Output = T>>,
     deadline: Option<Instant>,
-    cancel: impl FnOnce() -> BoxFuture<'c, ()>,
+    mut cancel: impl FnMut() -> BoxFuture<'c, ()>,
 ) -> T {
     let Some(d) = deadline else {
         return statement.await;
@@ -95,12 +101,16 @@ pub(crate) async fn answer_by<'c, T>(
         timer.as_mut().poll(cx).map(|()| None)
     })
     .await;
-    match answered {
-        Some(out) => out,
-        None => {
-            cancel().await;
-            statement.await
+    if let Some(out) = answered {
+        return out;
+    }
+    let mut again = Duration::from_millis(250);
+    loop {
+        cancel().await;
+        if let Ok(out) = tokio::time::timeout(again, statement.as_mut()).await {
+            return out;
         }
+        again = (again * 2).min(Duration::from_secs(2));
     }
 }
 
