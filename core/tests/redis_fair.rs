@@ -139,15 +139,41 @@ mod redisson {
     }
 }
 
+/// Waits until each of `waiters` has tried twice since now: its heartbeat deadline (renewed at
+/// every try, a third of the default 5 s heartbeat timeout apart) moved on twice.
+async fn tried_twice_since(name: &str, waiters: &[String]) {
+    let beats = format!("polylock_lock_alive:{{{name}}}");
+    let mut r = raw().await;
+    let mut seen = Vec::new();
+    for w in waiters {
+        let s: f64 = r.zscore(&beats, w).await.unwrap();
+        seen.push((s, 0));
+    }
+    // Two tries of each take 3.4 s; a waiter that has not tried twice in 20 s has stopped.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while seen.iter().any(|(_, moves)| *moves < 2) {
+        assert!(
+            Instant::now() < deadline,
+            "a waiter stopped renewing: {seen:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        for (w, (last, moves)) in waiters.iter().zip(seen.iter_mut()) {
+            let s: Option<f64> = r.zscore(&beats, w).await.unwrap();
+            let s = s.unwrap_or_else(|| panic!("waiter {w} left the queue"));
+            if s > *last {
+                (*last, *moves) = (s, *moves + 1);
+            }
+        }
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn polylock_waiters_keep_their_places_through_redissons_grants() {
     // Redisson's grant takes 300 s off every queued deadline: polylock waiters chained like
-    // Redisson's must stay where they are, while their own heartbeat renews every 100 ms.
-    let opts = ClientOptions {
-        fair_wait_timeout: Duration::from_millis(300),
-        ..ClientOptions::default()
-    };
-    let c = Client::connect_with(&url(), opts).await.unwrap();
+    // Redisson's must stay where they are through their own tries (each one evicts the dead and
+    // renews the waiter's deadline). The heartbeat timeout is the default one (a try every third
+    // of it): a shorter one lets a waiter on a busy machine miss its heartbeat and requeue.
+    let c = client().await;
     let name = unique("fair-mixed");
     let holder = c.fair_lock(&name).unwrap();
     holder.acquire(0, AcquireOptions::forever()).await.unwrap();
@@ -176,7 +202,12 @@ async fn polylock_waiters_keep_their_places_through_redissons_grants() {
     // The Redisson waiter at the head is granted, twice over for good measure.
     redisson::granted_at_head(&name, "redisson:0").await;
     redisson::take_off_everyone(&name, None).await;
-    tokio::time::sleep(Duration::from_millis(900)).await;
+    let ours: Vec<String> = fields
+        .iter()
+        .filter(|f| !f.starts_with("redisson:"))
+        .cloned()
+        .collect();
+    tried_twice_since(&name, &ours).await;
     assert_eq!(queue(&name).await, fields, "every waiter kept its place");
     // The Redisson waiter gives up; the lock goes to the polylock waiters in order.
     redisson::gives_up(&name, "redisson:2").await;
