@@ -20,6 +20,8 @@
 # Later cargo, maturin, napi and Maven runs of the same profile reuse all of it.
 #
 #   scripts/build.sh [cargo] [python] [node] [java]    only these parts (all by default)
+# where cargo is both cargo parts: release (the libraries, the CLI, seckill: what the packages,
+# the docs and the demo use) and dev (the Rust test binaries and the test tools).
 # A suite's run-tests.sh builds its part this way unless POLYLOCK_SKIP_BUILD=1 (scripts/test.sh
 # builds everything first, then runs the suites side by side).
 set -euo pipefail
@@ -31,19 +33,22 @@ t0=$SECONDS
 took() { printf 'build: %-28s %4ds\n' "$1" $((SECONDS - t0)); t0=$SECONDS; }
 
 parts=" ${*:-cargo python node java} "
+parts=${parts/ cargo / release dev }
 # The Rust test tools, built in the dev profile beside the test binaries (scripts/conformance.sh,
 # scripts/faults.sh and scripts/chaos.sh run them from target/debug/examples).
 test_tools="--example conformance --example fault_worker --example chaos_worker"
 part() { [[ "$parts" == *" $1 "* ]]; }
 
 bash scripts/setup.sh build # protoc (etcd's client compiles .proto files), a C compiler, ...
-if part cargo; then
+if part release; then
   # --lib --bins too: with a target flag cargo builds only the targets named, and --example alone
   # leaves out the C library (cdylib, staticlib), the Node and Java libraries and the CLI. The
   # Python extension is maturin's alone: maturin links it with flags of its own, and a cargo build
   # of it beside maturin's would make each compile it again on every run (80 s each here).
   cargo build --workspace --exclude polylock-python --release --lib --bins --example seckill --quiet
   took "cargo release (libraries, CLI, seckill)"
+fi
+if part dev; then
   cargo test --workspace --no-run --quiet 2>/dev/null ||
     cargo test --workspace --no-run # again, to show the errors
   cargo build --workspace $test_tools --quiet

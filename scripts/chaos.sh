@@ -27,7 +27,7 @@ if ! started=$(bash scripts/servers.sh start 2>&1); then
 fi
 eval "$(bash scripts/servers.sh env)"
 
-[ -x "$target/release/polylock" ] || cargo build --workspace --release --bin polylock --quiet
+[ -x "$target/release/polylock" ] || bash scripts/build.sh release
 [ -x "$target/debug/examples/chaos_worker" ] || cargo build --workspace --example chaos_worker --quiet
 "$py" -c "import polylock" 2>/dev/null || bash scripts/build.sh python
 args=()

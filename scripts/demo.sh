@@ -16,11 +16,9 @@ log() { echo "demo: $*" >&2; }
 bash scripts/servers.sh start >&2
 eval "$(bash scripts/servers.sh env)"
 target="${CARGO_TARGET_DIR:-$root/target}"
-quiet=(--quiet)
 
-log "building the Rust buyer and the C library (release)"
-cargo build "${quiet[@]}" --workspace --release --example seckill
-cargo build "${quiet[@]}" -p polylock-c --release
+log "building the Rust buyer and the C library (scripts/build.sh release)"
+bash scripts/build.sh release >&2
 mkdir -p "$target/demo"
 cc -std=c11 -Wall -Wextra -Werror -Iinclude examples/c/seckill_buyer.c "$target/release/libpolylock.a" \
   -lhiredis -lpthread -ldl -lm -o "$target/demo/seckill_buyer_c"

@@ -67,10 +67,9 @@ took "tools" "(mdBook $mdbook_version, playwright-core $playwright_version, chro
 
 # -- the command's reference --
 if want reference || want examples; then
-  # The CLI and the C library for the examples (nothing to compile after scripts/build.sh and
-  # scripts/package.sh, which built the same workspace).
-  # The very command of scripts/build.sh (the same targets select the same features).
-  cargo build --workspace --exclude polylock-python --release --lib --bins --example seckill --quiet || { echo "cargo build failed"; exit 1; }
+  # The CLI and the C library for the examples: scripts/build.sh's release part, nothing to
+  # compile after scripts/build.sh and scripts/package.sh.
+  bash scripts/build.sh release >/dev/null || { echo "cargo build failed"; exit 1; }
 fi
 if want reference; then
   if [ "$fix" = 1 ]; then

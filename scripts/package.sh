@@ -90,8 +90,8 @@ echo "built dist/polylock-c-$version-linux-$arch.tar.gz"
 
 build_cli() {
 echo "== the polylock command (stripped)"
-# The very command of scripts/build.sh (the same targets select the same features): nothing to compile.
-cargo build --workspace --exclude polylock-python --release --lib --bins --example seckill --quiet
+# scripts/build.sh's release part (the same targets select the same features): nothing to compile.
+bash scripts/build.sh release >/dev/null
 local stage="$work/polylock-cli-$version-linux-$arch"
 mkdir -p "$stage/bin"
 cp "${CARGO_TARGET_DIR:-$root/target}/release/polylock" "$stage/bin/polylock"
