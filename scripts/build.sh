@@ -45,7 +45,10 @@ if part release; then
   # leaves out the C library (cdylib, staticlib), the Node and Java libraries and the CLI. The
   # Python extension is maturin's alone: maturin links it with flags of its own, and a cargo build
   # of it beside maturin's would make each compile it again on every run (80 s each here).
-  cargo build --workspace --exclude polylock-python --release --lib --bins --example seckill --quiet
+  # POLYLOCK_BUILD_JSON=1: cargo's JSON messages on stdout (scripts/docs-examples.py reads the
+  # rlibs of polylock and tokio from them).
+  cargo build --workspace --exclude polylock-python --release --lib --bins --example seckill --quiet \
+    ${POLYLOCK_BUILD_JSON:+--message-format=json}
   took "cargo release (libraries, CLI, seckill)"
 fi
 if part dev; then

@@ -179,11 +179,13 @@ def rust_program(code: str) -> str:
 
 
 def workspace_rlibs(env: dict) -> tuple[dict[str, str], str]:
-    """The rlibs of polylock and tokio from the workspace's release build (scripts/build.sh made
-    it, so cargo only reports them), as rustdoc's doctests use them: an example compiles only
-    itself, in seconds, and never a second copy of polylock."""
-    code, out = run(["cargo", "build", "--workspace", "--release", "--message-format=json"],
-                    cwd=ROOT, env=env, timeout=3600)
+    """The rlibs of polylock and tokio from the workspace's release build (scripts/build.sh's
+    release part: it made them, so cargo only reports them), as rustdoc's doctests use them: an
+    example compiles only itself, in seconds, and never a second copy of polylock. (Another
+    selection of targets, e.g. the Python extension too, selects other features: cargo would
+    compile again.)"""
+    code, out = run(["bash", "scripts/build.sh", "release"], cwd=ROOT,
+                    env=dict(env, POLYLOCK_BUILD_JSON="1"), timeout=3600)
     rlibs: dict[str, str] = {}
     for line in out.splitlines():
         if not line.startswith("{"):

@@ -165,10 +165,14 @@ PYEOF
   polylock --version
 ' check "$root/$wheel" "$url"
 
-# The sdist, with cargo (the workspace's target directory keeps it quick): it builds and locks.
+# The sdist, with cargo: it builds and locks. Built in the dev profile, in the workspace's target
+# directory (where the test build left its dependencies: 20 s): cargo keys a workspace member's
+# artifacts by its path relative to the workspace, so a release build of the unpacked sdist
+# overwrites the release build's polylock: the docs' release build after it took 143 s in a fresh
+# clone's .ci/run, and finds everything fresh after a dev-profile sdist build.
 "$py" -m venv "$work/sdist-venv"
-CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$root/target}" "$work/sdist-venv/bin/pip" install --quiet \
-  --disable-pip-version-check "$root/$sdist"
+CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$root/target}" MATURIN_PEP517_ARGS="--profile dev" \
+  "$work/sdist-venv/bin/pip" install --quiet --disable-pip-version-check "$root/$sdist"
 "$work/sdist-venv/bin/python" -c "
 import sys, uuid, polylock
 c = polylock.connect(sys.argv[1])
