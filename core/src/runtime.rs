@@ -14,7 +14,8 @@ use std::time::Duration;
 
 use tokio::runtime::{Builder, Handle, Runtime};
 
-use crate::error::{Error, ErrorKind, Result};
+use crate::model::error::{Error, ErrorKind, Result};
+use crate::model::identity::process_id;
 
 static RUNTIME: Mutex<Option<(u32, &'static Runtime)>> = Mutex::new(None);
 
@@ -42,33 +43,6 @@ fn polling<T>(again_soon: bool, poll: impl FnOnce() -> T) -> T {
     let out = poll();
     POLLED_AGAIN_SOON.with(|p| p.set(was));
     out
-}
-
-/// This process's id, without a system call on every use (a lock call asks it to tell a forked
-/// child): read once, and read again after a `fork()` (a child handler clears it).
-pub(crate) fn process_id() -> u32 {
-    use std::sync::atomic::Ordering;
-    static PID: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
-    #[cfg(unix)]
-    {
-        static HOOK: std::sync::Once = std::sync::Once::new();
-        extern "C" fn forked_child() {
-            PID.store(0, Ordering::Relaxed);
-        }
-        // SAFETY: registers a handler that only stores to an atomic, which is async-signal-safe
-        // as a fork child handler must be.
-        HOOK.call_once(|| unsafe {
-            libc::pthread_atfork(None, None, Some(forked_child));
-        });
-    }
-    match PID.load(Ordering::Relaxed) {
-        0 => {
-            let pid = std::process::id();
-            PID.store(pid, Ordering::Relaxed);
-            pid
-        }
-        pid => pid,
-    }
 }
 
 /// zookeeper-client spawns its tasks through the `spawns` crate, which finds tokio through a

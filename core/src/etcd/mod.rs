@@ -635,7 +635,7 @@ impl Backend for EtcdBackend {
         for kv in r.kvs() {
             let key = String::from_utf8_lossy(kv.key());
             if let Some((name, _)) = key.rsplit_once('/') {
-                if crate::metrics::glob_match(pattern, name) {
+                if crate::model::names::glob_match(pattern, name) {
                     names.insert(name.to_string());
                 }
             }

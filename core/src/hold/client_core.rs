@@ -83,7 +83,7 @@ impl ClientCore {
             gates: Gates::default(),
             wake: Arc::new(Notify::new()),
             stop: CancellationToken::new(),
-            pid: crate::runtime::process_id(),
+            pid: crate::model::identity::process_id(),
             closed: AtomicBool::new(false),
             suspended: AtomicBool::new(false),
         }
@@ -91,7 +91,7 @@ impl ClientCore {
 
     /// True in a process forked after this client was made: the client is the parent's.
     pub(crate) fn made_before_fork(&self) -> bool {
-        self.pid != crate::runtime::process_id()
+        self.pid != crate::model::identity::process_id()
     }
 
     pub(crate) fn check_usable(&self) -> Result<()> {

@@ -53,7 +53,7 @@ pub(crate) fn identity_json(options: &ClientOptions) -> String {
     json!({
         "service": resolve_service(options),
         "host": host_name(),
-        "pid": crate::runtime::process_id(),
+        "pid": process_id(),
         "runtime": options.runtime.as_deref().unwrap_or("rust"),
         "version": crate::VERSION,
     })
@@ -67,7 +67,7 @@ pub(crate) fn short_identity(options: &ClientOptions, max: usize) -> String {
         "{}@{}/{}",
         resolve_service(options),
         host_name(),
-        crate::runtime::process_id()
+        process_id()
     );
     while s.len() > max {
         s.pop();
@@ -82,5 +82,32 @@ pub fn identity_value(stored: &str) -> Value {
     match serde_json::from_str::<Value>(stored) {
         Ok(v @ Value::Object(_)) => v,
         _ => Value::String(stored.to_string()),
+    }
+}
+
+/// This process's id, without a system call on every use (a lock call asks it to tell a forked
+/// child): read once, and read again after a `fork()` (a child handler clears it).
+pub(crate) fn process_id() -> u32 {
+    use std::sync::atomic::Ordering;
+    static PID: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    #[cfg(unix)]
+    {
+        static HOOK: std::sync::Once = std::sync::Once::new();
+        extern "C" fn forked_child() {
+            PID.store(0, Ordering::Relaxed);
+        }
+        // SAFETY: registers a handler that only stores to an atomic, which is async-signal-safe
+        // as a fork child handler must be.
+        HOOK.call_once(|| unsafe {
+            libc::pthread_atfork(None, None, Some(forked_child));
+        });
+    }
+    match PID.load(Ordering::Relaxed) {
+        0 => {
+            let pid = std::process::id();
+            PID.store(pid, Ordering::Relaxed);
+            pid
+        }
+        pid => pid,
     }
 }

@@ -14,7 +14,7 @@ use redis::cluster_async::ClusterConnection;
 use redis::{PushInfo, PushKind, RedisResult, Value};
 use tokio::sync::{Mutex as AsyncMutex, Notify};
 
-use crate::error::Result;
+use crate::model::error::Result;
 
 use super::map_err;
 

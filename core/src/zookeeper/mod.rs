@@ -193,7 +193,7 @@ static ZK_USED_IN: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::
 /// can use it.
 fn refuse_after_fork() -> Result<()> {
     use std::sync::atomic::Ordering;
-    let pid = crate::runtime::process_id();
+    let pid = crate::model::identity::process_id();
     match ZK_USED_IN.compare_exchange(0, pid, Ordering::AcqRel, Ordering::Acquire) {
         Ok(_) => Ok(()),
         Err(first) if first == pid => Ok(()),
@@ -752,7 +752,7 @@ impl Backend for ZkBackend {
                 "/" => format!("/{c}"),
                 p => format!("{p}/{c}"),
             })
-            .filter(|n| crate::metrics::glob_match(pattern, n) && n != "/zookeeper")
+            .filter(|n| crate::model::names::glob_match(pattern, n) && n != "/zookeeper")
             .collect();
         names.sort();
         names.truncate(limit);
