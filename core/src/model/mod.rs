@@ -1,8 +1,10 @@
 //! What every layer shares and nothing above it: names and their validation, owners, durations
-//! and options, the outcomes of lock calls, the lost signal, and the one error table.
+//! and options, arguments as each runtime passes them, the outcomes of lock calls, the lost
+//! signal, and the one error table.
 //!
 //! Nothing here talks to a server.
 
+pub mod args;
 pub mod error;
 pub(crate) mod identity;
 pub(crate) mod kind;

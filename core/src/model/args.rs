@@ -1,0 +1,123 @@
+//! Arguments as each runtime passes them, parsed once here for every binding: a wait (C and
+//! Java: -1 forever, 0 one try, milliseconds; Python: `None` forever, seconds; Node: `undefined`
+//! forever, milliseconds) and a count (a whole number, from an integer or a JS number).
+
+use std::time::Duration;
+
+use super::error::{Error, Result};
+use super::options::Wait;
+
+impl Wait {
+    /// A wait as C and Java pass it: -1 forever, 0 one try, a positive number of milliseconds
+    /// (checked as every wait is). `what` names the argument in the error.
+    pub fn from_millis(ms: i64, what: &str) -> Result<Wait> {
+        match ms {
+            -1 => Ok(Wait::Forever),
+            0 => Ok(Wait::Never),
+            ms if ms > 0 => Wait::For(Duration::from_millis(ms as u64)).checked(),
+            ms => Err(Error::invalid(format!(
+                "{what} must be -1 (forever), 0 (one try) or a positive number of ms, got {ms}"
+            ))),
+        }
+    }
+
+    /// A wait as Python passes it: `None` forever, 0 one try, a positive number of seconds.
+    pub fn from_secs(secs: Option<f64>, what: &str) -> Result<Wait> {
+        from_float(secs, 1.0, "seconds", what)
+    }
+
+    /// A wait as Node passes it: `undefined` forever, 0 one try, a positive number of
+    /// milliseconds.
+    pub fn from_millis_f64(ms: Option<f64>, what: &str) -> Result<Wait> {
+        from_float(ms, 1e3, "milliseconds", what)
+    }
+}
+
+fn from_float(v: Option<f64>, per_second: f64, unit: &str, what: &str) -> Result<Wait> {
+    match v {
+        None => Ok(Wait::Forever),
+        Some(0.0) => Ok(Wait::Never),
+        Some(v) if v.is_finite() && v > 0.0 => Duration::try_from_secs_f64(v / per_second)
+            .map_err(|_| Error::invalid(format!("{what} {v} is too large")))
+            .and_then(|d| Wait::For(d).checked()),
+        Some(v) => Err(Error::invalid(format!(
+            "{what} must be a positive number of {unit} (or 0 for one try), got {v}"
+        ))),
+    }
+}
+
+/// A count as C, Java and Python pass it: a whole number, not negative.
+pub fn count_from_i64(v: i64, what: &str) -> Result<u64> {
+    u64::try_from(v).map_err(|_| Error::invalid(format!("{what} must not be negative, got {v}")))
+}
+
+/// A count as Node passes it: a whole JS number from 0 to 2^53 (the largest it holds exactly).
+pub fn count_from_f64(v: f64, what: &str) -> Result<u64> {
+    const MAX_SAFE: f64 = 9_007_199_254_740_992.0;
+    if v.fract() != 0.0 || !(0.0..=MAX_SAFE).contains(&v) {
+        return Err(Error::invalid(format!(
+            "{what} must be a whole number from 0 to 2^53, got {v}"
+        )));
+    }
+    Ok(v as u64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::error::ErrorKind;
+
+    #[test]
+    fn waits_in_each_runtimes_convention() {
+        assert_eq!(Wait::from_millis(-1, "w").unwrap(), Wait::Forever);
+        assert_eq!(Wait::from_millis(0, "w").unwrap(), Wait::Never);
+        assert_eq!(
+            Wait::from_millis(1500, "w").unwrap(),
+            Wait::For(Duration::from_millis(1500))
+        );
+        assert_eq!(Wait::from_secs(None, "w").unwrap(), Wait::Forever);
+        assert_eq!(Wait::from_secs(Some(0.0), "w").unwrap(), Wait::Never);
+        assert_eq!(
+            Wait::from_secs(Some(1.5), "w").unwrap(),
+            Wait::For(Duration::from_millis(1500))
+        );
+        assert_eq!(
+            Wait::from_millis_f64(Some(1500.0), "w").unwrap(),
+            Wait::For(Duration::from_millis(1500))
+        );
+        assert_eq!(Wait::from_millis_f64(None, "w").unwrap(), Wait::Forever);
+    }
+
+    #[test]
+    fn bad_waits_and_counts_are_typed_errors() {
+        let bad = [
+            Wait::from_millis(-2, "wait_ms"),
+            Wait::from_millis(i64::MAX, "wait_ms"),
+            Wait::from_secs(Some(-1.0), "timeout"),
+            Wait::from_secs(Some(f64::NAN), "timeout"),
+            Wait::from_secs(Some(f64::INFINITY), "timeout"),
+            Wait::from_secs(Some(1e300), "timeout"),
+            Wait::from_secs(Some(1e-6), "timeout"),
+            Wait::from_millis_f64(Some(-0.5), "waitMs"),
+        ];
+        for r in bad {
+            assert_eq!(r.unwrap_err().kind(), ErrorKind::InvalidArgument);
+        }
+        let e = Wait::from_millis(-2, "wait_ms").unwrap_err();
+        assert!(e.message().contains("wait_ms"), "{}", e.message());
+        assert_eq!(count_from_i64(7, "count").unwrap(), 7);
+        assert_eq!(
+            count_from_f64(9_007_199_254_740_992.0, "count").unwrap(),
+            1 << 53
+        );
+        for r in [
+            count_from_i64(-1, "count"),
+            count_from_f64(-1.0, "count"),
+            count_from_f64(1.5, "count"),
+            count_from_f64(f64::NAN, "count"),
+            count_from_f64(1e17, "count"),
+        ] {
+            assert_eq!(r.unwrap_err().kind(), ErrorKind::InvalidArgument);
+        }
+    }
+}
