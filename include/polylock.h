@@ -113,7 +113,8 @@ typedef struct polylock_client polylock_client;
 typedef struct polylock_election polylock_election;
 
 /*
- A count-down latch (opaque). Thread-safe. It keeps its client alive.
+ A count-down latch (Redisson's RCountDownLatch on Redis, a Curator SharedCount on ZooKeeper).
+ Opaque and thread-safe; it keeps its client alive.
  */
 typedef struct polylock_latch polylock_latch;
 
@@ -398,32 +399,33 @@ polylock_result polylock_latch_new(polylock_client *client, const char *name, po
 void polylock_latch_free(polylock_latch *latch);
 
 /*
- Set the count (at least 1) if the latch is not counting; `*out_set` says whether this call
- did.
+ Set the count (at least 1) if the latch is not counting; true if this call set it. The answer
+ goes to `*out`.
  */
-polylock_result polylock_latch_try_set_count(polylock_latch *latch, uint64_t count, bool *out_set);
+polylock_result polylock_latch_try_set_count(polylock_latch *latch, uint64_t count, bool *out);
 
 /*
- Count down by one; at zero the latch opens and every waiter wakes.
+ Count down by one; at zero the latch opens and every waiter wakes. Nothing on an open latch.
  */
 polylock_result polylock_latch_count_down(polylock_latch *latch);
 
 /*
- The count now (0 when open), in `*out`.
+ The count now (0 when open). The answer goes to `*out`.
  */
 polylock_result polylock_latch_count(polylock_latch *latch, uint64_t *out);
 
 /*
- Wait until the count is zero: `POLYLOCK_OK` when open, `POLYLOCK_TIMEOUT` when `wait_ms`
- (-1 forever, 0 just look, or a positive number of ms) ran out first. Blocks the calling
- thread.
+ Wait until the count is zero: true when open, false when the wait ran out. `wait_ms`: -1
+ forever, 0 one try, a positive number of ms. Blocks the calling thread. `POLYLOCK_OK` when true,
+ `POLYLOCK_TIMEOUT` when false.
  */
 polylock_result polylock_latch_wait(polylock_latch *latch, int64_t wait_ms);
 
 /*
- Delete the latch (it opens; its waiters wake); `*out_was` says whether it was counting.
+ Delete the latch (it opens; its waiters wake); true if it was counting. The answer goes to
+ `*out`.
  */
-polylock_result polylock_latch_delete(polylock_latch *latch, bool *out_was);
+polylock_result polylock_latch_delete(polylock_latch *latch, bool *out);
 
 /*
  A reentrant lock handle for `name` (a znode path on ZooKeeper). Free it with

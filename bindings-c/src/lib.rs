@@ -19,7 +19,7 @@
 mod bench;
 mod client;
 mod election;
-mod latch;
+mod gen;
 mod lock;
 mod observe;
 mod result;
@@ -28,7 +28,7 @@ mod semaphore;
 pub use bench::*;
 pub use client::*;
 pub use election::*;
-pub use latch::*;
+pub use gen::latch::*;
 pub use lock::*;
 pub use observe::*;
 pub use result::*;

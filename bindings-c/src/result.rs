@@ -143,6 +143,35 @@ pub(crate) unsafe fn put<T>(out: *mut T, v: T) -> polylock_result {
     POLYLOCK_OK
 }
 
+/// The shape of every generated entry point (`src/gen/`): on the live handle `handle` (NULL is
+/// `POLYLOCK_NULL_PARAMETER` naming `what`), `call` checks the arguments and makes the core call,
+/// which runs with the calling thread blocked; its answer goes to `*out`.
+///
+/// # Safety
+/// `handle` is NULL or live; `out` NULL or writable.
+pub(crate) unsafe fn on<H, T, F>(
+    handle: *mut H,
+    what: &str,
+    out: *mut T,
+    call: impl FnOnce(&H) -> polylock::Result<F>,
+) -> polylock_result
+where
+    T: Send + 'static,
+    F: std::future::Future<Output = polylock::Result<T>> + Send + 'static,
+{
+    boundary(|| {
+        // SAFETY: caller contract.
+        let Some(h) = (unsafe { handle.as_ref() }) else {
+            return null(what);
+        };
+        match call(h).and_then(|fut| block(fut)) {
+            // SAFETY: caller contract on `out`.
+            Ok(v) => unsafe { put(out, v) },
+            Err(e) => fail(&e),
+        }
+    })
+}
+
 /// Run `fut` on polylock's runtime with the calling thread blocked.
 pub(crate) fn block<T: Send + 'static>(
     fut: impl std::future::Future<Output = polylock::Result<T>> + Send + 'static,

@@ -20,7 +20,8 @@
 //! - `lock`: the calls on one lock of any kind (a lock, a mutex, either half of a read-write
 //!   lock);
 //! - `semaphore`: the calls on a semaphore (counting, or of expiring permits) and its leases;
-//! - `latch`: the calls on a count-down latch;
+//! - `gen`: the calls generated from the tables of `core/api/` (`python3 scripts/gen-bindings.py`):
+//!   the count-down latch;
 //! - `metrics`: the process's metrics snapshot for `MetricFamily` and the Micrometer binder, and
 //!   the Prometheus text of the process or of one client;
 //! - `log`: the core's log events handed to SLF4J through `Logs.log`;
@@ -31,8 +32,8 @@ mod client;
 mod convert;
 mod election;
 mod error;
+mod gen;
 mod jvm;
-mod latch;
 mod lock;
 mod log;
 mod metrics;

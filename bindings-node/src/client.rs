@@ -12,9 +12,10 @@ use crate::boundary::entry;
 use crate::convert::{hold_kind_name, kind_arg, ms};
 use crate::driver::promise;
 use crate::election::NativeElection;
+use crate::gen::latch::NativeLatch;
 use crate::lock::NativeLock;
 use crate::outcome::{failed, outcome, sync_err};
-use crate::semaphore::{NativeLatch, NativePermitSemaphore, NativeSemaphore};
+use crate::semaphore::{NativePermitSemaphore, NativeSemaphore};
 
 /// The connect options that are not durations (index.js checked their types).
 #[napi(object)]

@@ -15,6 +15,7 @@ pub mod client;
 pub mod convert;
 mod driver;
 pub mod election;
+pub mod gen;
 pub mod lock;
 pub mod observe;
 pub mod outcome;

@@ -1,13 +1,12 @@
-//! `NativeSemaphore` (RSemaphore / InterProcessSemaphoreV2), `NativePermitSemaphore` (expiring
-//! permits, Redis) and `NativeLatch`: every call settles a Promise from polylock's runtime;
-//! waiting calls take a `CancelToken` (for `AbortSignal`). `PermitsSlot` keeps the permits of one
+//! `NativeSemaphore` (RSemaphore / InterProcessSemaphoreV2) and `NativePermitSemaphore` (expiring
+//! permits, Redis): every call settles a Promise from polylock's runtime; waiting calls take a `CancelToken` (for `AbortSignal`). `PermitsSlot` keeps the permits of one
 //! acquire, so that their hold gives back exactly those (ZooKeeper: those leases).
 
 use std::sync::{Arc, Mutex};
 
 use napi::bindgen_prelude::*;
 use napi_derive::napi;
-use polylock::{CountDownLatch, ErrorKind, PermitExpirableSemaphore, Permits, Semaphore};
+use polylock::{ErrorKind, PermitExpirableSemaphore, Permits, Semaphore};
 
 use crate::boundary::entry;
 use crate::cancel::{aborted, CancelToken, Ran};
@@ -300,98 +299,6 @@ impl NativePermitSemaphore {
             let s = self.inner.clone();
             promise(env, async move {
                 number(s.available_permits().await.map(|n| n as f64))
-            })
-        })
-    }
-}
-
-/// A count-down latch (see `index.js`).
-#[napi]
-pub struct NativeLatch {
-    inner: CountDownLatch,
-}
-
-impl NativeLatch {
-    pub(crate) fn new(inner: CountDownLatch) -> NativeLatch {
-        NativeLatch { inner }
-    }
-}
-
-#[napi]
-impl NativeLatch {
-    /// The latch's name.
-    #[napi(getter)]
-    pub fn name(&self) -> Result<String> {
-        entry(|| Ok(self.inner.name().to_string()))
-    }
-
-    /// Set the count if the latch is not counting: `value` says whether this call did.
-    #[napi]
-    pub fn try_set_count<'e>(&self, env: &'e Env, count: f64) -> Result<Object<'e>> {
-        entry(|| {
-            let n = self::count(count, "count")? as u64;
-            let l = self.inner.clone();
-            promise(env, async move {
-                match l.try_set_count(n).await {
-                    Ok(set) => outcome(set, None),
-                    Err(e) => failed(&e),
-                }
-            })
-        })
-    }
-
-    /// Count down by one.
-    #[napi]
-    pub fn count_down<'e>(&self, env: &'e Env) -> Result<Object<'e>> {
-        entry(|| {
-            let l = self.inner.clone();
-            promise(env, async move { done(l.count_down().await) })
-        })
-    }
-
-    /// The count now (`number`).
-    #[napi]
-    pub fn count<'e>(&self, env: &'e Env) -> Result<Object<'e>> {
-        entry(|| {
-            let l = self.inner.clone();
-            promise(
-                env,
-                async move { number(l.count().await.map(|n| n as f64)) },
-            )
-        })
-    }
-
-    /// Wait until the count is zero: `value` true when open, false when `waitMs` ran out.
-    #[napi]
-    pub fn wait<'e>(
-        &self,
-        env: &'e Env,
-        wait_ms: Option<f64>,
-        token: Option<&CancelToken>,
-    ) -> Result<Object<'e>> {
-        entry(|| {
-            let wait = wait_arg(wait_ms)?;
-            let (l, token) = (self.inner.clone(), CancelToken::state_of(token));
-            promise(env, async move {
-                match token.run(l.wait(wait)).await {
-                    Ran::Aborted | Ran::AbortedAfter(_) => aborted(),
-                    Ran::Done(Ok(open)) => outcome(open, None),
-                    Ran::Done(Err(e)) => failed(&e),
-                }
-            })
-        })
-    }
-
-    /// Delete the latch: `value` true if it was counting.
-    #[napi]
-    pub fn delete<'e>(&self, env: &'e Env) -> Result<Object<'e>> {
-        entry(|| {
-            let l = self.inner.clone();
-            promise(env, async move {
-                match l.delete().await {
-                    Ok(b) => outcome(b, None),
-                    Err(e) => failed(&e),
-                }
             })
         })
     }

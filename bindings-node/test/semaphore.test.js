@@ -91,6 +91,16 @@ for (const [server, url] of [
     assert.equal(await latch.count(), 0);
     assert.equal(await latch.wait({ waitMs: 0 }), true);
     await assert.rejects(latch.trySetCount(0), (e) => e.code === 'ERR_POLYLOCK_INVALID_ARGUMENT');
+    for (const bad of [-1, 1.5, NaN, 2 ** 53 + 2]) {
+      await assert.rejects(async () => latch.trySetCount(bad), (e) => e.code === 'ERR_POLYLOCK_INVALID_ARGUMENT');
+    }
+    if (server === 'redis') {
+      // The core's count is 64 bits: a JS number up to 2^53 passes whole (ZooKeeper's is 32 bits).
+      const big = c.countDownLatch(nameFor(url, 'latch-big'));
+      assert.equal(await big.trySetCount(2 ** 40), true);
+      assert.equal(await big.count(), 2 ** 40);
+      assert.equal(await big.delete(), true);
+    }
     assert.equal(await latch.trySetCount(2), true);
     assert.equal(await other.countDownLatch(name).trySetCount(5), false);
     assert.equal(await latch.wait({ waitMs: 150 }), false);

@@ -7,8 +7,9 @@ use pyo3::types::PyString;
 use crate::convert::{blocking, hold_kind_name, kind_arg, seconds, text};
 use crate::election::NativeElection;
 use crate::errors::err;
+use crate::gen::latch::NativeLatch;
 use crate::lock::NativeLock;
-use crate::semaphore::{NativeLatch, NativePermitSemaphore, NativeSemaphore};
+use crate::semaphore::{NativePermitSemaphore, NativeSemaphore};
 
 /// The options of a connect, a tuple (checked here): durations in seconds (the watchdog timeout,
 /// connect timeout, command timeout, session timeout and fair wait timeout), then the lock-name

@@ -11,6 +11,7 @@ mod client;
 mod convert;
 mod election;
 mod errors;
+mod gen;
 mod lock;
 mod log;
 mod metrics;
@@ -57,7 +58,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<aio_driver::Awaited>()?;
     m.add_class::<semaphore::NativeSemaphore>()?;
     m.add_class::<semaphore::NativePermitSemaphore>()?;
-    m.add_class::<semaphore::NativeLatch>()?;
+    m.add_class::<gen::latch::NativeLatch>()?;
     m.add_class::<election::NativeElection>()?;
     m.add("VERSION", polylock::VERSION)?;
     Ok(())

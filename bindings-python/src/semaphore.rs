@@ -1,8 +1,8 @@
-//! `NativeSemaphore` (RSemaphore / InterProcessSemaphoreV2), `NativePermitSemaphore` (expiring
-//! permits, Redis) and `NativeLatch`: blocking calls release the GIL and answer Ctrl-C, async
-//! calls report to asyncio through a callback, like the lock's.
+//! `NativeSemaphore` (RSemaphore / InterProcessSemaphoreV2) and `NativePermitSemaphore` (expiring
+//! permits, Redis): blocking calls release the GIL and answer Ctrl-C, async calls report to
+//! asyncio through a callback, like the lock's.
 
-use polylock::{CountDownLatch, ErrorKind, PermitExpirableSemaphore, Semaphore, Wait};
+use polylock::{ErrorKind, PermitExpirableSemaphore, Semaphore, Wait};
 use pyo3::prelude::*;
 
 use crate::call::{interruptible, NativeCall, Outcome, Reply};
@@ -212,69 +212,6 @@ impl NativePermitSemaphore {
                         )
                     }
                     Err(e) if e.kind() == ErrorKind::Timeout => Outcome::Value(Reply::Bool(false)),
-                    Err(e) => Outcome::Error(e),
-                }
-            },
-            done,
-        ))
-    }
-}
-
-/// A count-down latch (see `polylock.CountDownLatch`).
-#[pyclass(frozen, module = "polylock._native")]
-pub(crate) struct NativeLatch {
-    inner: CountDownLatch,
-}
-
-impl NativeLatch {
-    pub(crate) fn new(inner: CountDownLatch) -> NativeLatch {
-        NativeLatch { inner }
-    }
-}
-
-#[pymethods]
-impl NativeLatch {
-    #[getter]
-    fn name(&self) -> String {
-        self.inner.name().to_string()
-    }
-
-    fn try_set_count(&self, py: Python<'_>, count: u64) -> PyResult<bool> {
-        let l = self.inner.clone();
-        blocking(py, async move { l.try_set_count(count).await })
-    }
-
-    fn count_down(&self, py: Python<'_>) -> PyResult<()> {
-        let l = self.inner.clone();
-        blocking(py, async move { l.count_down().await })
-    }
-
-    fn count(&self, py: Python<'_>) -> PyResult<u64> {
-        let l = self.inner.clone();
-        blocking(py, async move { l.count().await })
-    }
-
-    fn delete(&self, py: Python<'_>) -> PyResult<bool> {
-        let l = self.inner.clone();
-        blocking(py, async move { l.delete().await })
-    }
-
-    /// True when open, False when the wait ran out; Ctrl-C interrupts the wait.
-    #[pyo3(signature = (wait))]
-    fn wait(&self, py: Python<'_>, wait: Option<f64>) -> PyResult<bool> {
-        let wait = wait_arg(wait)?;
-        let l = self.inner.clone();
-        interruptible(py, async move { l.wait(wait).await })?.map_err(|e| to_py(py, e))
-    }
-
-    /// Start a wait; `done(ok, value)`: True when open, False when the wait ran out.
-    fn wait_async(&self, wait: Option<f64>, done: Py<PyAny>) -> PyResult<NativeCall> {
-        let wait = wait_arg(wait)?;
-        let l = self.inner.clone();
-        Ok(NativeCall::start(
-            async move {
-                match l.wait(wait).await {
-                    Ok(open) => Outcome::Value(Reply::Bool(open)),
                     Err(e) => Outcome::Error(e),
                 }
             },

@@ -17,15 +17,17 @@ import java.util.concurrent.TimeUnit;
  * by notification, and the latch can be set again. {@link #await()} and {@link #await(long,
  * TimeUnit)} answer {@link Thread#interrupt()} with an {@link InterruptedException}.
  *
- * <p>This object holds no native memory; creating one per request is cheap.
+ * <p>Each latch object holds a native handle (the core latch, made once): it is freed when the
+ * object becomes unreachable (reclaimed as the next native handle is made), so creating one per
+ * request stays cheap.
  */
 public final class DistributedCountDownLatch {
-    private final PolylockClient client;
     private final String name;
+    private final NativeHandle handle;
 
-    DistributedCountDownLatch(PolylockClient client, String name) {
-        this.client = client;
+    DistributedCountDownLatch(String name, long nativeLatch) {
         this.name = name;
+        this.handle = NativeHandle.own(nativeLatch, this, Native::latchFree, "latch");
     }
 
     /** The latch's name (a ZooKeeper path on ZooKeeper). */
@@ -40,31 +42,31 @@ public final class DistributedCountDownLatch {
      * @throws IllegalArgumentException if {@code count} is less than 1
      */
     public boolean trySetCount(long count) {
-        long h = client.enter();
+        long h = handle.enter();
         try {
-            return Native.latchTrySetCount(h, name, count);
+            return Native.latchTrySetCount(h, count);
         } finally {
-            client.exit();
+            handle.exit();
         }
     }
 
     /** Count down by one; at 0 every waiter wakes. Does nothing on an open latch. */
     public void countDown() {
-        long h = client.enter();
+        long h = handle.enter();
         try {
-            Native.latchCountDown(h, name);
+            Native.latchCountDown(h);
         } finally {
-            client.exit();
+            handle.exit();
         }
     }
 
     /** The count now (0 when open); asks the server. */
     public long getCount() {
-        long h = client.enter();
+        long h = handle.enter();
         try {
-            return Native.latchCount(h, name);
+            return Native.latchCount(h);
         } finally {
-            client.exit();
+            handle.exit();
         }
     }
 
@@ -83,12 +85,17 @@ public final class DistributedCountDownLatch {
 
     /** Delete the latch: it opens and its waiters wake; true if it was counting. */
     public boolean delete() {
-        long h = client.enter();
+        long h = handle.enter();
         try {
-            return Native.latchDelete(h, name);
+            return Native.latchDelete(h);
         } finally {
-            client.exit();
+            handle.exit();
         }
+    }
+
+    /** The latch's native handle (tests). */
+    NativeHandle nativeHandle() {
+        return handle;
     }
 
     @Override
@@ -100,14 +107,14 @@ public final class DistributedCountDownLatch {
         if (Thread.interrupted()) {
             throw new InterruptedException();
         }
-        long h = client.enter();
+        long h = handle.enter();
         try {
             NativeFuture future = new NativeFuture();
-            long cancel = Native.latchAwaitAsync(h, name, waitMs, future);
+            long cancel = Native.latchWaitAsync(h, waitMs, future);
             NativeFuture done = Waits.await(future, cancel, true);
             return done.succeeded() && done.value() != 0;
         } finally {
-            client.exit();
+            handle.exit();
         }
     }
 }

@@ -71,7 +71,7 @@ public final class DistributedLock implements Lock, AutoCloseable {
     /** The client of a named lock; null for a multi-lock. */
     private final PolylockClient client;
     /** The native lock of a multi-lock; null for a named lock. */
-    private final LockHandle handle;
+    private final NativeHandle handle;
     private final String name;
     /** One of {@code Native.KIND_*}, or {@code Native.LOCK_HANDLE} for a multi-lock. */
     private final int kind;
@@ -106,7 +106,7 @@ public final class DistributedLock implements Lock, AutoCloseable {
 
     private DistributedLock(List<DistributedLock> members, long nativeLock) {
         this.client = null;
-        this.handle = LockHandle.own(nativeLock, this);
+        this.handle = NativeHandle.own(nativeLock, this, Native::lockFree, "multi-lock");
         this.kind = Native.LOCK_HANDLE;
         this.holdKind = -1;
         this.members = members;
@@ -191,7 +191,7 @@ public final class DistributedLock implements Lock, AutoCloseable {
     }
 
     /** A multi-lock's native lock (tests); null for a named lock. */
-    LockHandle lockHandle() {
+    NativeHandle lockHandle() {
         return handle;
     }
 

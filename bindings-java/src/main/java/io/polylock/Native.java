@@ -39,7 +39,7 @@ final class Native {
 
     /**
      * Not a kind of hold: the {@code kind} of a lock native whose first argument is a lock handle
-     * ({@link #multiLockNew}, owned by a {@link LockHandle}) instead of a client handle; the
+     * ({@link #multiLockNew}, owned by a {@link NativeHandle}) instead of a client handle; the
      * {@code name} argument is then not read. Twin of {@code LOCK_HANDLE} in convert.rs, outside
      * the kinds' numbers.
      */
@@ -293,21 +293,34 @@ final class Native {
     static native boolean permitTryRelease(long client, String name, String id);
 
     // ---- count-down latches ----
+    // BEGIN generated from core/api/latch.toml by `python3 scripts/gen-bindings.py`: do not edit
+    // A count-down latch (Redisson's RCountDownLatch on Redis, a Curator SharedCount on ZooKeeper).
+    // A native handle: latchNew .. latchFree.
+    static native long latchNew(long client, String name);
 
-    static native void validateLatch(long client, String name);
+    static native void latchFree(long latch);
 
-    static native boolean latchTrySetCount(long client, String name, long count);
+    /** Set the count (at least 1) if the latch is not counting; true if this call set it. */
+    static native boolean latchTrySetCount(long latch, long count);
 
-    static native void latchCountDown(long client, String name);
+    /**
+     * Count down by one; at zero the latch opens and every waiter wakes. Nothing on an open latch.
+     */
+    static native void latchCountDown(long latch);
 
-    static native long latchCount(long client, String name);
+    /** The count now (0 when open). */
+    static native long latchCount(long latch);
 
-    static native boolean latchDelete(long client, String name);
+    /**
+     * Wait until the count is zero: true when open, false when the wait ran out. Completes {@code
+     * future} with 1 (true) or 0 (false); returns the cancel handle.
+     */
+    static native long latchWaitAsync(long latch, long waitMs, NativeFuture future);
 
-    /** Completes {@code future} with 1 when the latch opened, 0 when the wait ran out. */
-    static native long latchAwaitAsync(long client, String name, long waitMs, NativeFuture future);
+    /** Delete the latch (it opens; its waiters wake); true if it was counting. */
+    static native boolean latchDelete(long latch);
+    // END generated (latch)
 
-    /** Calls {@code target.onLost(name, kind, owner, message)} for every lost hold. */
     // Leader election: a candidate is a native handle (electionNew .. electionFree).
     static native long electionNew(long client, String name, String id);
 
@@ -327,5 +340,6 @@ final class Native {
 
     static native String[] electionCandidates(long election);
 
+    /** Calls {@code target.onLost(name, kind, owner, message)} for every lost hold. */
     static native void watchLost(long client, PolylockClient target);
 }

@@ -218,11 +218,10 @@ public final class PolylockClient implements AutoCloseable {
         Objects.requireNonNull(name, "name");
         long h = enter();
         try {
-            Native.validateLatch(h, name);
+            return new DistributedCountDownLatch(name, Native.latchNew(h, name));
         } finally {
             exit();
         }
-        return new DistributedCountDownLatch(this, name);
     }
 
     private void validateSemaphore(String name, int kind) {

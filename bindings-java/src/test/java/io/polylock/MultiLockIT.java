@@ -301,12 +301,12 @@ class MultiLockIT {
     void anUnreachableMultiLockIsFreedAndItsHoldsStayWithTheMembers() throws Exception {
         DistributedLock a = redis.getLock(name);
         DistributedLock b = zk.getLock(path);
-        LockHandle handle = lockAndForget(a, b);
+        NativeHandle handle = lockAndForget(a, b);
         long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
         while (!handle.isFreed() && System.nanoTime() < deadline) {
             System.gc();
             Thread.sleep(20);
-            LockHandle.reclaimUnreachable(); // what every new multi-lock does first
+            NativeHandle.reclaimUnreachable(); // what every new multi-lock does first
         }
         assertTrue(handle.isFreed(), "the native lock of a collected multi-lock was freed");
         assertEquals(1, a.getHoldCount(), "its holds stay: the Redis member");
@@ -318,10 +318,10 @@ class MultiLockIT {
     }
 
     /** Lock a multi-lock over {@code a} and {@code b} and drop it; its native lock. */
-    private static LockHandle lockAndForget(DistributedLock a, DistributedLock b) {
+    private static NativeHandle lockAndForget(DistributedLock a, DistributedLock b) {
         DistributedLock m = Polylock.multiLock(List.of(a, b));
         m.lock();
-        LockHandle h = m.lockHandle();
+        NativeHandle h = m.lockHandle();
         assertFalse(h.isFreed());
         return h;
     }

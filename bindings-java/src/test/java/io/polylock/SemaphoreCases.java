@@ -333,6 +333,38 @@ abstract class SemaphoreCases {
     }
 
     @Test
+    void aLatchIsANativeHandleFreedOnceUnreachableAndTypedAfterItsClientCloses() throws Exception {
+        NativeHandle h = forgottenLatch(name("latch-gc"));
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
+        while (!h.isFreed() && System.nanoTime() < deadline) {
+            System.gc();
+            Thread.sleep(20);
+            NativeHandle.reclaimUnreachable(); // what every new native handle does first
+        }
+        assertTrue(h.isFreed(), "the native latch of a collected latch was freed");
+        // A latch whose client closed answers every call with INVALID_STATE (its handle lives on).
+        PolylockClient c = Polylock.connect(url());
+        DistributedCountDownLatch latch = c.getCountDownLatch(name("latch-closed"));
+        c.close();
+        for (Executable call : Arrays.<Executable>asList(
+                latch::countDown, latch::getCount, () -> latch.trySetCount(1), latch::delete,
+                () -> latch.await(1, TimeUnit.SECONDS))) {
+            PolylockException e = assertThrows(PolylockException.class, call);
+            assertEquals(PolylockException.Code.INVALID_STATE, e.getCode());
+        }
+        assertThrows(PolylockException.class, () -> c.getCountDownLatch(name("latch-after")));
+    }
+
+    /** A latch made and dropped; its native handle. */
+    private NativeHandle forgottenLatch(String name) {
+        DistributedCountDownLatch latch = client.getCountDownLatch(name);
+        assertEquals(0, latch.getCount());
+        NativeHandle h = latch.nativeHandle();
+        assertFalse(h.isFreed());
+        return h;
+    }
+
+    @Test
     void latchWaitersAllWakeAtZeroAndTimeOutOtherwise() throws Exception {
         String name = name("latch");
         DistributedCountDownLatch latch = client.getCountDownLatch(name);

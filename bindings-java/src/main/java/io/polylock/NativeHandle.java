@@ -8,19 +8,21 @@ import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.LongConsumer;
 
 /**
- * A native lock handle (the core lock of a multi-lock, built once by {@link Native#multiLockNew}),
- * owned by one {@link DistributedLock}: counted while a call uses it, and freed exactly once, by
- * the last call out after {@link #close()}, as {@link PolylockClient} does with a client handle.
+ * A native handle (the core lock of a multi-lock from {@link Native#multiLockNew}, a count-down
+ * latch from {@link Native#latchNew}) owned by one Java object: counted while a call uses it, and
+ * freed exactly once, by the last call out after {@link #close()}, as {@link PolylockClient} does
+ * with a client handle.
  *
  * <p>A handle whose owner became unreachable without {@code close()} is freed too: its owner is
  * tracked by a phantom reference, and the handles of unreachable owners are freed whenever a new
  * one is made (no thread of its own; the library targets Java 8, which has no {@code Cleaner}).
- * Freeing the handle never releases a hold: holds taken through a multi-lock are its members'
- * holds, in their clients.
+ * Freeing a handle never releases a hold: holds taken through a multi-lock are its members'
+ * holds, in their clients; a latch holds nothing.
  */
-final class LockHandle {
+final class NativeHandle {
     /** Bit of {@link #users} set once closed; the bits below count calls in flight. */
     private static final int CLOSED = 1 << 30;
 
@@ -29,20 +31,27 @@ final class LockHandle {
     private static final Set<Reclaim> TRACKED = Collections.newSetFromMap(new ConcurrentHashMap<Reclaim, Boolean>());
 
     private final long handle;
+    private final LongConsumer free;
+    private final String what;
     private final AtomicInteger users = new AtomicInteger();
     private final AtomicBoolean closing = new AtomicBoolean();
     private final AtomicBoolean freed = new AtomicBoolean();
     private final Reclaim reclaim;
 
-    private LockHandle(long handle, Object owner) {
+    private NativeHandle(long handle, Object owner, LongConsumer free, String what) {
         this.handle = handle;
+        this.free = free;
+        this.what = what;
         this.reclaim = new Reclaim(owner, this);
     }
 
-    /** Own {@code handle} on behalf of {@code owner}, which must not be reachable from the handle. */
-    static LockHandle own(long handle, Object owner) {
+    /**
+     * Own {@code handle} on behalf of {@code owner}, which must not be reachable from the handle;
+     * {@code free} frees it, {@code what} names it in the error of a call after close.
+     */
+    static NativeHandle own(long handle, Object owner, LongConsumer free, String what) {
         reclaimUnreachable();
-        LockHandle h = new LockHandle(handle, owner);
+        NativeHandle h = new NativeHandle(handle, owner, free, what);
         TRACKED.add(h.reclaim);
         return h;
     }
@@ -52,7 +61,7 @@ final class LockHandle {
         int u = users.incrementAndGet();
         if ((u & CLOSED) != 0) {
             exit();
-            throw new PolylockException(PolylockException.Code.INVALID_STATE, "this multi-lock handle is closed");
+            throw new PolylockException(PolylockException.Code.INVALID_STATE, "this " + what + " handle is closed");
         }
         return handle;
     }
@@ -60,7 +69,7 @@ final class LockHandle {
     /** End a call; the last one out after close frees the native handle. */
     void exit() {
         if (users.decrementAndGet() == CLOSED && freed.compareAndSet(false, true)) {
-            Native.lockFree(handle);
+            free.accept(handle);
         }
     }
 
@@ -92,9 +101,9 @@ final class LockHandle {
     }
 
     private static final class Reclaim extends PhantomReference<Object> {
-        final LockHandle handle;
+        final NativeHandle handle;
 
-        Reclaim(Object owner, LockHandle handle) {
+        Reclaim(Object owner, NativeHandle handle) {
             super(owner, UNREACHABLE);
             this.handle = handle;
         }

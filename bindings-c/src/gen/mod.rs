@@ -1,0 +1,3 @@
+//! The glue generated from the tables of core/api/ by `python3 scripts/gen-bindings.py`: do not edit.
+
+pub(crate) mod latch;

@@ -1,0 +1,647 @@
+#!/usr/bin/env python3
+"""Writes the four bindings' glue for each primitive described in core/api/<name>.toml.
+
+    python3 scripts/gen-bindings.py          write the generated files
+    python3 scripts/gen-bindings.py --check  exit 1 naming every generated file that differs
+
+A table names the primitive's core type, the client method that makes one, and its operations:
+their arguments (kinds: count, wait), their answer (none, bool, count), whether they wait for
+others (and so take each runtime's cancel). From it, for each primitive:
+
+    bindings-c/src/gen/<name>.rs       the C functions (polylock_<name>_*; cbindgen writes the header)
+    bindings-python/src/gen/<name>.rs  the PyO3 class Native<Class>, and its stub in _native.pyi
+    bindings-node/src/gen/<name>.rs    the napi class Native<Class>
+    bindings-java/src/gen/<name>.rs    the JNI entry points, and their declarations in Native.java
+    bindings-*/src/gen/mod.rs          the list of generated modules
+
+Each argument kind is parsed by the core (`Wait::from_millis`, `Wait::from_secs`,
+`Wait::from_millis_f64`, `count_from_i64`, `count_from_f64`), in each runtime's documented
+convention; each binding's helpers (its blocking call, its Promise, its NativeFuture, its asyncio
+call) stay hand-written, as does each runtime's idiomatic class over the generated one.
+"""
+
+from __future__ import annotations
+
+import argparse
+import pathlib
+import re
+import subprocess
+import sys
+import tomllib
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+API = ROOT / "core" / "api"
+COMMAND = "python3 scripts/gen-bindings.py"
+
+ARG_KINDS = {"count", "wait"}
+ANSWERS = {"none", "bool", "count"}
+
+
+def header(table: str, comment: str = "//") -> str:
+    return (
+        f"{comment} Generated from core/api/{table}.toml by `{COMMAND}`: do not edit; change the\n"
+        f"{comment} table or the generator and run it again (CI fails on a difference).\n"
+    )
+
+
+def camel(snake: str, upper: bool = False) -> str:
+    parts = snake.split("_")
+    first = parts[0].capitalize() if upper else parts[0]
+    return first + "".join(p.capitalize() for p in parts[1:])
+
+
+def load(path: pathlib.Path) -> dict:
+    with path.open("rb") as f:
+        t = tomllib.load(f)
+    where = path.relative_to(ROOT)
+    for key in ("name", "class", "core", "open", "doc", "op"):
+        if key not in t:
+            sys.exit(f"{where}: no '{key}'")
+    for op in t["op"]:
+        for a in op.get("args", []):
+            if a["kind"] not in ARG_KINDS:
+                sys.exit(f"{where}: {op['name']}: unknown argument kind '{a['kind']}'")
+        if op["answer"] not in ANSWERS:
+            sys.exit(f"{where}: {op['name']}: unknown answer '{op['answer']}'")
+        if op.get("waits") and op["answer"] != "bool":
+            sys.exit(f"{where}: {op['name']}: a waiting operation answers bool (for now)")
+        if op.get("false_is_timeout") and op["answer"] != "bool":
+            sys.exit(f"{where}: {op['name']}: false_is_timeout needs a bool answer")
+    t["table"] = path.stem
+    return t
+
+
+def doc_lines(text: str, indent: str, comment: str = "///") -> str:
+    """A doc comment wrapped at 100 columns."""
+    width = 100 - len(indent) - len(comment) - 1
+    out, line = [], ""
+    for word in text.split():
+        if line and len(line) + 1 + len(word) > width:
+            out.append(line)
+            line = word
+        else:
+            line = f"{line} {word}" if line else word
+    if line:
+        out.append(line)
+    return "".join(f"{indent}{comment} {l}\n" for l in out)
+
+
+def uses_wait(t: dict) -> bool:
+    return any(a["kind"] == "wait" for op in t["op"] for a in op.get("args", []))
+
+
+def uses_count(t: dict) -> bool:
+    return any(a["kind"] == "count" for op in t["op"] for a in op.get("args", []))
+
+
+def call_args(op: dict) -> str:
+    return ", ".join(a["name"] for a in op.get("args", []))
+
+
+# ---- C ----------------------------------------------------------------------------------------
+
+C_WAIT_DOC = "`wait_ms`: -1 forever, 0 one try, a positive number of ms. Blocks the calling thread."
+
+
+def c_file(t: dict) -> str:
+    name, handle = t["name"], f"polylock_{t['name']}"
+    core_uses = [t["core"]] + (["Wait"] if uses_wait(t) else [])
+    timeout = any(op.get("false_is_timeout") for op in t["op"])
+    result_uses = ["boundary", "on", "polylock_result", "POLYLOCK_OK"] + (
+        ["POLYLOCK_TIMEOUT"] if timeout else []
+    )
+    s = header(t["table"])
+    s += doc_lines(f"`{handle}`: {t['doc']}", "", "//!")
+    s += "\n"
+    s += "use std::ffi::c_char;\n\n"
+    s += f"use polylock::{{{', '.join(sorted(core_uses))}}};\n\n"
+    s += "use crate::client::polylock_client;\n"
+    s += f"use crate::result::{{{', '.join(result_uses)}}};\n"
+    s += "use crate::semaphore::new_handle;\n\n"
+    s += doc_lines(f"{t['doc']} Opaque and thread-safe; it keeps its client alive.", "")
+    s += f"pub struct {handle} {{\n    inner: {t['core']},\n}}\n\n"
+    s += doc_lines(
+        f"A {name} handle for `name` (a znode path on ZooKeeper). Free it with `{handle}_free`.", ""
+    )
+    s += f"""#[no_mangle]
+pub unsafe extern "C" fn {handle}_new(
+    client: *mut polylock_client,
+    name: *const c_char,
+    out: *mut *mut {handle},
+) -> polylock_result {{
+    // SAFETY: forwarded contract.
+    unsafe {{
+        new_handle(client, name, out, |c, n| {{
+            Ok({handle} {{
+                inner: c.{t['open']}(n)?,
+            }})
+        }})
+    }}
+}}
+
+/// Free a {name} handle. NULL is allowed.
+#[no_mangle]
+pub unsafe extern "C" fn {handle}_free({name}: *mut {handle}) {{
+    let _ = boundary(|| {{
+        if !{name}.is_null() {{
+            // SAFETY: from {handle}_new, freed once (caller contract).
+            drop(unsafe {{ Box::from_raw({name}) }});
+        }}
+        POLYLOCK_OK
+    }});
+}}
+"""
+    for op in t["op"]:
+        params = [f"{name}: *mut {handle}"]
+        parse = []
+        for a in op.get("args", []):
+            if a["kind"] == "count":
+                params.append(f"{a['name']}: u64")
+            else:
+                params.append("wait_ms: i64")
+                parse.append(f"let {a['name']} = Wait::from_millis(wait_ms, \"wait_ms\")?;")
+        doc = op["doc"]
+        if any(a["kind"] == "wait" for a in op.get("args", [])):
+            doc += " " + C_WAIT_DOC
+        answer, out_ty = op["answer"], None
+        if op.get("false_is_timeout"):
+            doc += " `POLYLOCK_OK` when true, `POLYLOCK_TIMEOUT` when false."
+            out_ty = "bool"
+            out_decl, out_arg = "let mut answer = false;", "&mut answer"
+        elif answer == "none":
+            out_decl, out_arg = "let mut answer = ();", "&mut answer"
+        else:
+            out_ty = "bool" if answer == "bool" else "u64"
+            params.append(f"out: *mut {out_ty}")
+            doc += " The answer goes to `*out`."
+            out_decl, out_arg = None, "out"
+        body = ""
+        if out_decl:
+            body += f"    {out_decl}\n"
+        body += "    // SAFETY: forwarded contract.\n"
+        prefix = "let r = " if op.get("false_is_timeout") else ""
+        body += f"    {prefix}unsafe {{\n"
+        body += f"        on({name}, \"{name}\", {out_arg}, |h| {{\n"
+        for p in parse:
+            body += f"            {p}\n"
+        body += "            let inner = h.inner.clone();\n"
+        body += f"            Ok(async move {{ inner.{op['name']}({call_args(op)}).await }})\n"
+        body += "        })\n"
+        body += "    }" + (";\n" if op.get("false_is_timeout") else "\n")
+        if op.get("false_is_timeout"):
+            body += "    match r {\n        POLYLOCK_OK if !answer => POLYLOCK_TIMEOUT,\n        r => r,\n    }\n"
+        s += "\n" + doc_lines(doc, "")
+        s += "#[no_mangle]\n"
+        s += f"pub unsafe extern \"C\" fn {handle}_{op['name']}(\n"
+        s += "".join(f"    {p},\n" for p in params)
+        s += ") -> polylock_result {\n" + body + "}\n"
+    return s
+
+
+# ---- Python -----------------------------------------------------------------------------------
+
+PY_TYPES = {"count": ("u64", "int"), "wait": ("Option<f64>", "Optional[float]")}
+PY_ANSWERS = {"none": ("()", "None"), "bool": ("bool", "bool"), "count": ("u64", "int")}
+
+
+def python_file(t: dict) -> str:
+    cls = f"Native{t['class']}"
+    waits = any(op.get("waits") for op in t["op"])
+    core_uses = [t["core"]] + (["Wait"] if uses_wait(t) else [])
+    s = header(t["table"])
+    s += doc_lines(
+        f"`{cls}`: {t['doc']} Blocking calls release the GIL and answer Ctrl-C; waiting calls have "
+        "an async twin that reports to asyncio through a callback.",
+        "",
+        "//!",
+    )
+    s += "\n"
+    s += f"use polylock::{{{', '.join(sorted(core_uses))}}};\n"
+    s += "use pyo3::prelude::*;\n\n"
+    if waits:
+        s += "use crate::call::{interruptible, NativeCall, Outcome, Reply};\n"
+    s += "use crate::convert::blocking;\n"
+    errors = (["err"] if uses_wait(t) else []) + (["to_py"] if waits else [])
+    if errors:
+        s += f"use crate::errors::{{{', '.join(errors)}}};\n"
+    s += "\n"
+    s += doc_lines(t["doc"], "")
+    s += f"""#[pyclass(frozen, module = "polylock._native")]
+pub(crate) struct {cls} {{
+    inner: {t['core']},
+}}
+
+impl {cls} {{
+    pub(crate) fn new(inner: {t['core']}) -> {cls} {{
+        {cls} {{ inner }}
+    }}
+}}
+
+#[pymethods]
+impl {cls} {{
+    #[getter]
+    fn name(&self) -> String {{
+        self.inner.name().to_string()
+    }}
+"""
+    for op in t["op"]:
+        args = op.get("args", [])
+        params = "".join(f", {a['name']}: {PY_TYPES[a['kind']][0]}" for a in args)
+        parse = "".join(
+            f"        let {a['name']} = Wait::from_secs({a['name']}, \"timeout\").map_err(err)?;\n"
+            for a in args
+            if a["kind"] == "wait"
+        )
+        ret = PY_ANSWERS[op["answer"]][0]
+        s += "\n" + doc_lines(op["doc"], "    ")
+        if op.get("waits"):
+            sig = ", ".join(a["name"] for a in args)
+            s += f"    #[pyo3(signature = ({sig}))]\n"
+            s += f"    fn {op['name']}(&self, py: Python<'_>{params}) -> PyResult<{ret}> {{\n"
+            s += parse
+            s += "        let inner = self.inner.clone();\n"
+            s += (
+                f"        interruptible(py, async move {{ inner.{op['name']}({call_args(op)}).await }})?\n"
+                "            .map_err(|e| to_py(py, e))\n    }\n"
+            )
+            s += "\n" + doc_lines(
+                f"The same, started for asyncio: `done(ok, value)` when it ends.", "    "
+            )
+            s += f"    fn {op['name']}_async(&self{params}, done: Py<PyAny>) -> PyResult<NativeCall> {{\n"
+            s += parse
+            s += "        let inner = self.inner.clone();\n"
+            s += f"""        Ok(NativeCall::start(
+            async move {{
+                match inner.{op['name']}({call_args(op)}).await {{
+                    Ok(v) => Outcome::Value(Reply::Bool(v)),
+                    Err(e) => Outcome::Error(e),
+                }}
+            }},
+            done,
+        ))
+    }}
+"""
+        else:
+            s += f"    fn {op['name']}(&self, py: Python<'_>{params}) -> PyResult<{ret}> {{\n"
+            s += parse
+            s += "        let inner = self.inner.clone();\n"
+            s += f"        blocking(py, async move {{ inner.{op['name']}({call_args(op)}).await }})\n    }}\n"
+    s += "}\n"
+    return s
+
+
+def python_stub(t: dict) -> str:
+    cls = f"Native{t['class']}"
+    s = f"class {cls}:\n    @property\n    def name(self) -> str: ...\n"
+    for op in t["op"]:
+        args = op.get("args", [])
+        params = "".join(f", {a['name']}: {PY_TYPES[a['kind']][1]}" for a in args)
+        ret = PY_ANSWERS[op["answer"]][1]
+        s += f"    def {op['name']}(self{params}) -> {ret}: ...\n"
+        if op.get("waits"):
+            s += (
+                f"    def {op['name']}_async(self{params}, done: Callable[[bool, Any], Any])"
+                " -> NativeCall: ...\n"
+            )
+    return s
+
+
+# ---- Node -------------------------------------------------------------------------------------
+
+
+def node_file(t: dict) -> str:
+    cls = f"Native{t['class']}"
+    waits = any(op.get("waits") for op in t["op"])
+    answers = {op["answer"] for op in t["op"]}
+    core_uses = [t["core"]] + (["Wait"] if uses_wait(t) else []) + (
+        ["count_from_f64"] if uses_count(t) else []
+    )
+    outcome_uses = sorted(
+        {"failed"}
+        | ({"outcome"} if "bool" in answers else set())
+        | ({"done"} if "none" in answers else set())
+        | ({"number"} if "count" in answers else set())
+        | ({"sync_err"} if t["op"] and any(op.get("args") for op in t["op"]) else set())
+    )
+    s = header(t["table"])
+    s += doc_lines(
+        f"`{cls}`: {t['doc']} Every call settles a Promise from polylock's runtime; waiting calls "
+        "take a `CancelToken` (for `AbortSignal`).",
+        "",
+        "//!",
+    )
+    s += "\n"
+    s += "use napi::bindgen_prelude::*;\nuse napi_derive::napi;\n"
+    s += f"use polylock::{{{', '.join(sorted(core_uses))}}};\n\n"
+    s += "use crate::boundary::entry;\n"
+    if waits:
+        s += "use crate::cancel::{aborted, CancelToken, Ran};\n"
+    s += "use crate::driver::promise;\n"
+    s += f"use crate::outcome::{{{', '.join(outcome_uses)}}};\n\n"
+    s += doc_lines(f"{t['doc']} The JS class over it is in `index.js`.", "")
+    s += f"""#[napi]
+pub struct {cls} {{
+    inner: {t['core']},
+}}
+
+impl {cls} {{
+    pub(crate) fn new(inner: {t['core']}) -> {cls} {{
+        {cls} {{ inner }}
+    }}
+}}
+
+#[napi]
+impl {cls} {{
+    /// The name.
+    #[napi(getter)]
+    pub fn name(&self) -> Result<String> {{
+        entry(|| Ok(self.inner.name().to_string()))
+    }}
+"""
+    for op in t["op"]:
+        args = op.get("args", [])
+        params, parse = "", ""
+        for a in args:
+            if a["kind"] == "count":
+                params += f", {a['name']}: f64"
+                parse += (
+                    f"            let {a['name']} = count_from_f64({a['name']}, \"{camel(a['name'])}\")"
+                    ".map_err(sync_err)?;\n"
+                )
+            else:
+                params += ", wait_ms: Option<f64>"
+                parse += (
+                    f"            let {a['name']} = Wait::from_millis_f64(wait_ms, \"waitMs\")"
+                    ".map_err(sync_err)?;\n"
+                )
+        call = f"inner.{op['name']}({call_args(op)})"
+        s += "\n" + doc_lines(op["doc"], "    ")
+        s += "    #[napi]\n"
+        if op.get("waits"):
+            s += f"    pub fn {op['name']}<'e>(\n        &self,\n        env: &'e Env{params},\n        token: Option<&CancelToken>,\n    ) -> Result<Object<'e>> {{\n"
+            s += "        entry(|| {\n" + parse
+            s += "            let (inner, token) = (self.inner.clone(), CancelToken::state_of(token));\n"
+            s += f"""            promise(env, async move {{
+                match token.run({call}).await {{
+                    Ran::Aborted | Ran::AbortedAfter(_) => aborted(),
+                    Ran::Done(Ok(v)) => outcome(v, None),
+                    Ran::Done(Err(e)) => failed(&e),
+                }}
+            }})
+        }})
+    }}
+"""
+        else:
+            s += f"    pub fn {op['name']}<'e>(&self, env: &'e Env{params}) -> Result<Object<'e>> {{\n"
+            s += "        entry(|| {\n" + parse
+            s += "            let inner = self.inner.clone();\n"
+            if op["answer"] == "none":
+                settle = f"done({call}.await)"
+            elif op["answer"] == "count":
+                settle = f"number({call}.await.map(|n| n as f64))"
+            else:
+                settle = f"match {call}.await {{ Ok(v) => outcome(v, None), Err(e) => failed(&e) }}"
+            s += f"            promise(env, async move {{ {settle} }})\n        }})\n    }}\n"
+    s += "}\n"
+    return s
+
+
+# ---- Java -------------------------------------------------------------------------------------
+
+J_ANSWERS = {"none": ("()", "()", "void"), "bool": ("jboolean", "JNI_FALSE", "boolean"),
+             "count": ("jlong", "0", "long")}
+
+
+def java_file(t: dict) -> str:
+    name, core = t["name"], t["core"]
+    waits = any(op.get("waits") for op in t["op"])
+    answers = {op["answer"] for op in t["op"] if not op.get("waits")}
+    core_uses = [core, "Error", "ErrorKind"] + (["Wait"] if uses_wait(t) else []) + (
+        ["count_from_i64"] if uses_count(t) else []
+    )
+    sys_uses = ["jlong"] + (["jboolean", "JNI_FALSE"] if "bool" in answers else [])
+    convert_uses = ["block", "string"] + (["jbool"] if "bool" in answers else [])
+    objects = ["JClass", "JString"] + (["JObject"] if waits else [])
+    s = header(t["table"])
+    s += doc_lines(
+        f"The JNI entry points of `Native.{name}*`: {t['doc']} A {name} is a native handle (a "
+        f"`Box<{core}>` from `{name}New`, freed once by `{name}Free`); a waiting call completes a "
+        "`NativeFuture`.",
+        "",
+        "//!",
+    )
+    s += "\n"
+    s += f"use jni::objects::{{{', '.join(sorted(objects))}}};\n"
+    s += f"use jni::sys::{{{', '.join(sorted(sys_uses, key=str.lower))}}};\n"
+    s += "use jni::JNIEnv;\n"
+    s += f"use polylock::{{{', '.join(sorted(core_uses, key=lambda u: (u[0].islower(), u)))}}};\n\n"
+    s += "use crate::client::client;\n"
+    s += f"use crate::convert::{{{', '.join(sorted(convert_uses))}}};\n"
+    s += "use crate::error::{entry, Result};\n"
+    if waits:
+        s += "use crate::wait::{start, Won};\n"
+    s += f"""
+/// The {name} behind a handle from `{name}New`.
+fn handle<'a>(handle: jlong) -> Result<&'a {core}> {{
+    if handle == 0 {{
+        return Err(Error::new(ErrorKind::InvalidState, "the {name} handle is freed"));
+    }}
+    // SAFETY: a non-zero handle is a `Box<{core}>` from `{name}New`, freed once by Java after its
+    // last call.
+    Ok(unsafe {{ &*(handle as *const {core}) }})
+}}
+
+/// A {name} for `name` on the client `client`; its handle.
+#[no_mangle]
+pub extern "system" fn Java_io_polylock_Native_{name}New<'l>(
+    mut env: JNIEnv<'l>,
+    _: JClass<'l>,
+    client_handle: jlong,
+    name: JString<'l>,
+) -> jlong {{
+    entry(&mut env, 0, |env| {{
+        let c = client(client_handle)?;
+        let name = string(env, &name, "{name} name")?;
+        Ok(Box::into_raw(Box::new(c.{t['open']}(&name)?)) as jlong)
+    }})
+}}
+
+/// Free a {name}'s handle (0 is allowed).
+#[no_mangle]
+pub extern "system" fn Java_io_polylock_Native_{name}Free<'l>(
+    mut env: JNIEnv<'l>,
+    _: JClass<'l>,
+    {name}: jlong,
+) {{
+    entry(&mut env, (), |_| {{
+        if {name} != 0 {{
+            // SAFETY: from `{name}New`; Java frees it once, after its last call.
+            drop(unsafe {{ Box::from_raw({name} as *mut {core}) }});
+        }}
+        Ok(())
+    }})
+}}
+"""
+    for op in t["op"]:
+        args = op.get("args", [])
+        params, parse = "", ""
+        for a in args:
+            if a["kind"] == "count":
+                params += f"    {a['name']}: jlong,\n"
+                parse += f"        let {a['name']} = count_from_i64({a['name']}, \"{camel(a['name'])}\")?;\n"
+            else:
+                params += "    wait_ms: jlong,\n"
+                parse += f"        let {a['name']} = Wait::from_millis(wait_ms, \"wait time\")?;\n"
+        call = f"inner.{op['name']}({call_args(op)})"
+        java_name = f"{name}{camel(op['name'], True)}"
+        s += "\n" + doc_lines(op["doc"], "")
+        if op.get("waits"):
+            s += doc_lines(
+                "Started: completes `future` with 1 (true) or 0 (false); returns the cancel handle.",
+                "",
+            )
+            s += f"""#[no_mangle]
+pub extern "system" fn Java_io_polylock_Native_{java_name}Async<'l>(
+    mut env: JNIEnv<'l>,
+    _: JClass<'l>,
+    {name}: jlong,
+{params}    future: JObject<'l>,
+) -> jlong {{
+    entry(&mut env, 0, |env| {{
+{parse}        let inner = handle({name})?.clone();
+        start(env, &future, async move {{ Ok(Won::value(i64::from({call}.await?))) }})
+    }})
+}}
+"""
+        else:
+            ty, default, _ = J_ANSWERS[op["answer"]]
+            ret = "" if op["answer"] == "none" else f" -> {ty}"
+            conv = {
+                "none": f"block(async move {{ {call}.await }})",
+                "bool": f"Ok(jbool(block(async move {{ {call}.await }})?))",
+                "count": f"Ok(block(async move {{ {call}.await }})?.min(i64::MAX as u64) as jlong)",
+            }[op["answer"]]
+            s += f"""#[no_mangle]
+pub extern "system" fn Java_io_polylock_Native_{java_name}<'l>(
+    mut env: JNIEnv<'l>,
+    _: JClass<'l>,
+    {name}: jlong,
+{params}){ret} {{
+    entry(&mut env, {default}, |_| {{
+{parse}        let inner = handle({name})?.clone();
+        {conv}
+    }})
+}}
+"""
+    return s
+
+
+def javadoc(text: str) -> str:
+    """A Javadoc comment at the class body's indent, on one line when it fits in 100 columns."""
+    one = f"    /** {text} */\n"
+    if len(one) <= 101:
+        return one
+    return "    /**\n" + doc_lines(text, "    ", " *") + "     */\n"
+
+
+def java_natives(t: dict) -> str:
+    name = t["name"]
+    s = doc_lines(f"{t['doc']} A native handle: {name}New .. {name}Free.", "    ", "//")
+    s += f"    static native long {name}New(long client, String name);\n\n"
+    s += f"    static native void {name}Free(long {name});\n"
+    for op in t["op"]:
+        args = "".join(
+            f", long {'waitMs' if a['kind'] == 'wait' else camel(a['name'])}" for a in op.get("args", [])
+        )
+        java_name = f"{name}{camel(op['name'], True)}"
+        if op.get("waits"):
+            s += "\n" + javadoc(
+                op["doc"] + " Completes {@code future} with 1 (true) or 0 (false); returns the "
+                "cancel handle."
+            )
+            s += f"    static native long {java_name}Async(long {name}{args}, NativeFuture future);\n"
+        else:
+            s += "\n" + javadoc(op["doc"])
+            s += f"    static native {J_ANSWERS[op['answer']][2]} {java_name}(long {name}{args});\n"
+    return s
+
+
+# ---- files ------------------------------------------------------------------------------------
+
+
+def rustfmt(text: str, where: pathlib.Path) -> str:
+    r = subprocess.run(
+        ["rustfmt", "--edition", "2021", "--emit", "stdout", "--quiet"],
+        input=text, capture_output=True, text=True, cwd=ROOT,
+    )
+    if r.returncode != 0:
+        sys.exit(f"rustfmt refused the generated {where.relative_to(ROOT)}:\n{r.stderr}\n{text}")
+    return r.stdout
+
+
+def section(text: str, where: str, table: str, body: str, comment: str, indent: str) -> str:
+    """`text` with the generated section of `table` replaced by `body`."""
+    begin = f"{indent}{comment} BEGIN generated from core/api/{table}.toml by `{COMMAND}`: do not edit\n"
+    end = f"{indent}{comment} END generated ({table})\n"
+    pattern = re.compile(re.escape(begin) + ".*?" + re.escape(end), re.S)
+    if not pattern.search(text):
+        sys.exit(f"{where}: no generated section for {table} (add its BEGIN and END lines)")
+    return pattern.sub(lambda _: begin + body + end, text, count=1)
+
+
+def outputs(tables: list[dict]) -> dict[pathlib.Path, str]:
+    out: dict[pathlib.Path, str] = {}
+    makers = {"c": c_file, "python": python_file, "node": node_file, "java": java_file}
+    for binding, make in makers.items():
+        gen = ROOT / f"bindings-{binding}" / "src" / "gen"
+        mods = "".join(f"pub(crate) mod {t['table']};\n" for t in tables)
+        listing = (
+            f"//! The glue generated from the tables of core/api/ by `{COMMAND}`: do not edit.\n\n"
+        )
+        out[gen / "mod.rs"] = listing + mods
+        for t in tables:
+            out[gen / f"{t['table']}.rs"] = make(t)
+    for path in list(out):
+        out[path] = rustfmt(out[path], path)
+    # The hand-written files with a generated section per table.
+    sections = [
+        (ROOT / "bindings-python/python/polylock/_native.pyi", python_stub, "#", ""),
+        (ROOT / "bindings-java/src/main/java/io/polylock/Native.java", java_natives, "//", "    "),
+    ]
+    for path, make, comment, indent in sections:
+        text = path.read_text()
+        for t in tables:
+            text = section(text, str(path.relative_to(ROOT)), t["table"], make(t), comment, indent)
+        out[path] = text
+    return out
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--check", action="store_true", help="compare instead of writing")
+    args = ap.parse_args()
+    tables = [load(p) for p in sorted(API.glob("*.toml"))]
+    out = outputs(tables)
+    stale = []
+    for path, text in out.items():
+        old = path.read_text() if path.exists() else None
+        if old == text:
+            continue
+        if args.check:
+            stale.append(str(path.relative_to(ROOT)))
+        else:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text)
+            print(f"wrote {path.relative_to(ROOT)}")
+    if stale:
+        print("generated files differ from core/api/ (run `" + COMMAND + "`):", file=sys.stderr)
+        for s in stale:
+            print(f"  {s}", file=sys.stderr)
+        return 1
+    if args.check:
+        print(f"gen-bindings: {len(out)} generated files match core/api/ ({len(tables)} tables)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
