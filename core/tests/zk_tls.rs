@@ -91,6 +91,19 @@ fn certificates(dir: &Path, prefix: &str) {
     std::fs::write(dir.join(f("server.pem")), format!("{key}{crt}")).unwrap();
 }
 
+/// Whether the ZooKeeper on `port` serves requests (its `srvr` answer names its mode).
+fn serving(port: u16) -> bool {
+    use std::io::{Read, Write};
+    let Ok(mut s) = std::net::TcpStream::connect(("127.0.0.1", port)) else {
+        return false;
+    };
+    let _ = s.set_read_timeout(Some(Duration::from_secs(2)));
+    let mut answer = String::new();
+    s.write_all(b"srvr").is_ok()
+        && s.read_to_string(&mut answer).is_ok()
+        && answer.contains("Mode:")
+}
+
 struct TlsZk {
     dir: PathBuf,
     port: u16,
@@ -142,8 +155,12 @@ impl TlsZk {
             secure,
             child,
         };
+        // Ready when it serves (`srvr` on the plain port names its mode; before that it answers
+        // "not currently serving requests", and a session asked for then is refused) and the
+        // secure port takes connections: an open port alone came first on a loaded machine.
         let deadline = Instant::now() + Duration::from_secs(60);
-        while std::net::TcpStream::connect(("127.0.0.1", zk.secure)).is_err() {
+        while !(serving(zk.port) && std::net::TcpStream::connect(("127.0.0.1", zk.secure)).is_ok())
+        {
             assert!(Instant::now() < deadline, "the TLS ZooKeeper did not start");
             std::thread::sleep(Duration::from_millis(200));
         }
