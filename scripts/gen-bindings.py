@@ -163,10 +163,9 @@ pub unsafe extern "C" fn {handle}_free({name}: *mut {handle}) {{
         doc = op["doc"]
         if any(a["kind"] == "wait" for a in op.get("args", [])):
             doc += " " + C_WAIT_DOC
-        answer, out_ty = op["answer"], None
+        answer = op["answer"]
         if op.get("false_is_timeout"):
             doc += " `POLYLOCK_OK` when true, `POLYLOCK_TIMEOUT` when false."
-            out_ty = "bool"
             out_decl, out_arg = "let mut answer = false;", "&mut answer"
         elif answer == "none":
             out_decl, out_arg = "let mut answer = ();", "&mut answer"

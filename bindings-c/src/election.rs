@@ -7,7 +7,7 @@ use polylock::Election;
 
 use crate::client::polylock_client;
 use crate::result::{
-    block, boundary, copy_out, fail, null, polylock_result, put, text, wait_arg, POLYLOCK_OK,
+    boundary, copy_out, null, on, polylock_result, put, text, wait_arg, POLYLOCK_OK,
     POLYLOCK_TIMEOUT,
 };
 use crate::semaphore::new_handle;
@@ -30,17 +30,8 @@ unsafe fn with<T: Send + 'static, F>(
 where
     F: std::future::Future<Output = polylock::Result<T>> + Send + 'static,
 {
-    boundary(|| {
-        // SAFETY: caller contract.
-        let Some(e) = (unsafe { election.as_ref() }) else {
-            return null("election");
-        };
-        match block(f(e.election.clone())) {
-            // SAFETY: caller contract on `out`.
-            Ok(v) => unsafe { put(out, v) },
-            Err(e) => fail(&e),
-        }
-    })
+    // SAFETY: forwarded contract.
+    unsafe { on(election, "election", out, |e| Ok(f(e.election.clone()))) }
 }
 
 /// The result of a call that answers a term or "the wait ran out": `POLYLOCK_OK` with the term

@@ -7,8 +7,8 @@ use polylock::{PermitExpirableSemaphore, Semaphore};
 
 use crate::client::{client_ref, polylock_client};
 use crate::result::{
-    block, boundary, duration_arg, fail, null, polylock_result, put, set_last_error, text,
-    wait_arg, POLYLOCK_INVALID_ARGUMENT, POLYLOCK_OK,
+    boundary, duration_arg, fail, null, on, polylock_result, set_last_error, text, wait_arg,
+    POLYLOCK_INVALID_ARGUMENT, POLYLOCK_OK,
 };
 
 /// A semaphore (opaque). Thread-safe. It keeps its client alive.
@@ -78,17 +78,8 @@ unsafe fn with<H, T: Send + 'static, F>(
 where
     F: std::future::Future<Output = polylock::Result<T>> + Send + 'static,
 {
-    boundary(|| {
-        // SAFETY: caller contract.
-        let Some(h) = (unsafe { h.as_ref() }) else {
-            return null("semaphore");
-        };
-        match block(f(h)) {
-            // SAFETY: caller contract on `out` (NULL is refused by `put`).
-            Ok(v) => unsafe { put(out, v) },
-            Err(e) => fail(&e),
-        }
-    })
+    // SAFETY: forwarded contract.
+    unsafe { on(h, "semaphore", out, |h| Ok(f(h))) }
 }
 
 /// A semaphore handle for `name` (a znode path on ZooKeeper). Free it with
