@@ -105,12 +105,12 @@ async fn locks_exclude_and_waiters_wake_on_sharded_channels() {
 
 /// One client holds 40 locks over many slots: renewals, grouped by slot, keep every one of them
 /// (a script over two slots would fail with CROSSSLOT at the first round and lose them). The
-/// lease (4 s, renewed every 1.3 s) leaves the renewals a round to spare on a loaded machine; the
-/// check comes after more than one whole lease, when an unrenewed key would be gone.
+/// check waits for the renewals themselves, not for a time: every key's PTTL and the expiring
+/// permit's deadline are seen to move up (a renewal) before the holds are checked.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn renewals_never_span_two_slots() {
     let cluster = start().await;
-    let lease = Duration::from_secs(4);
+    let lease = Duration::from_secs(6);
     let c = client(&cluster, lease).await;
     let mut held = Vec::new();
     for i in 0..40 {
@@ -121,21 +121,43 @@ async fn renewals_never_span_two_slots() {
             .acquire(1, AcquireOptions::forever())
             .await
             .unwrap();
-        held.push((name, a));
+        let master = cluster.master_of(&name);
+        held.push((name, master, a));
     }
-    let p = c.permit_expirable_semaphore(&unique("renew-exp")).unwrap();
+    let sem = unique("renew-exp");
+    let p = c.permit_expirable_semaphore(&sem).unwrap();
     p.try_set_permits(2).await.unwrap();
     let permit = p.acquire(None, Wait::Forever).await.unwrap();
-    tokio::time::sleep(lease + Duration::from_millis(1500)).await;
-    for (name, a) in &held {
+    let (sem_master, timeouts) = (cluster.master_of(&sem), format!("{{{sem}}}:timeout"));
+    let permit_deadline = || -> i64 {
+        // The member is 16 raw bytes (a newline among them would split redis-cli's lines).
+        let script = "return redis.call('ZRANGE', KEYS[1], 0, -1, 'WITHSCORES')[2]";
+        let score = cli(sem_master, &["EVAL", script, "1", &timeouts]);
+        score.parse().unwrap_or_else(|_| panic!("{score:?}"))
+    };
+    // A key's PTTL only falls between renewals; a renewal sets it back to the lease.
+    let mut last: Vec<Option<i64>> = vec![None; held.len()];
+    let mut renewed = vec![false; held.len()];
+    let first_deadline = permit_deadline();
+    let deadline = Instant::now() + Duration::from_secs(90);
+    while renewed.iter().any(|r| !r) || permit_deadline() <= first_deadline {
+        assert!(Instant::now() < deadline, "no renewal seen: {renewed:?}");
+        for (i, (name, master, _)) in held.iter().enumerate() {
+            if renewed[i] {
+                continue;
+            }
+            let pttl: i64 = cli(*master, &["PTTL", name]).parse().unwrap();
+            assert!(pttl > 0, "{name} was not renewed: PTTL {pttl}");
+            renewed[i] = last[i].is_some_and(|before| pttl > before);
+            last[i] = Some(pttl);
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    for (name, _, a) in &held {
         assert_eq!(a.lost.state(), HoldState::Held, "{name}");
-        let pttl: i64 = cli(cluster.master_of(name), &["PTTL", name])
-            .parse()
-            .unwrap();
-        assert!(pttl > 0, "{name}: {pttl}");
     }
     assert!(!permit.lost.is_lost(), "the expiring permit was renewed");
-    for (name, _) in &held {
+    for (name, _, _) in &held {
         assert_eq!(
             c.lock(name).unwrap().release(1).await.unwrap(),
             Released::Freed

@@ -188,7 +188,20 @@ impl Drop for TlsZk {
 async fn zks_urls_lock_over_tls_and_refuse_an_untrusted_server() {
     let zk = tokio::task::spawn_blocking(TlsZk::start).await.unwrap();
 
-    let c = Client::connect(&zk.url("ca.pem")).await.unwrap();
+    // The server is ready for this test when a TLS session opens: its first handshakes (a cold
+    // JVM's TLS stack) can outlast a connect timeout on a loaded machine, and each failed try is
+    // a typed connection error.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let c = loop {
+        match Client::connect(&zk.url("ca.pem")).await {
+            Ok(c) => break c,
+            Err(e) => {
+                assert_eq!(e.kind(), ErrorKind::Connection, "{e}");
+                assert!(Instant::now() < deadline, "no TLS session within 60 s: {e}");
+                tokio::time::sleep(Duration::from_millis(500)).await;
+            }
+        }
+    };
     let lock = c.lock("/tls/goods").unwrap();
     let held = lock.acquire(1, AcquireOptions::forever()).await.unwrap();
     assert!(held.fencing_token > 0);
