@@ -32,7 +32,7 @@ export interface AcquireOptions {
 
 export interface LostEvent {
   name: string;
-  /** `reentrant`, `mutex`, `read`, `write`, `fair`, or `permit`. */
+  /** `reentrant`, `mutex`, `read`, `write`, `fair`, `leader` (an election's leadership) or `permit`. */
   kind: string;
   /** Why, in core's stable words (as every runtime says them). */
   reason: LostReason;

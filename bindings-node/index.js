@@ -1249,33 +1249,15 @@ class Election {
 // OpenTelemetry is a dependency: a registry or a meter is passed in, and prom-client is only
 // required for its default registry.
 
-// The core's metric families (core/src/metrics.rs, in its order): prom-client needs each name
-// before the first scrape, when the snapshot may not list it yet (test/metrics.test.js checks
-// them against the snapshot). [name, type, help, how cluster workers add up]
-const FAMILIES = [
-  [
-    'polylock_acquire_wait_seconds',
-    'histogram',
-    'Time from asking for a lock, permit or latch until it was granted, refused, failed or cancelled.',
-  ],
-  ['polylock_hold_seconds', 'histogram', 'Time from a grant until its release or loss.'],
-  ['polylock_holds', 'gauge', 'Holds this process has now (locks, leases of permits).'],
-  ['polylock_waiters', 'gauge', 'Acquires and latch waits of this process under way now.'],
-  ['polylock_reentries_total', 'counter', 'Acquires by an owner that already held the lock.'],
-  ['polylock_losses_total', 'counter', 'Holds lost before their release, by reason.'],
-  ['polylock_renewals_total', 'counter', 'Watchdog renewal calls (a call renews a batch of holds), by outcome.'],
-  ['polylock_renewal_seconds', 'histogram', "Latency of the watchdog's renewal calls that succeeded."],
-  ['polylock_name_acquires_total', 'counter', 'Acquires of an opted-in name, by outcome.'],
-  ['polylock_name_acquire_wait_seconds_total', 'counter', 'Total time acquires of an opted-in name waited.'],
-  ['polylock_name_holds', 'gauge', 'Holds of an opted-in name this process has now.'],
-  ['polylock_name_waiters', 'gauge', 'Acquires of an opted-in name under way now.'],
-  [
-    'polylock_name_fencing_token',
-    'gauge',
-    'Fencing token of the last grant of an opted-in name in this process.',
-    'max', // the newest token of the processes, not their sum
-  ],
-].map(([name, type, help, aggregator = 'sum']) => Object.freeze({ name, type, help, aggregator }));
+// The core's metric families (core/src/metrics.rs's table, in its order): prom-client needs each
+// name before the first scrape, when the snapshot may not list it yet. How cluster workers add a
+// family up: the sum, but the newest fencing token of the processes (their max).
+const MAX_OVER_WORKERS = new Set(['polylock_name_fencing_token']);
+const FAMILIES = native
+  .metricFamilies()
+  .map(([name, type, help]) =>
+    Object.freeze({ name, type, help, aggregator: MAX_OVER_WORKERS.has(name) ? 'max' : 'sum' }),
+  );
 
 // Metrics.
 

@@ -415,7 +415,7 @@ def java_file(t: dict) -> str:
     name, core = t["name"], t["core"]
     waits = any(op.get("waits") for op in t["op"])
     answers = {op["answer"] for op in t["op"] if not op.get("waits")}
-    core_uses = [core, "Error", "ErrorKind"] + (["Wait"] if uses_wait(t) else []) + (
+    core_uses = [core] + (["Wait"] if uses_wait(t) else []) + (
         ["count_from_i64"] if uses_count(t) else []
     )
     sys_uses = ["jlong"] + (["jboolean", "JNI_FALSE"] if "bool" in answers else [])
@@ -437,17 +437,13 @@ def java_file(t: dict) -> str:
     s += "use crate::client::client;\n"
     s += f"use crate::convert::{{{', '.join(sorted(convert_uses))}}};\n"
     s += "use crate::error::{entry, Result};\n"
+    s += "use crate::handle::{borrow, free, into_handle};\n"
     if waits:
         s += "use crate::wait::{start, Won};\n"
     s += f"""
-/// The {name} behind a handle from `{name}New`.
+/// The {name} behind a handle from `{name}New` (NativeHandle keeps it alive during the call).
 fn handle<'a>(handle: jlong) -> Result<&'a {core}> {{
-    if handle == 0 {{
-        return Err(Error::new(ErrorKind::InvalidState, "the {name} handle is freed"));
-    }}
-    // SAFETY: a non-zero handle is a `Box<{core}>` from `{name}New`, freed once by Java after its
-    // last call.
-    Ok(unsafe {{ &*(handle as *const {core}) }})
+    borrow(handle, "this {name} handle")
 }}
 
 /// A {name} for `name` on the client `client`; its handle.
@@ -461,7 +457,7 @@ pub extern "system" fn Java_io_polylock_Native_{name}New<'l>(
     entry(&mut env, 0, |env| {{
         let c = client(client_handle)?;
         let name = string(env, &name, "{name} name")?;
-        Ok(Box::into_raw(Box::new(c.{t['open']}(&name)?)) as jlong)
+        Ok(into_handle(c.{t['open']}(&name)?))
     }})
 }}
 
@@ -473,10 +469,7 @@ pub extern "system" fn Java_io_polylock_Native_{name}Free<'l>(
     {name}: jlong,
 ) {{
     entry(&mut env, (), |_| {{
-        if {name} != 0 {{
-            // SAFETY: from `{name}New`; Java frees it once, after its last call.
-            drop(unsafe {{ Box::from_raw({name} as *mut {core}) }});
-        }}
+        free::<{core}>({name});
         Ok(())
     }})
 }}

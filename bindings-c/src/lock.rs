@@ -10,7 +10,7 @@ use polylock::{runtime, AcquireOptions, Client, HoldKind, Lock, LockKind, MultiL
 
 use crate::client::{client_ref, polylock_client};
 use crate::result::{
-    block, boundary, duration_arg, fail, null, polylock_result, set_last_error, text, wait_arg,
+    block, boundary, fail, lease_arg, null, polylock_result, set_last_error, text, wait_arg,
     POLYLOCK_INVALID_ARGUMENT, POLYLOCK_NOT_OWNER, POLYLOCK_OK,
 };
 
@@ -314,7 +314,7 @@ pub unsafe extern "C" fn polylock_lock_acquire(
             Ok(w) => w,
             Err(r) => return r,
         };
-        let lease = match duration_arg(lease_ms, "lease_ms") {
+        let lease = match lease_arg(lease_ms, "lease_ms") {
             Ok(l) => l,
             Err(r) => return r,
         };

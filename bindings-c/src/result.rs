@@ -108,26 +108,14 @@ pub(crate) unsafe fn text<'a>(p: *const c_char, what: &str) -> Result<&'a str, p
     })
 }
 
-/// A duration argument in ms: -1 for none (the watchdog, or forever), a positive value.
-pub(crate) fn duration_arg(v: i64, what: &str) -> Result<Option<Duration>, polylock_result> {
-    match v {
-        -1 => Ok(None),
-        v if v > 0 => Ok(Some(Duration::from_millis(v as u64))),
-        v => {
-            set_last_error(&format!(
-                "{what} must be -1 or a positive number of ms, got {v}"
-            ));
-            Err(POLYLOCK_INVALID_ARGUMENT)
-        }
-    }
+/// A lease argument in ms: -1 for none (the watchdog's), a positive value (core's convention).
+pub(crate) fn lease_arg(v: i64, what: &str) -> Result<Option<Duration>, polylock_result> {
+    polylock::args::lease_millis(v, what).map_err(|e| fail(&e))
 }
 
-/// A `wait_ms` argument: -1 forever, 0 one try, a positive number of ms.
+/// A `wait_ms` argument: -1 forever, 0 one try, a positive number of ms (core's convention).
 pub(crate) fn wait_arg(wait_ms: i64) -> Result<Wait, polylock_result> {
-    match wait_ms {
-        0 => Ok(Wait::Never),
-        w => Ok(duration_arg(w, "wait_ms")?.map_or(Wait::Forever, Wait::For)),
-    }
+    Wait::from_millis(wait_ms, "wait_ms").map_err(|e| fail(&e))
 }
 
 /// Store `v` in `*out` (checked for NULL).

@@ -7,7 +7,7 @@ use polylock::{PermitExpirableSemaphore, Semaphore};
 
 use crate::client::{client_ref, polylock_client};
 use crate::result::{
-    boundary, duration_arg, fail, null, on, polylock_result, set_last_error, text, wait_arg,
+    boundary, fail, lease_arg, null, on, polylock_result, set_last_error, text, wait_arg,
     POLYLOCK_INVALID_ARGUMENT, POLYLOCK_OK,
 };
 
@@ -313,7 +313,7 @@ pub unsafe extern "C" fn polylock_permit_semaphore_acquire(
         Ok(w) => w,
         Err(r) => return r,
     };
-    let lease = match duration_arg(lease_ms, "lease_ms") {
+    let lease = match lease_arg(lease_ms, "lease_ms") {
         Ok(l) => l,
         Err(r) => return r,
     };

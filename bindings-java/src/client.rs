@@ -4,23 +4,17 @@
 use jni::objects::{JClass, JObject, JObjectArray, JString, JValue};
 use jni::sys::{jboolean, jlong, jstring, JNI_FALSE};
 use jni::JNIEnv;
-use polylock::{runtime, Client, ClientOptions, Error, ErrorKind};
+use polylock::{args, runtime, Client, ClientOptions};
 
-use crate::convert::{block, java_string, jbool, kind_number, millis, string, strings};
+use crate::convert::{block, java_string, jbool, kind_number, string, strings};
 use crate::error::{entry, jni_error, Result};
+use crate::handle::{borrow, free, into_handle};
 use crate::jvm::{call_java, remember_vm};
 
 /// The client behind a handle. The Java side keeps the handle alive during the call.
 pub(crate) fn client<'a>(handle: jlong) -> Result<&'a Client> {
-    if handle == 0 {
-        return Err(Error::new(
-            ErrorKind::InvalidState,
-            "the polylock client is closed",
-        ));
-    }
-    // SAFETY: a non-zero handle is a `Box<Client>` from `connect`, not freed while Java counts
-    // this call as in flight (PolylockClient.enter/exit).
-    Ok(unsafe { &*(handle as *const Client) })
+    // PolylockClient.enter/exit keep it alive while this call is in flight.
+    borrow(handle, "the polylock client")
 }
 
 /// The crate version (the JAR checks it against its own).
@@ -90,11 +84,11 @@ fn options(
     shown: Shown,
 ) -> Result<ClientOptions> {
     Ok(ClientOptions {
-        watchdog_timeout: millis(watchdog_ms, "watchdog timeout")?,
-        connect_timeout: millis(connect_ms, "connect timeout")?,
-        command_timeout: millis(command_ms, "command timeout")?,
-        session_timeout: millis(session_ms, "session timeout")?,
-        fair_wait_timeout: millis(fair_wait_ms, "fair wait timeout")?,
+        watchdog_timeout: args::millis(watchdog_ms, "watchdog timeout")?,
+        connect_timeout: args::millis(connect_ms, "connect timeout")?,
+        command_timeout: args::millis(command_ms, "command timeout")?,
+        session_timeout: args::millis(session_ms, "session timeout")?,
+        fair_wait_timeout: args::millis(fair_wait_ms, "fair wait timeout")?,
         metric_names: shown.metric_names,
         service: shown.service,
         runtime: shown.runtime,
@@ -132,7 +126,7 @@ pub extern "system" fn Java_io_polylock_Native_connect<'l>(
             shown,
         )?;
         let c = block(async move { Client::connect_with(&url, options).await })?;
-        Ok(Box::into_raw(Box::new(c)) as jlong)
+        Ok(into_handle(c))
     })
 }
 
@@ -167,7 +161,7 @@ pub extern "system" fn Java_io_polylock_Native_connectRedlock<'l>(
             shown,
         )?;
         let c = block(async move { Client::connect_redlock_with(&urls, options).await })?;
-        Ok(Box::into_raw(Box::new(c)) as jlong)
+        Ok(into_handle(c))
     })
 }
 
@@ -192,10 +186,7 @@ pub extern "system" fn Java_io_polylock_Native_free<'l>(
     handle: jlong,
 ) {
     entry(&mut env, (), |_| {
-        if handle != 0 {
-            // SAFETY: `handle` came from `connect` and the Java side frees it exactly once.
-            drop(unsafe { Box::from_raw(handle as *mut Client) });
-        }
+        free::<Client>(handle);
         Ok(())
     })
 }

@@ -1,12 +1,11 @@
-//! Java arguments to core values, and back: strings, durations in milliseconds, owners, kinds of
-//! hold, permits, booleans; and running a core future with the calling Java thread blocked.
-
-use std::time::Duration;
+//! Java arguments to core values, and back: strings, owners, kinds of hold, permits, booleans
+//! (waits, leases and durations go through core's `args`); and running a core future with the
+//! calling Java thread blocked.
 
 use jni::objects::{JObjectArray, JString};
 use jni::sys::{jboolean, jint, jlong, jstring, JNI_FALSE, JNI_TRUE};
 use jni::JNIEnv;
-use polylock::{runtime, Error, ErrorKind, HoldKind, LockKind, Wait};
+use polylock::{runtime, Error, ErrorKind, HoldKind, LockKind};
 
 use crate::error::{jni_error, Result};
 
@@ -106,34 +105,6 @@ pub(crate) fn strings(env: &mut JNIEnv, a: &JObjectArray, what: &str) -> Result<
         env.delete_local_ref(s).map_err(jni_error)?;
     }
     Ok(out)
-}
-
-/// A positive number of milliseconds.
-pub(crate) fn millis(v: jlong, what: &str) -> Result<Duration> {
-    if v <= 0 {
-        return Err(Error::new(
-            ErrorKind::InvalidArgument,
-            format!("{what} must be positive, got {v} ms"),
-        ));
-    }
-    Ok(Duration::from_millis(v as u64))
-}
-
-/// `-1` waits forever, `0` tries once, a positive value waits that many milliseconds.
-pub(crate) fn wait_arg(wait_ms: jlong) -> Result<Wait> {
-    match wait_ms {
-        -1 => Ok(Wait::Forever),
-        0 => Ok(Wait::Never),
-        w => millis(w, "wait time").map(Wait::For),
-    }
-}
-
-/// `-1` is the watchdog lease, a positive value a fixed lease in milliseconds.
-pub(crate) fn lease_arg(lease_ms: jlong) -> Result<Option<Duration>> {
-    match lease_ms {
-        -1 => Ok(None),
-        l => millis(l, "lease time").map(Some),
-    }
 }
 
 /// An owner id chosen by the Java side (one per thread).

@@ -5,24 +5,18 @@
 use jni::objects::{JClass, JObject, JString};
 use jni::sys::{jboolean, jlong, jobjectArray, JNI_FALSE};
 use jni::JNIEnv;
-use polylock::{Election, Error, ErrorKind};
+use polylock::{Election, Wait};
 
 use crate::client::client;
-use crate::convert::{block, jbool, string, wait_arg};
+use crate::convert::{block, jbool, string};
 use crate::error::{entry, jni_error, Result};
+use crate::handle::{borrow, free, into_handle};
 use crate::wait::{start, Won};
 
 /// The candidate behind a handle from `electionNew`.
 fn election<'a>(handle: jlong) -> Result<&'a Election> {
-    if handle == 0 {
-        return Err(Error::new(
-            ErrorKind::InvalidState,
-            "the leader latch is closed",
-        ));
-    }
-    // SAFETY: a non-zero handle is a `Box<Election>` from `electionNew`, freed once by Java after
-    // its last call (DistributedLeaderLatch.close).
-    Ok(unsafe { &*(handle as *const Election) })
+    // Freed by DistributedLeaderLatch.close, after its last call.
+    borrow(handle, "the leader latch")
 }
 
 /// A candidate in the election `name` that campaigns as `id`; its handle.
@@ -38,8 +32,7 @@ pub extern "system" fn Java_io_polylock_Native_electionNew<'l>(
         let c = client(handle)?;
         let name = string(env, &name, "election path")?;
         let id = string(env, &id, "participant id")?;
-        let e = c.election(&name, &id)?;
-        Ok(Box::into_raw(Box::new(e)) as jlong)
+        Ok(into_handle(c.election(&name, &id)?))
     })
 }
 
@@ -51,10 +44,7 @@ pub extern "system" fn Java_io_polylock_Native_electionFree<'l>(
     handle: jlong,
 ) {
     entry(&mut env, (), |_| {
-        if handle != 0 {
-            // SAFETY: from `electionNew`; Java frees it once, after its last call.
-            drop(unsafe { Box::from_raw(handle as *mut Election) });
-        }
+        free::<Election>(handle);
         Ok(())
     })
 }
@@ -71,7 +61,7 @@ pub extern "system" fn Java_io_polylock_Native_electionCampaignAsync<'l>(
 ) -> jlong {
     entry(&mut env, 0, |env| {
         let e = election(handle)?.clone();
-        let wait = wait_arg(wait_ms)?;
+        let wait = Wait::from_millis(wait_ms, "wait time")?;
         start(env, &future, async move {
             Ok(match e.campaign(wait).await? {
                 Some(l) => Won::value(l.term as i64).give_back(async move {

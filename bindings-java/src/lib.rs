@@ -33,6 +33,7 @@ mod convert;
 mod election;
 mod error;
 mod gen;
+mod handle;
 mod jvm;
 mod lock;
 mod log;

@@ -11,27 +11,20 @@
 use jni::objects::{JClass, JIntArray, JLongArray, JObject, JObjectArray, JString};
 use jni::sys::{jboolean, jint, jlong, jstring, JNI_FALSE};
 use jni::JNIEnv;
-use polylock::{AcquireOptions, Error, ErrorKind, HoldKind, Lock, MultiLock, Released};
+use polylock::{args, AcquireOptions, Error, ErrorKind, HoldKind, Lock, MultiLock, Released, Wait};
 
 use crate::client::client;
 use crate::convert::{
-    block, java_string, jbool, kind_number, kind_word, lease_arg, lock_kind, owner, string,
-    wait_arg, LOCK_HANDLE,
+    block, java_string, jbool, kind_number, kind_word, lock_kind, owner, string, LOCK_HANDLE,
 };
 use crate::error::{entry, jni_error, Result};
+use crate::handle::{borrow, free, into_handle};
 use crate::wait::{start, Won};
 
 /// The lock behind a lock handle. The Java side keeps the handle alive during the call.
 fn handle_lock<'a>(handle: jlong) -> Result<&'a Lock> {
-    if handle == 0 {
-        return Err(Error::new(
-            ErrorKind::InvalidState,
-            "this multi-lock handle is closed",
-        ));
-    }
-    // SAFETY: a non-zero lock handle is a `Box<Lock>` from `multiLockNew`, not freed while Java
-    // counts this call as in flight (LockHandle.enter/exit).
-    Ok(unsafe { &*(handle as *const Lock) })
+    // NativeHandle.enter/exit keep it alive while this call is in flight.
+    borrow(handle, "this multi-lock handle")
 }
 
 /// The core handle of the lock `name` of `kind` on the client `handle` (name and kind checked, no
@@ -133,8 +126,8 @@ pub extern "system" fn Java_io_polylock_Native_multiLockNew<'l>(
             members.push(lock(env, hs[i], &name, ks[i])?);
             env.delete_local_ref(name).map_err(jni_error)?;
         }
-        let multi = MultiLock::new(members)?;
-        Ok(Box::into_raw(Box::new(multi)) as jlong)
+        let multi: Lock = MultiLock::new(members)?;
+        Ok(into_handle(multi))
     })
 }
 
@@ -147,10 +140,7 @@ pub extern "system" fn Java_io_polylock_Native_lockFree<'l>(
     handle: jlong,
 ) {
     entry(&mut env, (), |_| {
-        if handle != 0 {
-            // SAFETY: `handle` came from `multiLockNew` and the Java side frees it exactly once.
-            drop(unsafe { Box::from_raw(handle as *mut Lock) });
-        }
+        free::<Lock>(handle);
         Ok(())
     })
 }
@@ -205,7 +195,10 @@ pub extern "system" fn Java_io_polylock_Native_tryAcquire<'l>(
 ) -> jlong {
     entry(&mut env, -1, |env| {
         let l = lock(env, handle, &name, kind)?;
-        let (owner, lease) = (owner(owner_id)?, lease_arg(lease_ms)?);
+        let (owner, lease) = (
+            owner(owner_id)?,
+            args::lease_millis(lease_ms, "lease time")?,
+        );
         // Java's fast path before a wait (lock(), tryLock(time)): a refusal is recorded by the
         // wait that follows, not twice.
         let got = if before_wait != 0 {
@@ -236,8 +229,8 @@ pub extern "system" fn Java_io_polylock_Native_acquireAsync<'l>(
         let l = lock(env, handle, &name, kind)?;
         let owner = owner(owner_id)?;
         let options = AcquireOptions {
-            wait: wait_arg(wait_ms)?,
-            lease: lease_arg(lease_ms)?,
+            wait: Wait::from_millis(wait_ms, "wait time")?,
+            lease: args::lease_millis(lease_ms, "lease time")?,
         };
         start(env, &future, async move {
             let a = l.acquire(owner, options).await?;

@@ -19,7 +19,7 @@ use std::fmt::Write as _;
 use jni::objects::JClass;
 use jni::sys::{jboolean, jlong, jstring, JNI_FALSE};
 use jni::JNIEnv;
-use polylock::metrics::{snapshot, Family, MetricType, SampleValue};
+use polylock::metrics::{snapshot, Family, SampleValue};
 
 use crate::client::client;
 use crate::convert::java_string;
@@ -47,14 +47,7 @@ pub(crate) fn encode(families: &[Family]) -> String {
     for f in families {
         out.push('F');
         field(&mut out, f.name);
-        field(
-            &mut out,
-            match f.kind {
-                MetricType::Counter => "counter",
-                MetricType::Gauge => "gauge",
-                MetricType::Histogram => "histogram",
-            },
-        );
+        field(&mut out, f.kind.name());
         field(&mut out, f.help);
         out.push('\n');
         for s in &f.samples {

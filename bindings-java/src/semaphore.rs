@@ -12,10 +12,10 @@
 use jni::objects::{JClass, JObject, JString};
 use jni::sys::{jboolean, jint, jlong, jstring, JNI_FALSE};
 use jni::JNIEnv;
-use polylock::{Error, ErrorKind, PermitExpirableSemaphore, Permits, Semaphore, Wait};
+use polylock::{args, Error, ErrorKind, PermitExpirableSemaphore, Permits, Semaphore, Wait};
 
 use crate::client::client;
-use crate::convert::{block, jbool, lease_arg, permits, string, wait_arg};
+use crate::convert::{block, jbool, permits, string};
 use crate::error::{entry, jni_error, Result};
 use crate::wait::{start, Won};
 
@@ -201,7 +201,7 @@ pub extern "system" fn Java_io_polylock_Native_semaphoreAcquireAsync<'l>(
 ) -> jlong {
     entry(&mut env, 0, |env| {
         let s = semaphore(env, handle, &name)?;
-        let (n, wait) = (permits(n)?, wait_arg(wait_ms)?);
+        let (n, wait) = (permits(n)?, Wait::from_millis(wait_ms, "wait time")?);
         let lease = lease != JNI_FALSE;
         start(env, &future, async move {
             let p = s.acquire(n, wait).await?;
@@ -301,7 +301,7 @@ pub extern "system" fn Java_io_polylock_Native_permitTryAcquire<'l>(
 ) -> jstring {
     entry(&mut env, std::ptr::null_mut(), |env| {
         let s = expirable(env, handle, &name)?;
-        let lease = lease_arg(lease_ms)?;
+        let lease = args::lease_millis(lease_ms, "lease time")?;
         match block(async move { s.try_acquire(lease, Wait::Never).await })? {
             Some(p) => env
                 .new_string(p.id)
@@ -326,7 +326,10 @@ pub extern "system" fn Java_io_polylock_Native_permitAcquireAsync<'l>(
 ) -> jlong {
     entry(&mut env, 0, |env| {
         let s = expirable(env, handle, &name)?;
-        let (wait, lease) = (wait_arg(wait_ms)?, lease_arg(lease_ms)?);
+        let (wait, lease) = (
+            Wait::from_millis(wait_ms, "wait time")?,
+            args::lease_millis(lease_ms, "lease time")?,
+        );
         start(env, &future, async move {
             let p = s.acquire(lease, wait).await?;
             let id = p.id.clone();

@@ -9,7 +9,7 @@ use napi_derive::napi;
 use polylock::{runtime, Client, ClientOptions};
 
 use crate::boundary::entry;
-use crate::convert::{hold_kind_name, kind_arg, ms};
+use crate::convert::ms;
 use crate::driver::promise;
 use crate::election::NativeElection;
 use crate::gen::latch::NativeLatch;
@@ -165,7 +165,7 @@ impl NativeClient {
     pub fn lock(&self, name: Utf16String, kind: String) -> Result<NativeLock> {
         entry(|| {
             let name = polylock::text_from_utf16(&name, "lock name").map_err(sync_err)?;
-            let kind = kind_arg(&kind).map_err(sync_err)?;
+            let kind = polylock::LockKind::from_name(&kind).map_err(sync_err)?;
             self.inner
                 .lock_of_kind(&name, kind)
                 .map(NativeLock::new)
@@ -284,7 +284,7 @@ impl NativeClient {
                         Ok(ev) => {
                             let js = LostEventJs {
                                 name: ev.name.to_string(),
-                                kind: hold_kind_name(ev.kind).to_string(),
+                                kind: ev.kind.name().to_string(),
                                 owner: ev.owner as f64,
                                 reason: ev.reason.name().to_string(),
                             };

@@ -7,7 +7,7 @@ use polylock::{AcquireOptions, ErrorKind, LeaseChange, Lock, MultiLock};
 
 use crate::boundary::entry;
 use crate::cancel::{aborted, CancelToken, Ran};
-use crate::convert::{kind_name, ms, wait_arg};
+use crate::convert::{lease_arg, ms, wait_arg};
 use crate::driver::promise;
 use crate::outcome::{answer, failed, outcome, sync_err};
 
@@ -76,7 +76,7 @@ impl NativeLock {
             Ok(if self.inner.is_multi() {
                 "multi"
             } else {
-                kind_name(self.inner.kind())
+                self.inner.kind().name()
             })
         })
     }
@@ -94,10 +94,7 @@ impl NativeLock {
     ) -> Result<Object<'e>> {
         entry(|| {
             let wait = wait_arg(wait_ms)?;
-            let lease = lease_ms
-                .map(|l| ms(l, "leaseMs"))
-                .transpose()
-                .map_err(sync_err)?;
+            let lease = lease_arg(lease_ms)?;
             let owner = owner as u64;
             let lock = self.inner.clone();
             let token = CancelToken::state_of(token);

@@ -9,7 +9,7 @@ use napi::bindgen_prelude::*;
 use napi::threadsafe_function::{ThreadsafeFunction, ThreadsafeFunctionCallMode};
 use napi_derive::napi;
 use polylock::log::{LogLevel, LogRecord};
-use polylock::metrics::{Family, MetricType, SampleValue};
+use polylock::metrics::{Family, SampleValue};
 
 use crate::boundary::entry;
 
@@ -45,11 +45,7 @@ pub struct MetricFamilyJs {
 }
 
 fn family_js(f: Family) -> MetricFamilyJs {
-    let kind = match f.kind {
-        MetricType::Counter => "counter",
-        MetricType::Gauge => "gauge",
-        MetricType::Histogram => "histogram",
-    };
+    let kind = f.kind.name();
     let samples = f
         .samples
         .into_iter()
@@ -103,6 +99,18 @@ pub fn metrics_snapshot(include_zero: bool) -> Result<Vec<MetricFamilyJs>> {
 #[napi]
 pub fn metrics_text() -> Result<String> {
     entry(|| Ok(polylock::metrics::prometheus_text()))
+}
+
+/// Every family the core records, `[name, type, help]` in its order (prom-client needs each name
+/// before the first scrape, when a snapshot may not list it yet).
+#[napi]
+pub fn metric_families() -> Result<Vec<Vec<&'static str>>> {
+    entry(|| {
+        Ok(polylock::metrics::families()
+            .into_iter()
+            .map(|(name, help, kind)| vec![name, kind.name(), help])
+            .collect())
+    })
 }
 
 // ---- Logs ----

@@ -10,7 +10,7 @@ use polylock::{ErrorKind, PermitExpirableSemaphore, Permits, Semaphore};
 
 use crate::boundary::entry;
 use crate::cancel::{aborted, CancelToken, Ran};
-use crate::convert::{ms, wait_arg};
+use crate::convert::{lease_arg, wait_arg};
 use crate::driver::promise;
 use crate::outcome::{done, failed, number, outcome, outcome_text, sync_err};
 
@@ -249,10 +249,7 @@ impl NativePermitSemaphore {
     ) -> Result<Object<'e>> {
         entry(|| {
             let wait = wait_arg(wait_ms)?;
-            let lease = lease_ms
-                .map(|l| ms(l, "leaseMs"))
-                .transpose()
-                .map_err(sync_err)?;
+            let lease = lease_arg(lease_ms)?;
             let (s, token) = (self.inner.clone(), CancelToken::state_of(token));
             promise(env, async move {
                 match token.run(s.acquire(lease, wait)).await {

@@ -4,7 +4,7 @@ use polylock::{runtime, Client, ClientOptions};
 use pyo3::prelude::*;
 use pyo3::types::PyString;
 
-use crate::convert::{blocking, hold_kind_name, kind_arg, seconds, text};
+use crate::convert::{blocking, seconds, text};
 use crate::election::NativeElection;
 use crate::errors::err;
 use crate::gen::latch::NativeLatch;
@@ -78,7 +78,7 @@ impl NativeClient {
     fn lock(&self, name: &Bound<'_, PyString>, kind: &str) -> PyResult<NativeLock> {
         let name = &text(name, "lock name")?;
         self.inner
-            .lock_of_kind(name, kind_arg(kind)?)
+            .lock_of_kind(name, polylock::LockKind::from_name(kind).map_err(err)?)
             .map(NativeLock::new)
             .map_err(err)
     }
@@ -159,7 +159,7 @@ impl NativeClient {
                         let told = crate::call::from_runtime(|py| {
                             let args = (
                                 ev.name.to_string(),
-                                hold_kind_name(ev.kind),
+                                ev.kind.name(),
                                 ev.owner,
                                 ev.reason.name(),
                             );

@@ -42,6 +42,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(errors::error_table, m)?)?;
     m.add_function(wrap_pyfunction!(metrics::metrics_snapshot, m)?)?;
     m.add_function(wrap_pyfunction!(metrics::metrics_text, m)?)?;
+    m.add_function(wrap_pyfunction!(metrics::metric_families, m)?)?;
     m.add_function(wrap_pyfunction!(log::flush_logs, m)?)?;
     // Before the interpreter finalizes, runtime threads leave Python (see call::from_runtime);
     // just before that (atexit runs the last registered first), the core's log records still

@@ -5,7 +5,7 @@ use polylock::{AcquireOptions, ErrorKind, LeaseChange, Lock, MultiLock, Remainin
 use pyo3::prelude::*;
 
 use crate::call::{interruptible, NativeCall, Outcome, Reply};
-use crate::convert::{blocking, kind_name, lease_arg, wait_arg};
+use crate::convert::{blocking, lease_arg, wait_arg};
 use crate::errors::{err, to_py};
 
 /// A lock handle (see `polylock.Lock`); every call names its owner.
@@ -41,7 +41,7 @@ impl NativeLock {
 
     #[getter]
     fn kind(&self) -> &'static str {
-        kind_name(self.inner.kind())
+        self.inner.kind().name()
     }
 
     /// Blocking acquire: True when held, False when the wait ran out. Ctrl-C (any Python signal

@@ -1,7 +1,7 @@
 //! The core's metrics for Python: the process-wide snapshot as plain tuples (`polylock.metrics`
 //! builds prometheus_client's and OpenTelemetry's objects from them) and the Prometheus text.
 
-use polylock::metrics::{Family, MetricType, SampleValue};
+use polylock::metrics::{Family, SampleValue};
 use pyo3::prelude::*;
 use pyo3::types::{PyList, PyTuple};
 
@@ -10,11 +10,7 @@ use pyo3::types::{PyList, PyTuple};
 pub(crate) fn families<'py>(py: Python<'py>, families: &[Family]) -> PyResult<Bound<'py, PyList>> {
     let out = PyList::empty(py);
     for f in families {
-        let kind = match f.kind {
-            MetricType::Counter => "counter",
-            MetricType::Gauge => "gauge",
-            MetricType::Histogram => "histogram",
-        };
+        let kind = f.kind.name();
         let samples = PyList::empty(py);
         for s in &f.samples {
             let labels: Vec<(&str, &str)> =
@@ -41,6 +37,16 @@ pub(crate) fn families<'py>(py: Python<'py>, families: &[Family]) -> PyResult<Bo
 pub(crate) fn metrics_snapshot(py: Python<'_>, include_zero: bool) -> PyResult<Bound<'_, PyList>> {
     let snapshot = py.detach(move || polylock::metrics::snapshot(include_zero));
     families(py, &snapshot)
+}
+
+/// Every family the core records, `(name, type, help)` in its order (prometheus_client learns
+/// the names from `describe()` before any lock is used).
+#[pyfunction]
+pub(crate) fn metric_families() -> Vec<(&'static str, &'static str, &'static str)> {
+    polylock::metrics::families()
+        .into_iter()
+        .map(|(name, help, kind)| (name, kind.name(), help))
+        .collect()
 }
 
 /// Every client of this process in the Prometheus text format.

@@ -67,7 +67,7 @@ mod zookeeper;
 
 pub use crate::backend::UnlockReply;
 pub use crate::client::Client;
-pub use crate::model::args::{count_from_f64, count_from_i64};
+pub use crate::model::args::{self, count_from_f64, count_from_i64};
 pub use crate::model::error::{self, Error, ErrorKind, Result};
 pub use crate::model::identity::{host_name, identity_value, REDIS_IDENTITY_PREFIX};
 pub use crate::model::kind::{HoldKind, HoldMode, LockKind};

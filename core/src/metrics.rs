@@ -613,6 +613,17 @@ pub enum MetricType {
     Histogram,
 }
 
+impl MetricType {
+    /// `counter`, `gauge` or `histogram`, as Prometheus writes the type.
+    pub fn name(self) -> &'static str {
+        match self {
+            MetricType::Counter => "counter",
+            MetricType::Gauge => "gauge",
+            MetricType::Histogram => "histogram",
+        }
+    }
+}
+
 /// A histogram's value: cumulative counts per upper bound (without `+Inf`, which is `count`).
 #[derive(Debug, Clone, PartialEq)]
 pub struct HistogramValue {
@@ -849,11 +860,7 @@ pub(crate) fn client_snapshot(m: &Arc<Metrics>) -> Vec<Family> {
 pub fn to_prometheus_text(families: &[Family]) -> String {
     let mut out = String::new();
     for f in families {
-        let kind = match f.kind {
-            MetricType::Counter => "counter",
-            MetricType::Gauge => "gauge",
-            MetricType::Histogram => "histogram",
-        };
+        let kind = f.kind.name();
         let _ = writeln!(out, "# HELP {} {}", f.name, f.help);
         let _ = writeln!(out, "# TYPE {} {kind}", f.name);
         for s in &f.samples {

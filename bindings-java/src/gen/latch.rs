@@ -7,24 +7,17 @@
 use jni::objects::{JClass, JObject, JString};
 use jni::sys::{jboolean, jlong, JNI_FALSE};
 use jni::JNIEnv;
-use polylock::{count_from_i64, CountDownLatch, Error, ErrorKind, Wait};
+use polylock::{count_from_i64, CountDownLatch, Wait};
 
 use crate::client::client;
 use crate::convert::{block, jbool, string};
 use crate::error::{entry, Result};
+use crate::handle::{borrow, free, into_handle};
 use crate::wait::{start, Won};
 
-/// The latch behind a handle from `latchNew`.
+/// The latch behind a handle from `latchNew` (NativeHandle keeps it alive during the call).
 fn handle<'a>(handle: jlong) -> Result<&'a CountDownLatch> {
-    if handle == 0 {
-        return Err(Error::new(
-            ErrorKind::InvalidState,
-            "the latch handle is freed",
-        ));
-    }
-    // SAFETY: a non-zero handle is a `Box<CountDownLatch>` from `latchNew`, freed once by Java after its
-    // last call.
-    Ok(unsafe { &*(handle as *const CountDownLatch) })
+    borrow(handle, "this latch handle")
 }
 
 /// A latch for `name` on the client `client`; its handle.
@@ -38,7 +31,7 @@ pub extern "system" fn Java_io_polylock_Native_latchNew<'l>(
     entry(&mut env, 0, |env| {
         let c = client(client_handle)?;
         let name = string(env, &name, "latch name")?;
-        Ok(Box::into_raw(Box::new(c.count_down_latch(&name)?)) as jlong)
+        Ok(into_handle(c.count_down_latch(&name)?))
     })
 }
 
@@ -50,10 +43,7 @@ pub extern "system" fn Java_io_polylock_Native_latchFree<'l>(
     latch: jlong,
 ) {
     entry(&mut env, (), |_| {
-        if latch != 0 {
-            // SAFETY: from `latchNew`; Java frees it once, after its last call.
-            drop(unsafe { Box::from_raw(latch as *mut CountDownLatch) });
-        }
+        free::<CountDownLatch>(latch);
         Ok(())
     })
 }

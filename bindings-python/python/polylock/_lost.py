@@ -61,7 +61,8 @@ _dispatcher = _Dispatcher()
 @dataclasses.dataclass(frozen=True)
 class LostEvent:
     """One lost hold, as lost callbacks get it: the lock's ``name``, its ``kind``
-    (``"reentrant"``, ``"mutex"``, ``"read"``, ``"write"``, ``"fair"`` or ``"permit"``), the
+    (``"reentrant"``, ``"mutex"``, ``"read"``, ``"write"``, ``"fair"``, ``"leader"`` (an
+    election's leadership) or ``"permit"``), the
     ``owner`` id whose hold it was, and the ``reason``: ``"EXPIRED"`` (a fixed lease ran out),
     ``"DELETED"`` (removed from the server: deleted, force-unlocked, its connection killed),
     ``"RENEWAL_FAILED"``, ``"SESSION_EXPIRED"`` or ``"CLIENT_CLOSED"``."""

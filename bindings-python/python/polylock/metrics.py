@@ -26,27 +26,10 @@ from . import _native
 
 __all__ = ["Family", "Histogram", "Sample", "PrometheusCollector", "register", "register_otel", "snapshot", "text"]
 
-# Every family the core writes (name, type, help), in its order: prometheus_client learns the
-# names from describe() before any lock is used, and OpenTelemetry's instruments are made once.
-FAMILIES: "Tuple[Tuple[str, str, str], ...]" = (
-    ("polylock_acquire_wait_seconds", "histogram",
-     "Time from asking for a lock, permit or latch until it was granted, refused, failed or cancelled."),
-    ("polylock_hold_seconds", "histogram", "Time from a grant until its release or loss."),
-    ("polylock_holds", "gauge", "Holds this process has now (locks, leases of permits)."),
-    ("polylock_waiters", "gauge", "Acquires and latch waits of this process under way now."),
-    ("polylock_reentries_total", "counter", "Acquires by an owner that already held the lock."),
-    ("polylock_losses_total", "counter", "Holds lost before their release, by reason."),
-    ("polylock_renewals_total", "counter",
-     "Watchdog renewal calls (a call renews a batch of holds), by outcome."),
-    ("polylock_renewal_seconds", "histogram", "Latency of the watchdog's renewal calls that succeeded."),
-    ("polylock_name_acquires_total", "counter", "Acquires of an opted-in name, by outcome."),
-    ("polylock_name_acquire_wait_seconds_total", "counter",
-     "Total time acquires of an opted-in name waited."),
-    ("polylock_name_holds", "gauge", "Holds of an opted-in name this process has now."),
-    ("polylock_name_waiters", "gauge", "Acquires of an opted-in name under way now."),
-    ("polylock_name_fencing_token", "gauge",
-     "Fencing token of the last grant of an opted-in name in this process."),
-)
+# Every family the core writes (name, type, help), in its order (the core's table: one list for
+# every runtime): prometheus_client learns the names from describe() before any lock is used,
+# and OpenTelemetry's instruments are made once.
+FAMILIES: "Tuple[Tuple[str, str, str], ...]" = tuple(_native.metric_families())
 
 
 @dataclass(frozen=True)

@@ -1,11 +1,12 @@
 //! Arguments as each runtime passes them, parsed once here for every binding: a wait (C and
 //! Java: -1 forever, 0 one try, milliseconds; Python: `None` forever, seconds; Node: `undefined`
-//! forever, milliseconds) and a count (a whole number, from an integer or a JS number).
+//! forever, milliseconds), a lease (the same, with the watchdog's lease for -1 or none), a
+//! duration and a count (a whole number, from an integer or a JS number).
 
 use std::time::Duration;
 
 use super::error::{Error, Result};
-use super::options::Wait;
+use super::options::{check_duration, Wait};
 
 impl Wait {
     /// A wait as C and Java pass it: -1 forever, 0 one try, a positive number of milliseconds
@@ -44,6 +45,55 @@ fn from_float(v: Option<f64>, per_second: f64, unit: &str, what: &str) -> Result
             "{what} must be a positive number of {unit} (or 0 for one try), got {v}"
         ))),
     }
+}
+
+/// A duration as C and Java pass it: a positive number of milliseconds.
+pub fn millis(ms: i64, what: &str) -> Result<Duration> {
+    if ms <= 0 {
+        return Err(Error::invalid(format!(
+            "{what} must be a positive number of ms, got {ms}"
+        )));
+    }
+    check_duration(what, Duration::from_millis(ms as u64))
+}
+
+/// A duration as Python passes it: a positive number of seconds.
+pub fn secs(secs: f64, what: &str) -> Result<Duration> {
+    float_duration(secs, 1.0, "seconds", what)
+}
+
+/// A duration as Node passes it: a positive number of milliseconds.
+pub fn millis_f64(ms: f64, what: &str) -> Result<Duration> {
+    float_duration(ms, 1e3, "milliseconds", what)
+}
+
+fn float_duration(v: f64, per_second: f64, unit: &str, what: &str) -> Result<Duration> {
+    if !(v.is_finite() && v > 0.0) {
+        return Err(Error::invalid(format!(
+            "{what} must be a positive number of {unit}, got {v}"
+        )));
+    }
+    let d = Duration::try_from_secs_f64(v / per_second)
+        .map_err(|_| Error::invalid(format!("{what} {v} is too large")))?;
+    check_duration(what, d)
+}
+
+/// A lease as C and Java pass it: -1 the watchdog's (`None`), else a positive number of ms.
+pub fn lease_millis(ms: i64, what: &str) -> Result<Option<Duration>> {
+    match ms {
+        -1 => Ok(None),
+        ms => millis(ms, what).map(Some),
+    }
+}
+
+/// A lease as Python passes it: `None` the watchdog's, else a positive number of seconds.
+pub fn lease_secs(v: Option<f64>, what: &str) -> Result<Option<Duration>> {
+    v.map(|v| secs(v, what)).transpose()
+}
+
+/// A lease as Node passes it: `undefined` the watchdog's, else a positive number of ms.
+pub fn lease_millis_f64(v: Option<f64>, what: &str) -> Result<Option<Duration>> {
+    v.map(|v| millis_f64(v, what)).transpose()
 }
 
 /// A count as C, Java and Python pass it: a whole number, not negative.
@@ -89,6 +139,20 @@ mod tests {
     }
 
     #[test]
+    fn leases_and_durations_in_each_runtimes_convention() {
+        let ms = Duration::from_millis;
+        assert_eq!(lease_millis(-1, "l").unwrap(), None);
+        assert_eq!(lease_millis(250, "l").unwrap(), Some(ms(250)));
+        assert_eq!(lease_secs(None, "l").unwrap(), None);
+        assert_eq!(lease_secs(Some(0.25), "l").unwrap(), Some(ms(250)));
+        assert_eq!(lease_millis_f64(None, "l").unwrap(), None);
+        assert_eq!(lease_millis_f64(Some(250.0), "l").unwrap(), Some(ms(250)));
+        assert_eq!(millis(30_000, "d").unwrap(), ms(30_000));
+        assert_eq!(secs(30.0, "d").unwrap(), ms(30_000));
+        assert_eq!(millis_f64(30_000.0, "d").unwrap(), ms(30_000));
+    }
+
+    #[test]
     fn bad_waits_and_counts_are_typed_errors() {
         let bad = [
             Wait::from_millis(-2, "wait_ms"),
@@ -101,6 +165,20 @@ mod tests {
             Wait::from_millis_f64(Some(-0.5), "waitMs"),
         ];
         for r in bad {
+            assert_eq!(r.unwrap_err().kind(), ErrorKind::InvalidArgument);
+        }
+        for r in [
+            millis(0, "lease_ms"),
+            millis(-5, "lease_ms"),
+            millis(i64::MAX, "lease_ms"),
+            secs(0.0, "lease"),
+            secs(f64::NAN, "lease"),
+            secs(1e-4, "lease"),
+            millis_f64(f64::INFINITY, "leaseMs"),
+            lease_millis(-2, "lease_ms").map(|_| Duration::ZERO),
+            lease_secs(Some(-1.0), "lease").map(|_| Duration::ZERO),
+            lease_millis_f64(Some(0.0), "leaseMs").map(|_| Duration::ZERO),
+        ] {
             assert_eq!(r.unwrap_err().kind(), ErrorKind::InvalidArgument);
         }
         let e = Wait::from_millis(-2, "wait_ms").unwrap_err();

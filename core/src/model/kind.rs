@@ -1,5 +1,8 @@
 //! The kinds of lock, and how a holder holds one.
 
+use super::error::{Error, Result};
+use super::shown::escape;
+
 /// The kinds of lock a client hands out. Every kind is served by the one [`Lock`](crate::Lock)
 /// handle; a backend that lacks a kind refuses it with `Unsupported` when the handle is made.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -34,6 +37,26 @@ impl LockKind {
         LockKind::Fair,
         LockKind::Leader,
     ];
+
+    /// The name the bindings give it: `reentrant`, `mutex`, `read`, `write`, `fair`, `leader`.
+    pub fn name(self) -> &'static str {
+        match self {
+            LockKind::Reentrant => "reentrant",
+            LockKind::Mutex => "mutex",
+            LockKind::Read => "read",
+            LockKind::Write => "write",
+            LockKind::Fair => "fair",
+            LockKind::Leader => "leader",
+        }
+    }
+
+    /// The kind a binding names (see [`LockKind::name`]); an unknown name is `InvalidArgument`.
+    pub fn from_name(name: &str) -> Result<LockKind> {
+        LockKind::ALL
+            .into_iter()
+            .find(|k| k.name() == name)
+            .ok_or_else(|| Error::invalid(format!("unknown lock kind '{}'", escape(name))))
+    }
 
     /// A lower-case word for messages and `status` output.
     pub fn word(self) -> &'static str {
@@ -84,11 +107,37 @@ pub enum HoldKind {
 }
 
 impl HoldKind {
+    /// The name the bindings give it: its lock kind's [`name`](LockKind::name), or `permit`.
+    pub fn name(self) -> &'static str {
+        match self {
+            HoldKind::Lock(k) => k.name(),
+            HoldKind::Permit => "permit",
+        }
+    }
+
     /// A lower-case word for messages.
     pub fn word(self) -> &'static str {
         match self {
             HoldKind::Lock(k) => k.word(),
             HoldKind::Permit => "permit",
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::error::ErrorKind;
+
+    #[test]
+    fn every_kind_goes_by_its_name_and_back() {
+        for k in LockKind::ALL {
+            assert_eq!(LockKind::from_name(k.name()).unwrap(), k);
+            assert_eq!(HoldKind::Lock(k).name(), k.name());
+        }
+        assert_eq!(HoldKind::Permit.name(), "permit");
+        let e = LockKind::from_name("\u{1b}[2Jfair").unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::InvalidArgument);
+        assert!(!e.message().contains('\u{1b}'), "{}", e.message());
     }
 }
