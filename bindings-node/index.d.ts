@@ -73,11 +73,12 @@ export class LockHold implements AsyncDisposable {
 /** The LockHold of earlier versions' `hold()`. */
 export type Hold = LockHold;
 
+// BEGIN generated from core/api/errors.toml by `python3 scripts/gen-bindings.py`: do not edit
 /** `code` is `ERR_POLYLOCK_<NAME>`: TIMEOUT, NOT_OWNER, LOCK_LOST, CONNECTION, AUTH, BACKEND,
- * INVALID_STATE, INTERNAL, PANIC (a panic caught in native code: a bug, please report it),
- * CANCELLED, UNSUPPORTED, UPGRADE_NOT_SUPPORTED, NOT_REPLICATED; `number` is the kind's stable
- * number in polylock's one error table (`errorNumbers`). Each kind has its subclass below. Bad
- * arguments are TypeError/RangeError with code ERR_POLYLOCK_INVALID_ARGUMENT and number 2. */
+ * INVALID_STATE, INTERNAL, PANIC, CANCELLED, UNSUPPORTED, UPGRADE_NOT_SUPPORTED,
+ * NOT_REPLICATED; `number` is the kind's stable number in polylock's one error table
+ * (`errorNumbers`). Each kind has its subclass below. Bad arguments are TypeError/RangeError
+ * with code ERR_POLYLOCK_INVALID_ARGUMENT and number 2. */
 export class PolylockError extends Error {
   constructor(message: string, name?: string);
   readonly code: string;
@@ -116,7 +117,7 @@ export class InvalidStateError extends PolylockError {
 export class InternalError extends PolylockError {
   constructor(message: string);
 }
-/** PANIC (11). */
+/** PANIC (11): a panic caught in native code: a bug, please report it. */
 export class PanicError extends PolylockError {
   constructor(message: string);
 }
@@ -136,6 +137,7 @@ export class UpgradeNotSupportedError extends PolylockError {
 export class NotReplicatedError extends PolylockError {
   constructor(message: string);
 }
+// END generated (errors)
 /** polylock's one error table: each kind's name and stable number. */
 export const errorNumbers: Readonly<Record<string, number>>;
 

@@ -15,7 +15,8 @@ const native = require('./native').load();
 
 const asyncDispose = Symbol.asyncDispose || Symbol.for('nodejs.asyncDispose');
 
-// The one error table of polylock's core (core/src/model/error.rs): each kind's stable number.
+// BEGIN generated from core/api/errors.toml (numbers) by `python3 scripts/gen-bindings.py`: do not edit
+// The one error table of polylock's core (core/api/errors.toml): each kind's stable number.
 const NUMBERS = Object.freeze({
   NULL_PARAMETER: 1,
   INVALID_ARGUMENT: 2,
@@ -33,6 +34,7 @@ const NUMBERS = Object.freeze({
   UPGRADE_NOT_SUPPORTED: 14,
   NOT_REPLICATED: 15,
 });
+// END generated (errors, numbers)
 
 /**
  * Errors of polylock's error table: `code` is `ERR_POLYLOCK_<NAME>` (e.g.
@@ -62,6 +64,7 @@ function kindClass(className, name) {
   ERROR_CLASSES[name] = cls;
   return cls;
 }
+// BEGIN generated from core/api/errors.toml (classes) by `python3 scripts/gen-bindings.py`: do not edit
 const LockTimeoutError = kindClass('LockTimeoutError', 'TIMEOUT');
 const NotOwnerError = kindClass('NotOwnerError', 'NOT_OWNER');
 const LockLostError = kindClass('LockLostError', 'LOCK_LOST');
@@ -75,6 +78,7 @@ const OperationCancelledError = kindClass('OperationCancelledError', 'CANCELLED'
 const UnsupportedError = kindClass('UnsupportedError', 'UNSUPPORTED');
 const UpgradeNotSupportedError = kindClass('UpgradeNotSupportedError', 'UPGRADE_NOT_SUPPORTED');
 const NotReplicatedError = kindClass('NotReplicatedError', 'NOT_REPLICATED');
+// END generated (errors, classes)
 
 /** The error of kind `name` (`NOT_OWNER`, ...): its subclass, or a PolylockError. */
 function makeError(name, message) {
@@ -1453,6 +1457,7 @@ module.exports = {
   PermitExpirableSemaphore,
   CountDownLatch,
   Election,
+  // BEGIN generated from core/api/errors.toml (exports) by `python3 scripts/gen-bindings.py`: do not edit
   PolylockError,
   LockTimeoutError,
   NotOwnerError,
@@ -1467,6 +1472,7 @@ module.exports = {
   UnsupportedError,
   UpgradeNotSupportedError,
   NotReplicatedError,
+  // END generated (errors, exports)
   /** The error table: each kind's name and stable number (`{ TIMEOUT: 3, ... }`). */
   errorNumbers: NUMBERS,
   version: call(() => native.version()),

@@ -194,27 +194,29 @@ typedef void (*polylock_log_fn)(void *user, int level, const char *target, const
 #define POLYLOCK_OK 0
 
 /*
- A required pointer argument was NULL.
+ A required pointer/handle was NULL (only produced by the C ABI; Java throws
+ NullPointerException).
  */
 #define POLYLOCK_NULL_PARAMETER 1
 
 /*
- An argument was invalid: empty or oversized name, NUL/non-UTF-8 text, bad duration, bad URL.
+ An argument was malformed: empty or oversized name, NUL or non-UTF-8 text, bad duration,
+ malformed URL, ...
  */
 #define POLYLOCK_INVALID_ARGUMENT 2
 
 /*
- The lock was not acquired within the allowed wait (not a failure of the call).
+ The lock was not acquired within the allowed wait.
  */
 #define POLYLOCK_TIMEOUT 3
 
 /*
- The owner does not hold the lock.
+ The caller released a lock it does not hold.
  */
 #define POLYLOCK_NOT_OWNER 4
 
 /*
- The lock was lost (lease expired, deleted, session expired) before it was released.
+ The lock was held, but its lease ended (expired, deleted, session lost) before the release.
  */
 #define POLYLOCK_LOCK_LOST 5
 
@@ -229,45 +231,47 @@ typedef void (*polylock_log_fn)(void *user, int level, const char *target, const
 #define POLYLOCK_AUTH 7
 
 /*
- The server answered with an unexpected error.
+ The server answered with an error polylock did not expect.
  */
 #define POLYLOCK_BACKEND 8
 
 /*
- Not valid now: closed client, used after fork(), blocking call from a lost callback.
+ The call is not valid in the current state (closed client, used after fork, blocking call from a
+ polylock runtime thread, ...).
  */
 #define POLYLOCK_INVALID_STATE 9
 
 /*
- A bug in polylock.
+ A bug in polylock (an invariant did not hold).
  */
 #define POLYLOCK_INTERNAL 10
 
 /*
- A panic was caught at the C boundary.
+ A panic was caught at a language boundary (a bug, please report it).
  */
 #define POLYLOCK_PANIC 11
 
 /*
- The operation was cancelled.
+ The operation was cancelled by the caller (abort signal, interrupt, task cancellation).
  */
 #define POLYLOCK_CANCELLED 12
 
 /*
- The backend does not support this (a lease on ZooKeeper, a mutex on Redis).
+ The backend does not support this operation (for example a semaphore mutex on Redis, a lease on
+ ZooKeeper).
  */
 #define POLYLOCK_UNSUPPORTED 13
 
 /*
- The owner holds the read half of a read-write lock and asked for its write half: an upgrade
- can never be granted (Redisson and Curator would wait forever). Release the read lock first,
- or take the write lock first and then the read lock (a downgrade).
+ An owner that holds the read half of a read-write lock asked for the write half. Neither
+ Redisson nor Curator can ever grant that (they wait forever); polylock says so at once. Release
+ the read lock first, or take the write lock first and downgrade.
  */
 #define POLYLOCK_UPGRADE_NOT_SUPPORTED 14
 
 /*
- Fewer replicas than the URL's `wait_replicas` acknowledged an acquire in time (`WAIT`); the
- lock was given back.
+ Fewer replicas than the client asks for (the URL's `wait_replicas`) acknowledged an acquire in
+ time (Redis `WAIT`); the lock was given back.
  */
 #define POLYLOCK_NOT_REPLICATED 15
 

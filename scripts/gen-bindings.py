@@ -14,6 +14,10 @@ others (and so take each runtime's cancel). From it, for each primitive:
     bindings-java/src/gen/<name>.rs    the JNI entry points, and their declarations in Native.java
     bindings-*/src/gen/mod.rs          the list of generated modules
 
+and from core/api/errors.toml, the one error table, the sections of the files that carry it:
+core's ErrorKind, C's POLYLOCK_* result codes, Python's exception classes (and their class for
+each kind), Node's error numbers, classes and types, Java's PolylockException.Code.
+
 Each argument kind is parsed by the core (`Wait::from_millis`, `Wait::from_secs`,
 `Wait::from_millis_f64`, `count_from_i64`, `count_from_f64`), in each runtime's documented
 convention; each binding's helpers (its blocking call, its Promise, its NativeFuture, its asyncio
@@ -27,6 +31,7 @@ import pathlib
 import re
 import subprocess
 import sys
+import textwrap
 import tomllib
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
@@ -558,6 +563,178 @@ def java_natives(t: dict) -> str:
     return s
 
 
+# ---- the error table -------------------------------------------------------------------------
+
+
+def load_errors(path: pathlib.Path) -> list[dict]:
+    with path.open("rb") as f:
+        kinds = tomllib.load(f)["kind"]
+    where = path.relative_to(ROOT)
+    names = {k["name"] for k in kinds}
+    for i, k in enumerate(kinds):
+        for key in ("name", "code", "variant", "doc", "description", "python"):
+            if key not in k:
+                sys.exit(f"{where}: kind {i + 1}: no '{key}'")
+        if k["code"] != i + 1:
+            sys.exit(f"{where}: {k['name']}: codes run 1, 2, 3, ... in order (got {k['code']})")
+        same = k["python"].get("same_as")
+        if same and same not in names:
+            sys.exit(f"{where}: {k['name']}: python same_as names no kind ('{same}')")
+    return kinds
+
+
+def rust_str(text: str) -> str:
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def core_errors(kinds: list[dict]) -> str:
+    s = "/// What went wrong, with a stable numeric code and name.\n"
+    s += "#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]\n#[non_exhaustive]\n#[repr(u32)]\n"
+    s += "pub enum ErrorKind {\n"
+    for k in kinds:
+        s += doc_lines(k["doc"], "    ") + f"    {k['variant']} = {k['code']},\n"
+    s += "}\n\nimpl ErrorKind {\n    /// Every kind, in code order.\n"
+    s += f"    pub const ALL: [ErrorKind; {len(kinds)}] = [\n"
+    s += "".join(f"        ErrorKind::{k['variant']},\n" for k in kinds)
+    s += "    ];\n\n"
+    s += (
+        "    /// The stable upper-case name (`NOT_OWNER`); bindings derive their identifiers from it\n"
+        "    /// (`POLYLOCK_NOT_OWNER`, `ERR_POLYLOCK_NOT_OWNER`, `Code.NOT_OWNER`).\n"
+        "    pub fn name(self) -> &'static str {\n        match self {\n"
+    )
+    s += "".join(f"            ErrorKind::{k['variant']} => {rust_str(k['name'])},\n" for k in kinds)
+    s += "        }\n    }\n\n"
+    s += (
+        "    /// A short static description, for places that cannot carry the detailed message.\n"
+        "    pub fn description(self) -> &'static str {\n        match self {\n"
+    )
+    s += "".join(
+        f"            ErrorKind::{k['variant']} => {rust_str(k['description'])},\n" for k in kinds
+    )
+    s += "        }\n    }\n}\n"
+    return s
+
+
+def c_errors(kinds: list[dict]) -> str:
+    return "".join(
+        doc_lines(k["doc"], "") + f"pub const POLYLOCK_{k['name']}: polylock_result = {k['code']};\n"
+        for k in kinds
+    )
+
+
+def python_error_class(kinds: list[dict]) -> str:
+    s = "/// The `polylock._errors` class of each kind of core's error table.\n"
+    s += "pub(crate) fn error_class(kind: ErrorKind) -> &'static str {\n    match kind {\n"
+    for k in kinds:
+        if "class" not in k["python"]:
+            continue
+        alike = [k] + [x for x in kinds if x["python"].get("same_as") == k["name"]]
+        pattern = " | ".join(f"ErrorKind::{x['variant']}" for x in alike)
+        s += f"        {pattern} => {rust_str(k['python']['class'])},\n"
+    s += '        _ => "InternalError",\n    }\n}\n'
+    return s
+
+
+def py_doc(text: str) -> str:
+    return re.sub(r"`([^`]+)`", r"``\1``", text)
+
+
+def python_error_classes(kinds: list[dict]) -> str:
+    classes = []
+    for k in kinds:
+        py = k["python"]
+        if "class" not in py:
+            continue
+        bases = "PolylockError" + (f", {py['base']}" if "base" in py else "")
+        also = [x["name"] for x in kinds if x["python"].get("same_as") == k["name"]]
+        doc = py_doc(k["doc"]) + (
+            f" Raised for {', '.join(also)} too (its ``code`` says which)." if also else ""
+        )
+        docstring = textwrap.fill(
+            f'"""{doc}"""', width=100, initial_indent="    ", subsequent_indent="    ",
+            break_long_words=False, break_on_hyphens=False,
+        )
+        classes.append(
+            f"class {py['class']}({bases}):\n{docstring}\n\n"
+            f'    code, number = "{k["name"]}", {k["code"]}\n'
+        )
+    return "\n\n" + "\n\n".join(classes) + "\n\n"
+
+
+def python_error_names(kinds: list[dict]) -> list[str]:
+    return ["PolylockError"] + [k["python"]["class"] for k in kinds if "class" in k["python"]]
+
+
+def python_all(kinds: list[dict]) -> str:
+    return "__all__ = [\n" + "".join(f'    "{n}",\n' for n in python_error_names(kinds)) + "]\n"
+
+
+def python_imports(kinds: list[dict]) -> str:
+    return "from ._errors import (\n" + "".join(
+        f"    {n},\n" for n in sorted(python_error_names(kinds))
+    ) + ")\n"
+
+
+def node_numbers(kinds: list[dict]) -> str:
+    s = "// The one error table of polylock's core (core/api/errors.toml): each kind's stable number.\n"
+    s += "const NUMBERS = Object.freeze({\n"
+    s += "".join(f"  {k['name']}: {k['code']},\n" for k in kinds)
+    return s + "});\n"
+
+
+def node_classes(kinds: list[dict]) -> str:
+    return "".join(
+        f"const {k['node']} = kindClass('{k['node']}', '{k['name']}');\n" for k in kinds if "node" in k
+    )
+
+
+def node_exports(kinds: list[dict]) -> str:
+    return "  PolylockError,\n" + "".join(f"  {k['node']},\n" for k in kinds if "node" in k)
+
+
+def ts_doc(text: str) -> str:
+    """A TSDoc comment at the top level, on one line when it fits in 100 columns."""
+    one = f"/** {text} */\n"
+    if len(one) <= 101:
+        return one
+    lines = textwrap.wrap(text, width=93, break_long_words=False, break_on_hyphens=False)
+    return "".join(("/** " if i == 0 else " * ") + l + "\n" for i, l in enumerate(lines))[:-1] + " */\n"
+
+
+def node_types(kinds: list[dict]) -> str:
+    names = ", ".join(k["name"] for k in kinds if "node" in k)
+    out = ts_doc(
+        f"`code` is `ERR_POLYLOCK_<NAME>`: {names}; `number` is the kind's stable number in "
+        "polylock's one error table (`errorNumbers`). Each kind has its subclass below. Bad "
+        "arguments are TypeError/RangeError with code ERR_POLYLOCK_INVALID_ARGUMENT and number 2."
+    )
+    out += (
+        "export class PolylockError extends Error {\n"
+        "  constructor(message: string, name?: string);\n"
+        "  readonly code: string;\n"
+        "  readonly number: number;\n"
+        "}\n"
+    )
+    for k in kinds:
+        if "node" not in k:
+            continue
+        out += ts_doc(f"{k['name']} ({k['code']})" + (f": {k['node_doc']}" if "node_doc" in k else "."))
+        out += f"export class {k['node']} extends PolylockError {{\n  constructor(message: string);\n}}\n"
+    return out
+
+
+def java_codes(kinds: list[dict]) -> str:
+    s = ""
+    for i, k in enumerate(kinds):
+        one = f"        /** {k['doc']} */\n"
+        if len(one) <= 101:
+            s += one
+        else:
+            s += "        /**\n" + doc_lines(k["doc"], "        ", " *") + "         */\n"
+        s += f"        {k['name']}({k['code']}){';' if i == len(kinds) - 1 else ','}\n"
+    return s
+
+
 # ---- files ------------------------------------------------------------------------------------
 
 
@@ -571,14 +748,49 @@ def rustfmt(text: str, where: pathlib.Path) -> str:
     return r.stdout
 
 
-def section(text: str, where: str, table: str, body: str, comment: str, indent: str) -> str:
-    """`text` with the generated section of `table` replaced by `body`."""
-    begin = f"{indent}{comment} BEGIN generated from core/api/{table}.toml by `{COMMAND}`: do not edit\n"
-    end = f"{indent}{comment} END generated ({table})\n"
+def section(
+    text: str, where: str, table: str, body: str, comment: str, indent: str, part: str = ""
+) -> str:
+    """`text` with the generated section of `table` (and `part`, when a file has several)
+    replaced by `body`."""
+    label = f" ({part})" if part else ""
+    begin = (
+        f"{indent}{comment} BEGIN generated from core/api/{table}.toml{label} by `{COMMAND}`: "
+        "do not edit\n"
+    )
+    end = f"{indent}{comment} END generated ({table}{', ' + part if part else ''})\n"
     pattern = re.compile(re.escape(begin) + ".*?" + re.escape(end), re.S)
     if not pattern.search(text):
-        sys.exit(f"{where}: no generated section for {table} (add its BEGIN and END lines)")
+        sys.exit(f"{where}: no generated section for {table}{label} (add its BEGIN and END lines)")
     return pattern.sub(lambda _: begin + body + end, text, count=1)
+
+
+# Where the error table goes: (file, part, maker, comment, indent).
+ERROR_SECTIONS = [
+    ("core/src/model/error.rs", "", core_errors, "//", ""),
+    ("bindings-c/src/result.rs", "", c_errors, "//", ""),
+    ("bindings-python/src/errors.rs", "", python_error_class, "//", ""),
+    ("bindings-python/python/polylock/_errors.py", "classes", python_error_classes, "#", ""),
+    ("bindings-python/python/polylock/_errors.py", "names", python_all, "#", ""),
+    ("bindings-python/python/polylock/__init__.py", "", python_imports, "#", ""),
+    ("bindings-node/index.js", "numbers", node_numbers, "//", ""),
+    ("bindings-node/index.js", "classes", node_classes, "//", ""),
+    ("bindings-node/index.js", "exports", node_exports, "//", "  "),
+    ("bindings-node/index.d.ts", "", node_types, "//", ""),
+    ("bindings-java/src/main/java/io/polylock/PolylockException.java", "", java_codes, "//", "        "),
+]
+
+
+def error_outputs(kinds: list[dict]) -> dict[pathlib.Path, str]:
+    out: dict[pathlib.Path, str] = {}
+    for rel, part, make, comment, indent in ERROR_SECTIONS:
+        path = ROOT / rel
+        text = out.get(path) or path.read_text()
+        out[path] = section(text, rel, "errors", make(kinds), comment, indent, part)
+    for path in out:
+        if path.suffix == ".rs":
+            out[path] = rustfmt(out[path], path)
+    return out
 
 
 def outputs(tables: list[dict]) -> dict[pathlib.Path, str]:
@@ -612,8 +824,9 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--check", action="store_true", help="compare instead of writing")
     args = ap.parse_args()
-    tables = [load(p) for p in sorted(API.glob("*.toml"))]
+    tables = [load(p) for p in sorted(API.glob("*.toml")) if p.stem != "errors"]
     out = outputs(tables)
+    out.update(error_outputs(load_errors(API / "errors.toml")))
     stale = []
     for path, text in out.items():
         old = path.read_text() if path.exists() else None

@@ -4,17 +4,19 @@ use polylock::ErrorKind;
 use pyo3::prelude::*;
 use pyo3::types::PyType;
 
+// BEGIN generated from core/api/errors.toml by `python3 scripts/gen-bindings.py`: do not edit
 /// The `polylock._errors` class of each kind of core's error table.
 pub(crate) fn error_class(kind: ErrorKind) -> &'static str {
     match kind {
+        ErrorKind::InvalidArgument | ErrorKind::NullParameter => "InvalidArgumentError",
         ErrorKind::Timeout => "LockTimeoutError",
         ErrorKind::NotOwner => "NotOwnerError",
         ErrorKind::LockLost => "LockLostError",
         ErrorKind::Connection => "PolylockConnectionError",
-        ErrorKind::InvalidArgument | ErrorKind::NullParameter => "InvalidArgumentError",
         ErrorKind::Auth => "AuthError",
         ErrorKind::Backend => "BackendError",
         ErrorKind::InvalidState => "InvalidStateError",
+        ErrorKind::Internal | ErrorKind::Panic => "InternalError",
         ErrorKind::Cancelled => "OperationCancelledError",
         ErrorKind::Unsupported => "UnsupportedError",
         ErrorKind::UpgradeNotSupported => "UpgradeNotSupportedError",
@@ -22,6 +24,7 @@ pub(crate) fn error_class(kind: ErrorKind) -> &'static str {
         _ => "InternalError",
     }
 }
+// END generated (errors)
 
 /// A core error as the matching `polylock._errors` exception (message, code name, code number).
 pub(crate) fn to_py(py: Python<'_>, e: polylock::Error) -> PyErr {

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 from . import _errors, _native, metrics
 from ._client import Client, connect, connect_redlock
+# BEGIN generated from core/api/errors.toml by `python3 scripts/gen-bindings.py`: do not edit
 from ._errors import (
     AuthError,
     BackendError,
@@ -37,13 +38,14 @@ from ._errors import (
     LockLostError,
     LockTimeoutError,
     NotOwnerError,
+    NotReplicatedError,
     OperationCancelledError,
     PolylockConnectionError,
     PolylockError,
     UnsupportedError,
     UpgradeNotSupportedError,
-    NotReplicatedError,
 )
+# END generated (errors)
 from ._election import Election, Leader
 from ._lock import Lock, MultiLock, ReadWriteLock
 from ._lost import LostEvent

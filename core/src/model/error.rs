@@ -2,19 +2,24 @@
 //!
 //! Every binding maps [`ErrorKind`] to its own idiom (C result codes, Python exception classes, JS
 //! `code` strings, Java exceptions). The numeric codes and names below are stable: a code is never
-//! reused for another meaning, and new kinds only ever get new numbers.
+//! reused for another meaning, and new kinds only ever get new numbers. The table is
+//! `core/api/errors.toml`: `scripts/gen-bindings.py` writes the kinds here and each binding's
+//! copy from it, so a new kind is one entry there.
 
 use std::fmt;
 use std::time::Duration;
 
+// BEGIN generated from core/api/errors.toml by `python3 scripts/gen-bindings.py`: do not edit
 /// What went wrong, with a stable numeric code and name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 #[repr(u32)]
 pub enum ErrorKind {
-    /// A required pointer/handle was NULL (only produced by the C ABI).
+    /// A required pointer/handle was NULL (only produced by the C ABI; Java throws
+    /// NullPointerException).
     NullParameter = 1,
-    /// An argument was malformed: empty or oversized name, bad duration, malformed URL, ...
+    /// An argument was malformed: empty or oversized name, NUL or non-UTF-8 text, bad duration,
+    /// malformed URL, ...
     InvalidArgument = 2,
     /// The lock was not acquired within the allowed wait.
     Timeout = 3,
@@ -33,18 +38,19 @@ pub enum ErrorKind {
     InvalidState = 9,
     /// A bug in polylock (an invariant did not hold).
     Internal = 10,
-    /// A panic was caught at a language boundary.
+    /// A panic was caught at a language boundary (a bug, please report it).
     Panic = 11,
     /// The operation was cancelled by the caller (abort signal, interrupt, task cancellation).
     Cancelled = 12,
-    /// The backend does not support this operation (for example a semaphore mutex on Redis).
+    /// The backend does not support this operation (for example a semaphore mutex on Redis, a lease
+    /// on ZooKeeper).
     Unsupported = 13,
     /// An owner that holds the read half of a read-write lock asked for the write half. Neither
     /// Redisson nor Curator can ever grant that (they wait forever); polylock says so at once.
     /// Release the read lock first, or take the write lock first and downgrade.
     UpgradeNotSupported = 14,
-    /// Fewer replicas than the client asks for (`wait_replicas`) acknowledged an acquire in
-    /// time; the lock was given back.
+    /// Fewer replicas than the client asks for (the URL's `wait_replicas`) acknowledged an acquire
+    /// in time (Redis `WAIT`); the lock was given back.
     NotReplicated = 15,
 }
 
@@ -67,16 +73,6 @@ impl ErrorKind {
         ErrorKind::UpgradeNotSupported,
         ErrorKind::NotReplicated,
     ];
-
-    /// The stable numeric code (0 is reserved for success in the C ABI).
-    pub fn code(self) -> u32 {
-        self as u32
-    }
-
-    /// The kind for a numeric code, if any.
-    pub fn from_code(code: u32) -> Option<ErrorKind> {
-        ErrorKind::ALL.iter().copied().find(|k| k.code() == code)
-    }
 
     /// The stable upper-case name (`NOT_OWNER`); bindings derive their identifiers from it
     /// (`POLYLOCK_NOT_OWNER`, `ERR_POLYLOCK_NOT_OWNER`, `Code.NOT_OWNER`).
@@ -123,6 +119,19 @@ impl ErrorKind {
                 "too few replicas acknowledged the acquire in time; the lock was given back"
             }
         }
+    }
+}
+// END generated (errors)
+
+impl ErrorKind {
+    /// The stable numeric code (0 is reserved for success in the C ABI).
+    pub fn code(self) -> u32 {
+        self as u32
+    }
+
+    /// The kind for a numeric code, if any.
+    pub fn from_code(code: u32) -> Option<ErrorKind> {
+        ErrorKind::ALL.iter().copied().find(|k| k.code() == code)
     }
 }
 

@@ -18,42 +18,62 @@ public class PolylockException extends RuntimeException implements PolylockError
 
     /** The stable kinds of polylock errors, with their numbers. */
     public enum Code {
-        /** A required argument was missing (C only; Java throws NullPointerException). */
+        // BEGIN generated from core/api/errors.toml by `python3 scripts/gen-bindings.py`: do not edit
+        /**
+         * A required pointer/handle was NULL (only produced by the C ABI; Java throws
+         * NullPointerException).
+         */
         NULL_PARAMETER(1),
-        /** An argument was invalid. */
+        /**
+         * An argument was malformed: empty or oversized name, NUL or non-UTF-8 text, bad duration,
+         * malformed URL, ...
+         */
         INVALID_ARGUMENT(2),
         /** The lock was not acquired within the allowed wait. */
         TIMEOUT(3),
-        /** The lock is not held by this owner. */
+        /** The caller released a lock it does not hold. */
         NOT_OWNER(4),
-        /** The lock was lost before it was released. */
+        /**
+         * The lock was held, but its lease ended (expired, deleted, session lost) before the
+         * release.
+         */
         LOCK_LOST(5),
-        /** The lock server could not be reached. */
+        /** The server could not be reached or stopped answering. */
         CONNECTION(6),
-        /** The lock server refused the credentials. */
+        /** The server refused the credentials. */
         AUTH(7),
-        /** The lock server returned an unexpected error. */
+        /** The server answered with an error polylock did not expect. */
         BACKEND(8),
-        /** The call is not valid in the current state (closed client, ...). */
+        /**
+         * The call is not valid in the current state (closed client, used after fork, blocking call
+         * from a polylock runtime thread, ...).
+         */
         INVALID_STATE(9),
-        /** A bug in polylock. */
+        /** A bug in polylock (an invariant did not hold). */
         INTERNAL(10),
-        /** A panic was caught at the language boundary. */
+        /** A panic was caught at a language boundary (a bug, please report it). */
         PANIC(11),
-        /** The operation was cancelled. */
+        /**
+         * The operation was cancelled by the caller (abort signal, interrupt, task cancellation).
+         */
         CANCELLED(12),
-        /** The backend does not support this operation. */
+        /**
+         * The backend does not support this operation (for example a semaphore mutex on Redis, a
+         * lease on ZooKeeper).
+         */
         UNSUPPORTED(13),
         /**
-         * A thread holding the read lock of a read-write lock asked for its write lock
-         * ({@link UpgradeNotSupportedException}).
+         * An owner that holds the read half of a read-write lock asked for the write half. Neither
+         * Redisson nor Curator can ever grant that (they wait forever); polylock says so at once.
+         * Release the read lock first, or take the write lock first and downgrade.
          */
         UPGRADE_NOT_SUPPORTED(14),
         /**
-         * Fewer replicas than the URL's {@code wait_replicas} acknowledged an acquire in time
-         * (Redis {@code WAIT}); the lock was given back.
+         * Fewer replicas than the client asks for (the URL's `wait_replicas`) acknowledged an
+         * acquire in time (Redis `WAIT`); the lock was given back.
          */
         NOT_REPLICATED(15);
+        // END generated (errors)
 
         private final int number;
 
