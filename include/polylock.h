@@ -386,6 +386,15 @@ polylock_result polylock_election_resign(polylock_election *election, bool *out_
 polylock_result polylock_election_leader(polylock_election *election, char *buf, size_t len, size_t *out_len, uint64_t *out_term, bool *out_has);
 
 /*
+ The candidates' identities in their order, the leader first (ZooKeeper and etcd queue their
+ candidates; Redis keeps no queue and lists the leader only), each followed by a NUL byte.
+ The list is copied into `buf` only when all of it fits in `len` bytes (else `buf` is left as
+ it was: call again with `*out_len` bytes); `*out_len` gets the bytes the whole list takes
+ and `*out_count` the number of candidates. `buf`, `out_len` and `out_count` may be NULL.
+ */
+polylock_result polylock_election_candidates(polylock_election *election, char *buf, size_t len, size_t *out_len, size_t *out_count);
+
+/*
  Wait until the leader differs from the one seen (`seen_term`, 0 for "nobody"), at most
  `wait_ms` (-1 forever): `POLYLOCK_OK` with the new leader's term in `*out_term` (0: nobody
  leads now), or `POLYLOCK_TIMEOUT`. Blocks the calling thread.

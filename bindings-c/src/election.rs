@@ -187,6 +187,58 @@ pub unsafe extern "C" fn polylock_election_leader(
     })
 }
 
+/// The candidates' identities in their order, the leader first (ZooKeeper and etcd queue their
+/// candidates; Redis keeps no queue and lists the leader only), each followed by a NUL byte.
+/// The list is copied into `buf` only when all of it fits in `len` bytes (else `buf` is left as
+/// it was: call again with `*out_len` bytes); `*out_len` gets the bytes the whole list takes
+/// and `*out_count` the number of candidates. `buf`, `out_len` and `out_count` may be NULL.
+#[no_mangle]
+pub unsafe extern "C" fn polylock_election_candidates(
+    election: *mut polylock_election,
+    buf: *mut c_char,
+    len: usize,
+    out_len: *mut usize,
+    out_count: *mut usize,
+) -> polylock_result {
+    let mut candidates = Vec::new();
+    // SAFETY: forwarded contract.
+    let r = unsafe {
+        with(
+            election,
+            |e| async move { e.candidates().await },
+            &mut candidates,
+        )
+    };
+    if r != POLYLOCK_OK {
+        return r;
+    }
+    boundary(|| {
+        let size: usize = candidates.iter().map(|c| c.len() + 1).sum();
+        if !buf.is_null() && size <= len {
+            let mut at = 0;
+            for c in &candidates {
+                // SAFETY: `buf` has room for `len` >= `size` bytes (caller contract); an
+                // identity holds no NUL (the core refuses one).
+                unsafe {
+                    std::ptr::copy_nonoverlapping(c.as_ptr(), buf.add(at).cast::<u8>(), c.len());
+                    *buf.add(at + c.len()) = 0;
+                }
+                at += c.len() + 1;
+            }
+        }
+        // SAFETY: each pointer NULL or writable (caller contract).
+        unsafe {
+            if !out_len.is_null() {
+                *out_len = size;
+            }
+            if !out_count.is_null() {
+                *out_count = candidates.len();
+            }
+        }
+        POLYLOCK_OK
+    })
+}
+
 /// Wait until the leader differs from the one seen (`seen_term`, 0 for "nobody"), at most
 /// `wait_ms` (-1 forever): `POLYLOCK_OK` with the new leader's term in `*out_term` (0: nobody
 /// leads now), or `POLYLOCK_TIMEOUT`. Blocks the calling thread.

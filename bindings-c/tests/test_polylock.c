@@ -1325,6 +1325,15 @@ static void election_on(const char *url, const char *name) {
     CHECK(has && strcmp(buf, "c-node-a") == 0 && n == 8 && t == term);
     CHECK(polylock_election_leader(eb, small, sizeof small, &n, NULL, &has) == POLYLOCK_OK);
     CHECK(n == 8 && strcmp(small, "c-n") == 0);
+    /* The candidates (the timed-out campaign withdrew b's candidacy): "c-node-a\0". */
+    size_t count = 0;
+    CHECK(polylock_election_candidates(eb, buf, sizeof buf, &n, &count) == POLYLOCK_OK);
+    CHECK(n == 9 && count == 1 && memcmp(buf, "c-node-a", 9) == 0);
+    memcpy(small, "xyz", 4);
+    CHECK(polylock_election_candidates(eb, small, sizeof small, &n, &count) == POLYLOCK_OK);
+    CHECK(n == 9 && count == 1 && strcmp(small, "xyz") == 0); /* too small: left as it was */
+    CHECK(polylock_election_candidates(eb, NULL, 0, &n, NULL) == POLYLOCK_OK && n == 9);
+    CHECK(polylock_election_candidates(NULL, buf, sizeof buf, &n, &count) == POLYLOCK_NULL_PARAMETER);
     CHECK(polylock_election_next_change(eb, term, 100, &changed) == POLYLOCK_TIMEOUT);
     CHECK(polylock_election_resign(ea, &was) == POLYLOCK_OK && was);
     CHECK(polylock_election_resign(ea, &was) == POLYLOCK_OK && !was);
