@@ -251,17 +251,24 @@ impl Client {
         F: FnOnce(crate::model::outcome::Acquired) -> Fut,
         Fut: std::future::Future<Output = T>,
     {
-        /// Releases in the background unless disarmed (a panic in `f`, a dropped future).
+        /// Releases in the background, a counted clean-up, unless disarmed (a panic in `f`, a
+        /// dropped future).
         struct Release {
             lock: Option<Lock>,
             owner: crate::model::owner::OwnerId,
         }
         impl Drop for Release {
             fn drop(&mut self) {
+                use crate::backend::cleanup::{clean_up, CleanUp};
                 if let Some(lock) = self.lock.take() {
                     let owner = self.owner;
-                    runtime::handle().spawn(async move {
-                        let _ = lock.release(owner).await;
+                    let what = format!(
+                        "the hold of lock '{}' by a with_lock whose future was dropped",
+                        crate::model::shown::escape(lock.name())
+                    );
+                    clean_up(what, move || {
+                        let lock = lock.clone();
+                        async move { CleanUp::of(&lock.release(owner).await) }
                     });
                 }
             }

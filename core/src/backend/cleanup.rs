@@ -1,6 +1,8 @@
-//! The one way a backend removes what an operation that ended early left on the server: a
+//! The one way polylock removes what an operation that ended early left on the server: a
 //! contender node of a cancelled wait, a hold an acquire in flight may have taken, a fair-queue
-//! entry, a subscription, a permit a cancelled acquire took.
+//! entry, a subscription, a permit a cancelled acquire took, the members a cancelled multi-lock
+//! acquire took, the hold of a `with_lock` whose future was dropped. Each one is counted while
+//! it runs, so that a client's `close()` waits for it (`runtime::clean_ups_finished`).
 //!
 //! A clean-up runs on polylock's own runtime, never on the caller's: a wait dropped outside any
 //! runtime, or inside a caller's short-lived `current_thread` runtime that then ends, must still
@@ -10,6 +12,8 @@
 use std::future::Future;
 use std::time::Duration;
 
+use crate::model::error::{ErrorKind, Result};
+
 /// What one attempt of a clean-up found.
 pub(crate) enum CleanUp {
     /// Done (or there was nothing to do).
@@ -18,6 +22,26 @@ pub(crate) enum CleanUp {
     Moot,
     /// Failed this time (the server did not answer): try again.
     Retry(String),
+}
+
+impl CleanUp {
+    /// The verdict on one attempt that gave something back (a release): done; worth another
+    /// try when the server did not answer (`Connection`, `Backend`, `Timeout`); moot otherwise
+    /// (not held any more, or the client closed, which gives back everything itself).
+    pub(crate) fn of<T>(r: &Result<T>) -> CleanUp {
+        match r {
+            Ok(_) => CleanUp::Done,
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    ErrorKind::Connection | ErrorKind::Backend | ErrorKind::Timeout
+                ) =>
+            {
+                CleanUp::Retry(e.message().to_string())
+            }
+            Err(_) => CleanUp::Moot,
+        }
+    }
 }
 
 /// Attempts of one clean-up: with the backoff below, about 40 s before it gives up.
@@ -56,4 +80,31 @@ where
             }
         }
     });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::error::Error;
+
+    #[test]
+    fn a_release_is_tried_again_only_when_the_server_did_not_answer() {
+        let verdict = |kind| CleanUp::of::<()>(&Err(Error::new(kind, "x")));
+        assert!(matches!(CleanUp::of(&Ok(())), CleanUp::Done));
+        for kind in [
+            ErrorKind::Connection,
+            ErrorKind::Backend,
+            ErrorKind::Timeout,
+        ] {
+            assert!(matches!(verdict(kind), CleanUp::Retry(_)), "{kind:?}");
+        }
+        for kind in [
+            ErrorKind::NotOwner,
+            ErrorKind::LockLost,
+            ErrorKind::InvalidState,
+            ErrorKind::InvalidArgument,
+        ] {
+            assert!(matches!(verdict(kind), CleanUp::Moot), "{kind:?}");
+        }
+    }
 }

@@ -9,15 +9,18 @@
 //! cannot be had in time (or fails), the members already taken are given back before the acquire
 //! returns, so nothing stays held.
 
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use super::one::OneLock;
+use crate::backend::cleanup::{clean_up, CleanUp};
 use crate::hold::any_lost;
 use crate::model::error::{Error, ErrorKind, Result};
 use crate::model::lost::LostSignal;
 use crate::model::options::{AcquireOptions, Wait};
 use crate::model::outcome::{Acquired, LeaseChange, LockStatus, Released, RemainingLease};
 use crate::model::owner::OwnerId;
+use crate::model::shown::escape;
 
 /// The members of a multi-lock, in the order it takes them (see the module docs). The public
 /// handle is a [`Lock`](super::lock::Lock) made by [`MultiLock::new`](super::lock::MultiLock).
@@ -291,10 +294,32 @@ impl Drop for GiveBack {
         if self.taken.is_empty() {
             return;
         }
-        let (owner, taken) = (self.owner, std::mem::take(&mut self.taken));
-        crate::runtime::handle().spawn(async move {
-            for m in taken.iter().rev() {
-                let _ = m.release(owner).await;
+        let owner = self.owner;
+        let names: Vec<String> = self.taken.iter().map(|m| escape(m.name()).into()).collect();
+        // Given back from the last taken; a member stays in the list until its release is done
+        // or moot, so a retry goes on where the last attempt stopped.
+        let left = Arc::new(Mutex::new(std::mem::take(&mut self.taken)));
+        let what = format!(
+            "the members {} taken by a multi-lock acquire that was cancelled",
+            names.join(", ")
+        );
+        clean_up(what, move || {
+            let left = left.clone();
+            async move {
+                loop {
+                    let next = left
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .last()
+                        .cloned();
+                    let Some(m) = next else {
+                        return CleanUp::Done;
+                    };
+                    if let CleanUp::Retry(why) = CleanUp::of(&m.release(owner).await) {
+                        return CleanUp::Retry(why);
+                    }
+                    left.lock().unwrap_or_else(|e| e.into_inner()).pop();
+                }
             }
         });
     }

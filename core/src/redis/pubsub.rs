@@ -272,9 +272,9 @@ impl Drop for WaitGuard {
         let subs = self.subs.clone();
         let name = std::mem::take(&mut self.name);
         let channel = self.channel.clone();
-        // On polylock's runtime: the waiter may have been dropped outside any runtime, or in a
-        // caller's runtime that ends with it.
-        crate::runtime::handle().spawn(async move {
+        // On polylock's runtime (the waiter may have been dropped outside any runtime, or in a
+        // caller's runtime that ends with it), counted: a client's close waits for it.
+        crate::runtime::spawn_clean_up(async move {
             let mut subscribed = channel.subscribed.lock().await;
             if channel.waiters.load(std::sync::atomic::Ordering::SeqCst) > 0 {
                 return; // a new waiter arrived meanwhile and keeps the subscription
