@@ -736,10 +736,9 @@ public final class DistributedLock implements Lock, AutoCloseable {
             }
             long remaining = waitMs;
             if (waitMs > 0) {
-                remaining = Waits.remaining(waitMs, start);
-                if (remaining <= 0) {
-                    return -1;
-                }
+                // A wait whose time the fast path used up still makes its one try: that try is
+                // what records the refusal (the fast path records none), on a loaded machine too.
+                remaining = Math.max(0, Waits.remaining(waitMs, start));
             }
             NativeFuture future = new NativeFuture();
             long cancel = Native.acquireAsync(h, name, kind, owner, remaining, leaseMs, future);
