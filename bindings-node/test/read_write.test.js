@@ -36,7 +36,8 @@ for (const [server, url] of [
     await rb.release();
     const held = await waiting;
     assert.ok(held);
-    assert.ok(Date.now() - released < 1000, 'woken by the release');
+    // Not woken, the waiter would wait out its 10 s: half of that is the bound.
+    assert.ok(Date.now() - released < 5000, 'woken by the release');
     assert.equal(await newFlow(() => a.readLock().acquire({ waitMs: 0 })), null);
     assert.equal(await newFlow(() => b.writeLock().acquire({ waitMs: 0 })), null);
     await held.release();
@@ -55,7 +56,7 @@ for (const [server, url] of [
     assert.equal(r.holdCount, 2);
     const started = Date.now();
     await assert.rejects(w.acquire(), isCode('ERR_POLYLOCK_UPGRADE_NOT_SUPPORTED'));
-    assert.ok(Date.now() - started < 500);
+    assert.ok(Date.now() - started < 5000, 'refused, not waited for (Redisson and Curator wait forever)');
     assert.equal(r.holdCount, 2);
     await r.release();
     await r.release();

@@ -89,7 +89,7 @@ def test_a_cancelled_wait_raises_at_once_leaves_nothing_and_the_next_waiter_gets
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task
-        assert time.monotonic() - started < 0.5
+        assert time.monotonic() - started < 5  # the holder holds forever: at once, not at its end
         async def next_waiter():
             got = await nxt.acquire_async(timeout=5)
             count = nxt.hold_count  # owners are tasks: this task's count

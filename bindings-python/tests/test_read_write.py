@@ -89,7 +89,7 @@ def test_reentrant_halves_downgrade_and_upgrade_error(client, url):
     started = time.monotonic()
     with pytest.raises(polylock.UpgradeNotSupportedError) as e:
         w.acquire()  # would wait forever in Redisson and Curator
-    assert time.monotonic() - started < 0.5
+    assert time.monotonic() - started < 5  # refused, not waited for
     assert isinstance(e.value, RuntimeError) and e.value.code == "UPGRADE_NOT_SUPPORTED" and e.value.number == 14
     assert r.hold_count == 2
     r.release()

@@ -503,10 +503,10 @@ async fn a_timed_out_zookeeper_wait_leaves_no_node_behind() {
         let took = got.duration_since(released);
         slowest = slowest.max(took);
         // A node left behind by the timed-out command would hold the waiter until that
-        // command's session expired (10 s): 1 s apart from that, with room for a loaded machine
-        // (a CI run once took 168 ms here).
+        // command's session expired (10 s): the bound is half of that (a CI run once took
+        // 168 ms here).
         assert!(
-            took < Duration::from_secs(1),
+            took < Duration::from_secs(5),
             "round {round}: the third waiter got the lock {took:?} after the release"
         );
         waiter.release(2).await.unwrap();

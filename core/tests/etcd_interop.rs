@@ -115,8 +115,9 @@ async fn polylock_waits_while_etcdctl_holds_and_wakes_at_its_release() {
     assert!(ctl.wait().await.unwrap().success());
     let late = acquired_at.saturating_duration_since(deleted_at);
     println!("polylock acquired {late:?} after etcdctl's key was deleted");
+    // Without the watch the waiter would wait out its 15 s: half of it is the bound.
     assert!(
-        late < Duration::from_millis(250),
+        late < Duration::from_millis(7500),
         "woken {late:?} after the release"
     );
     assert!(

