@@ -18,7 +18,6 @@
 
 mod bench;
 mod client;
-mod election;
 mod gen;
 mod lock;
 mod observe;
