@@ -647,7 +647,7 @@ def java_file(t: dict) -> str:
     objects = ["JClass", "JString"] + (["JObject"] if waits else [])
     s = header(t["table"])
     s += doc_lines(
-        f"The JNI entry points of `Native.{name}*`: {t['doc']} A {name} is a native handle (a "
+        f"The JNI entry points of `Native.{name}*`: {t['doc']} {article(name).capitalize()} {name} is a native handle (a "
         f"`Box<{core}>` from `{name}New`, freed once by `{name}Free`); a waiting call completes a "
         "`NativeFuture`.",
         "",

@@ -2,7 +2,7 @@
 // table or the generator and run it again (CI fails on a difference).
 //! The JNI entry points of `Native.election*`: A candidate in a leader election (Curator's
 //! LeaderLatch on ZooKeeper, etcd's concurrency.Election, a Redisson lock plus a leader record on
-//! Redis). A election is a native handle (a `Box<Election>` from `electionNew`, freed once by
+//! Redis). An election is a native handle (a `Box<Election>` from `electionNew`, freed once by
 //! `electionFree`); a waiting call completes a `NativeFuture`.
 
 use jni::objects::{JClass, JObject, JString};
