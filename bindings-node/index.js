@@ -1232,7 +1232,7 @@ class Election {
       let outcome;
       try {
         outcome = await cancellable(signal, (token) =>
-          this._native.nextChange(seen ? seen.identity : null, seen ? seen.term : null, wait, token),
+          this._native.nextChange(seen ? seen.term : 0, wait, token),
         );
       } catch (e) {
         if (signal?.aborted) return;

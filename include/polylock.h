@@ -107,8 +107,9 @@
 typedef struct polylock_client polylock_client;
 
 /*
- A candidate in one election (opaque). Thread-safe; one candidate however many threads use
- it. It keeps its client alive.
+ A candidate in a leader election (Curator's LeaderLatch on ZooKeeper, etcd's
+ concurrency.Election, a Redisson lock plus a leader record on Redis). Opaque and thread-safe; it
+ keeps its client alive.
  */
 typedef struct polylock_election polylock_election;
 
@@ -347,57 +348,58 @@ void polylock_client_free(polylock_client *client);
 
 /*
  A candidate in the election `name` (a znode path on ZooKeeper) that campaigns as `identity`
- (non-empty UTF-8, at most 1024 bytes). `POLYLOCK_UNSUPPORTED` on SQL and RedLock clients.
- Free it with `polylock_election_free`.
+ (non-empty UTF-8, at most 1024 bytes). `POLYLOCK_UNSUPPORTED` on SQL and RedLock clients. Free
+ it with `polylock_election_free`.
  */
 polylock_result polylock_election_new(polylock_client *client, const char *name, const char *identity, polylock_election **out);
 
 /*
- Free a candidate (a leader it still is stays leader until its client closes; resign first).
- NULL is allowed.
+ Free a candidate (a leader it still is stays leader until its client closes: resign first). NULL
+ is allowed.
  */
 void polylock_election_free(polylock_election *election);
 
 /*
- Campaign until this candidate leads: `POLYLOCK_OK` with the term (a fencing token, greater
- for every new leader) in `*out_term`, or `POLYLOCK_TIMEOUT` when `wait_ms` (-1 forever, 0
- only if nobody leads, or a positive number of ms) ran out (the candidacy is withdrawn).
- Leading already: `POLYLOCK_OK` with the same term. Blocks the calling thread.
- */
-polylock_result polylock_election_campaign(polylock_election *election, int64_t wait_ms, uint64_t *out_term);
-
-/*
- Whether this candidate leads now (local, no round trip; false once the leadership is lost).
+ Whether this candidate leads now (false once its leadership is lost). Local: no round trip.
  */
 polylock_result polylock_election_is_leader(polylock_election *election, bool *out);
 
 /*
- Stop leading; `*out_was` says whether this candidate led. `POLYLOCK_LOCK_LOST` if its
- leadership had been lost meanwhile.
+ Campaign until this candidate leads: its term, or none when the wait ran out (the candidacy is
+ then withdrawn). Leading already: the same term. `wait_ms`: -1 forever, 0 one try, a positive
+ number of ms. Blocks the calling thread. `POLYLOCK_OK` with the term in `*out_term`,
+ `POLYLOCK_TIMEOUT` when the wait ran out.
  */
-polylock_result polylock_election_resign(polylock_election *election, bool *out_was);
+polylock_result polylock_election_campaign(polylock_election *election, int64_t wait_ms, uint64_t *out_term);
 
 /*
- Who leads (any client may ask): `*out_has` false when nobody does; otherwise the leader's
- identity is copied into `buf` (at most `len` bytes, NUL-terminated when `len` > 0; the full
- length in `*out_len`, as snprintf counts) and its term into `*out_term`. `buf`, `out_len`
- and `out_term` may be NULL.
+ Stop leading: true if this candidate led; LOCK_LOST if its leadership had been lost meanwhile.
+ The answer goes to `*out`.
+ */
+polylock_result polylock_election_resign(polylock_election *election, bool *out);
+
+/*
+ The leader now (any client may ask): its identity and term, or none. `*out_has` false when there
+ is none; otherwise its identity is copied into `buf` (at most `len` bytes, NUL-terminated when
+ `len` > 0; the full length in `*out_len`, as snprintf counts) and its term into `*out_term`.
+ `buf`, `out_len` and `out_term` may be NULL.
  */
 polylock_result polylock_election_leader(polylock_election *election, char *buf, size_t len, size_t *out_len, uint64_t *out_term, bool *out_has);
 
 /*
  The candidates' identities in their order, the leader first (ZooKeeper and etcd queue their
- candidates; Redis keeps no queue and lists the leader only), each followed by a NUL byte.
- The list is copied into `buf` only when all of it fits in `len` bytes (else `buf` is left as
- it was: call again with `*out_len` bytes); `*out_len` gets the bytes the whole list takes
- and `*out_count` the number of candidates. `buf`, `out_len` and `out_count` may be NULL.
+ candidates; Redis keeps no queue and lists the leader only). Each is followed by a NUL byte; the
+ list is copied into `buf` only when all of it fits in `len` bytes (else `buf` is left as it was:
+ call again with `*out_len` bytes); `*out_len` gets the bytes the whole list takes and
+ `*out_count` their number. `buf`, `out_len` and `out_count` may be NULL.
  */
 polylock_result polylock_election_candidates(polylock_election *election, char *buf, size_t len, size_t *out_len, size_t *out_count);
 
 /*
- Wait until the leader differs from the one seen (`seen_term`, 0 for "nobody"), at most
- `wait_ms` (-1 forever): `POLYLOCK_OK` with the new leader's term in `*out_term` (0: nobody
- leads now), or `POLYLOCK_TIMEOUT`. Blocks the calling thread.
+ Wait until the leader differs from the one seen (named by its term, 0 for nobody): the leader
+ then (none: nobody leads), or no change when the wait ran out. `wait_ms`: -1 forever, 0 one try,
+ a positive number of ms. Blocks the calling thread. `POLYLOCK_OK` with the leader's term then in
+ `*out_term` (0: nobody leads), `POLYLOCK_TIMEOUT` when the wait ran out.
  */
 polylock_result polylock_election_next_change(polylock_election *election, uint64_t seen_term, int64_t wait_ms, uint64_t *out_term);
 

@@ -38,8 +38,11 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 API = ROOT / "core" / "api"
 COMMAND = "python3 scripts/gen-bindings.py"
 
-ARG_KINDS = {"count", "wait"}
-ANSWERS = {"none", "bool", "count"}
+ARG_KINDS = {"count", "wait", "term"}
+ANSWERS = {"none", "bool", "count", "leadership", "leader?", "texts", "change"}
+LOCAL_ANSWERS = {"text", "term?", "bool"}
+WAITING_ANSWERS = {"bool", "leadership", "change"}
+RUNTIMES = ("c", "python", "node", "java")
 
 
 def header(table: str, comment: str = "//") -> str:
@@ -68,8 +71,16 @@ def load(path: pathlib.Path) -> dict:
                 sys.exit(f"{where}: {op['name']}: unknown argument kind '{a['kind']}'")
         if op["answer"] not in ANSWERS:
             sys.exit(f"{where}: {op['name']}: unknown answer '{op['answer']}'")
-        if op.get("waits") and op["answer"] != "bool":
-            sys.exit(f"{where}: {op['name']}: a waiting operation answers bool (for now)")
+        if op.get("waits") and op["answer"] not in WAITING_ANSWERS:
+            sys.exit(f"{where}: {op['name']}: a waiting operation answers one of {WAITING_ANSWERS}")
+        if op.get("undo") and op["answer"] != "leadership":
+            sys.exit(f"{where}: {op['name']}: undo is for a call that wins a leadership (for now)")
+    for loc in t.get("local", []):
+        if loc["answer"] not in LOCAL_ANSWERS:
+            sys.exit(f"{where}: {loc['name']}: unknown local answer '{loc['answer']}'")
+    for item in t["op"] + t.get("local", []):
+        if set(item.get("only", RUNTIMES)) - set(RUNTIMES):
+            sys.exit(f"{where}: {item['name']}: 'only' names a runtime not of {RUNTIMES}")
         if op.get("false_is_timeout") and op["answer"] != "bool":
             sys.exit(f"{where}: {op['name']}: false_is_timeout needs a bool answer")
     t["table"] = path.stem
@@ -103,18 +114,61 @@ def call_args(op: dict) -> str:
     return ", ".join(a["name"] for a in op.get("args", []))
 
 
+def core_call(op: dict) -> str:
+    """The core method an operation calls, with its arguments."""
+    return f"{op.get('call', op['name'])}({call_args(op)})"
+
+
+def article(word: str) -> str:
+    return "an" if word[0] in "aeiou" else "a"
+
+
+def ops_for(t: dict, runtime: str) -> list[dict]:
+    return [op for op in t["op"] if runtime in op.get("only", RUNTIMES)]
+
+
+def locals_for(t: dict, runtime: str) -> list[dict]:
+    return [loc for loc in t.get("local", []) if runtime in loc.get("only", RUNTIMES)]
+
+
+def open_args(t: dict) -> list[dict]:
+    return t.get("open_args", [])
+
+
 # ---- C ----------------------------------------------------------------------------------------
 
 C_WAIT_DOC = "`wait_ms`: -1 forever, 0 one try, a positive number of ms. Blocks the calling thread."
 
 
+C_ANSWER_DOCS = {
+    "leadership": " `POLYLOCK_OK` with the term in `*out_term`, `POLYLOCK_TIMEOUT` when the wait ran"
+    " out.",
+    "change": " `POLYLOCK_OK` with the leader's term then in `*out_term` (0: nobody leads),"
+    " `POLYLOCK_TIMEOUT` when the wait ran out.",
+    "leader?": " `*out_has` false when there is none; otherwise its identity is copied into `buf` (at"
+    " most `len` bytes, NUL-terminated when `len` > 0; the full length in `*out_len`, as snprintf"
+    " counts) and its term into `*out_term`. `buf`, `out_len` and `out_term` may be NULL.",
+    "texts": " Each is followed by a NUL byte; the list is copied into `buf` only when all of it fits"
+    " in `len` bytes (else `buf` is left as it was: call again with `*out_len` bytes); `*out_len`"
+    " gets the bytes the whole list takes and `*out_count` their number. `buf`, `out_len` and"
+    " `out_count` may be NULL.",
+}
+
+
 def c_file(t: dict) -> str:
     name, handle = t["name"], f"polylock_{t['name']}"
+    ops, locs = ops_for(t, "c"), locals_for(t, "c")
+    answers = {op["answer"] for op in ops}
     core_uses = [t["core"]] + (["Wait"] if uses_wait(t) else [])
-    timeout = any(op.get("false_is_timeout") for op in t["op"])
+    timeout = any(op.get("false_is_timeout") for op in ops)
     result_uses = ["boundary", "on", "polylock_result", "POLYLOCK_OK"] + (
         ["POLYLOCK_TIMEOUT"] if timeout else []
     )
+    result_uses += ["text"] if open_args(t) else []
+    result_uses += ["null", "put"] if locs else []
+    result_uses += ["term_or_timeout"] if answers & {"leadership", "change"} else []
+    result_uses += ["put_leader"] if "leader?" in answers else []
+    result_uses += ["put_texts"] if "texts" in answers else []
     s = header(t["table"])
     s += doc_lines(f"`{handle}`: {t['doc']}", "", "//!")
     s += "\n"
@@ -126,26 +180,41 @@ def c_file(t: dict) -> str:
     s += doc_lines(f"{t['doc']} Opaque and thread-safe; it keeps its client alive.", "")
     s += f"pub struct {handle} {{\n    inner: {t['core']},\n}}\n\n"
     s += doc_lines(
-        f"A {name} handle for `name` (a znode path on ZooKeeper). Free it with `{handle}_free`.", ""
+        t.get("new_doc", f"A {name} handle for `name` (a znode path on ZooKeeper).")
+        + f" Free it with `{handle}_free`.",
+        "",
     )
+    free_doc = doc_lines(
+        t.get("free_doc", f"Free {article(name)} {name} handle.") + " NULL is allowed.", ""
+    )
+    extra_params = "".join(f"    {a['name']}: *const c_char,\n" for a in open_args(t))
+    parse_open = "".join(
+        f"""    // SAFETY: caller contract.
+    let {a['name']} = match unsafe {{ text({a['name']}, "{a['name']}") }} {{
+        Ok(v) => v.to_string(),
+        Err(r) => return r,
+    }};
+"""
+        for a in open_args(t)
+    )
+    open_call = ", ".join(["n"] + [f"&{a['name']}" for a in open_args(t)])
     s += f"""#[no_mangle]
 pub unsafe extern "C" fn {handle}_new(
     client: *mut polylock_client,
     name: *const c_char,
-    out: *mut *mut {handle},
+{extra_params}    out: *mut *mut {handle},
 ) -> polylock_result {{
-    // SAFETY: forwarded contract.
+{parse_open}    // SAFETY: forwarded contract.
     unsafe {{
         new_handle(client, name, out, |c, n| {{
             Ok({handle} {{
-                inner: c.{t['open']}(n)?,
+                inner: c.{t['open']}({open_call})?,
             }})
         }})
     }}
 }}
 
-/// Free a {name} handle. NULL is allowed.
-#[no_mangle]
+{free_doc}#[no_mangle]
 pub unsafe extern "C" fn {handle}_free({name}: *mut {handle}) {{
     let _ = boundary(|| {{
         if !{name}.is_null() {{
@@ -156,11 +225,30 @@ pub unsafe extern "C" fn {handle}_free({name}: *mut {handle}) {{
     }});
 }}
 """
-    for op in t["op"]:
+    for loc in locs:
+        s += "\n" + doc_lines(loc["doc"] + " Local: no round trip.", "")
+        s += f"""#[no_mangle]
+pub unsafe extern "C" fn {handle}_{loc['name']}(
+    {name}: *mut {handle},
+    out: *mut bool,
+) -> polylock_result {{
+    boundary(|| {{
+        // SAFETY: caller contract.
+        let Some(h) = (unsafe {{ {name}.as_ref() }}) else {{
+            return null("{name}");
+        }};
+        // SAFETY: caller contract on `out`.
+        unsafe {{ put(out, h.inner.{loc['name']}()) }}
+    }})
+}}
+"""
+    for op in ops:
         params = [f"{name}: *mut {handle}"]
         parse = []
         for a in op.get("args", []):
             if a["kind"] == "count":
+                params.append(f"{a['name']}: u64")
+            elif a["kind"] == "term":
                 params.append(f"{a['name']}: u64")
             else:
                 params.append("wait_ms: i64")
@@ -169,48 +257,95 @@ pub unsafe extern "C" fn {handle}_free({name}: *mut {handle}) {{
         if any(a["kind"] == "wait" for a in op.get("args", [])):
             doc += " " + C_WAIT_DOC
         answer = op["answer"]
+        value = f"inner.{core_call(op)}.await"
+        after = None
         if op.get("false_is_timeout"):
             doc += " `POLYLOCK_OK` when true, `POLYLOCK_TIMEOUT` when false."
             out_decl, out_arg = "let mut answer = false;", "&mut answer"
         elif answer == "none":
             out_decl, out_arg = "let mut answer = ();", "&mut answer"
+        elif answer in ("leadership", "change"):
+            params.append("out_term: *mut u64")
+            doc += C_ANSWER_DOCS[answer]
+            out_decl, out_arg = "let mut term: Option<u64> = None;", "&mut term"
+            pick = "l.term" if answer == "leadership" else "l.map_or(0, |l| l.term)"
+            value = f"Ok({value}?.map(|l| {pick}))"
+            after = "// SAFETY: forwarded contract on `out_term`.\n    unsafe { term_or_timeout(r, term, out_term) }"
+        elif answer == "leader?":
+            params += ["buf: *mut c_char", "len: usize", "out_len: *mut usize",
+                       "out_term: *mut u64", "out_has: *mut bool"]
+            doc += C_ANSWER_DOCS[answer]
+            out_decl, out_arg = "let mut answer = None;", "&mut answer"
+            after = ("// SAFETY: forwarded contract on the out-parameters.\n"
+                     "    unsafe { put_leader(r, answer, buf, len, out_len, out_term, out_has) }")
+        elif answer == "texts":
+            params += ["buf: *mut c_char", "len: usize", "out_len: *mut usize", "out_count: *mut usize"]
+            doc += C_ANSWER_DOCS[answer]
+            out_decl, out_arg = "let mut answer = Vec::new();", "&mut answer"
+            after = ("// SAFETY: forwarded contract on the out-parameters.\n"
+                     "    unsafe { put_texts(r, &answer, buf, len, out_len, out_count) }")
         else:
             out_ty = "bool" if answer == "bool" else "u64"
             params.append(f"out: *mut {out_ty}")
             doc += " The answer goes to `*out`."
             out_decl, out_arg = None, "out"
+        keep = op.get("false_is_timeout") or after
         body = ""
         if out_decl:
             body += f"    {out_decl}\n"
         body += "    // SAFETY: forwarded contract.\n"
-        prefix = "let r = " if op.get("false_is_timeout") else ""
+        prefix = "let r = " if keep else ""
         body += f"    {prefix}unsafe {{\n"
         body += f"        on({name}, \"{name}\", {out_arg}, |h| {{\n"
-        for p in parse:
-            body += f"            {p}\n"
+        for p_ in parse:
+            body += f"            {p_}\n"
         body += "            let inner = h.inner.clone();\n"
-        body += f"            Ok(async move {{ inner.{op['name']}({call_args(op)}).await }})\n"
+        body += f"            Ok(async move {{ {value} }})\n"
         body += "        })\n"
-        body += "    }" + (";\n" if op.get("false_is_timeout") else "\n")
+        body += "    }" + (";\n" if keep else "\n")
         if op.get("false_is_timeout"):
             body += "    match r {\n        POLYLOCK_OK if !answer => POLYLOCK_TIMEOUT,\n        r => r,\n    }\n"
+        elif after:
+            body += f"    {after}\n"
         s += "\n" + doc_lines(doc, "")
         s += "#[no_mangle]\n"
         s += f"pub unsafe extern \"C\" fn {handle}_{op['name']}(\n"
-        s += "".join(f"    {p},\n" for p in params)
+        s += "".join(f"    {p_},\n" for p_ in params)
         s += ") -> polylock_result {\n" + body + "}\n"
     return s
 
 
 # ---- Python -----------------------------------------------------------------------------------
 
-PY_TYPES = {"count": ("u64", "int"), "wait": ("Option<f64>", "Optional[float]")}
-PY_ANSWERS = {"none": ("()", "None"), "bool": ("bool", "bool"), "count": ("u64", "int")}
+PY_TYPES = {"count": ("u64", "int"), "wait": ("Option<f64>", "Optional[float]"),
+            "term": ("u64", "int")}
+PY_ANSWERS = {
+    "none": ("()", "None"),
+    "bool": ("bool", "bool"),
+    "count": ("u64", "int"),
+    "leadership": ("Option<u64>", "Optional[int]"),
+    "leader?": ("Option<(String, u64)>", "Optional[tuple[str, int]]"),
+    "texts": ("Vec<String>", "list[str]"),
+    "change": ("(bool, Option<(String, u64)>)", "tuple[bool, Optional[tuple[str, int]]]"),
+}
+PY_LOCALS = {"text": ("String", "str"), "term?": ("Option<u64>", "Optional[int]")}
+# How each answer goes from the core's value `v` to Python's.
+PY_CONVERT = {
+    "leadership": "v.map(|l| l.term)",
+    "leader?": "v.map(|l| (l.identity, l.term))",
+    "change": "match v { Some(now) => (true, now.map(|l| (l.identity, l.term))), None => (false, None) }",
+}
+
+
+def python_async(op: dict) -> bool:
+    return op.get("python_async", bool(op.get("waits")))
 
 
 def python_file(t: dict) -> str:
     cls = f"Native{t['class']}"
-    waits = any(op.get("waits") for op in t["op"])
+    ops = ops_for(t, "python")
+    waits = any(op.get("waits") for op in ops)
+    asyncs = any(python_async(op) for op in ops)
     core_uses = [t["core"]] + (["Wait"] if uses_wait(t) else [])
     s = header(t["table"])
     s += doc_lines(
@@ -222,8 +357,11 @@ def python_file(t: dict) -> str:
     s += "\n"
     s += f"use polylock::{{{', '.join(sorted(core_uses))}}};\n"
     s += "use pyo3::prelude::*;\n\n"
-    if waits:
-        s += "use crate::call::{interruptible, NativeCall, Outcome, Reply};\n"
+    call_uses = (["interruptible"] if waits else []) + (
+        ["NativeCall", "Outcome", "Reply"] if asyncs else []
+    )
+    if call_uses:
+        s += f"use crate::call::{{{', '.join(call_uses)}}};\n"
     s += "use crate::convert::blocking;\n"
     errors = (["err"] if uses_wait(t) else []) + (["to_py"] if waits else [])
     if errors:
@@ -248,7 +386,13 @@ impl {cls} {{
         self.inner.name().to_string()
     }}
 """
-    for op in t["op"]:
+    for loc in locals_for(t, "python"):
+        ty = PY_LOCALS[loc["answer"]][0]
+        value = {"text": f"self.inner.{loc['name']}().to_string()",
+                 "term?": f"self.inner.{loc['name']}()"}[loc["answer"]]
+        s += "\n" + doc_lines(loc["doc"] + " Local: no round trip.", "    ")
+        s += f"    #[getter]\n    fn {loc['name']}(&self) -> {ty} {{\n        {value}\n    }}\n"
+    for op in ops:
         args = op.get("args", [])
         params = "".join(f", {a['name']}: {PY_TYPES[a['kind']][0]}" for a in args)
         parse = "".join(
@@ -256,7 +400,10 @@ impl {cls} {{
             for a in args
             if a["kind"] == "wait"
         )
-        ret = PY_ANSWERS[op["answer"]][0]
+        answer = op["answer"]
+        ret = PY_ANSWERS[answer][0]
+        conv = PY_CONVERT.get(answer)
+        call = f"inner.{core_call(op)}"
         s += "\n" + doc_lines(op["doc"], "    ")
         if op.get("waits"):
             sig = ", ".join(a["name"] for a in args)
@@ -264,32 +411,58 @@ impl {cls} {{
             s += f"    fn {op['name']}(&self, py: Python<'_>{params}) -> PyResult<{ret}> {{\n"
             s += parse
             s += "        let inner = self.inner.clone();\n"
-            s += (
-                f"        interruptible(py, async move {{ inner.{op['name']}({call_args(op)}).await }})?\n"
-                "            .map_err(|e| to_py(py, e))\n    }\n"
-            )
+            s += f"        interruptible(py, async move {{ {call}.await }})?\n"
+            if conv:
+                s += f"            .map(|v| {conv})\n"
+            s += "            .map_err(|e| to_py(py, e))\n    }\n"
+        else:
+            s += f"    fn {op['name']}(&self, py: Python<'_>{params}) -> PyResult<{ret}> {{\n"
+            s += parse
+            s += "        let inner = self.inner.clone();\n"
+            if conv:
+                s += f"        let v = blocking(py, async move {{ {call}.await }})?;\n"
+                s += f"        Ok({conv})\n    }}\n"
+            else:
+                s += f"        blocking(py, async move {{ {call}.await }})\n    }}\n"
+        if python_async(op):
             s += "\n" + doc_lines(
-                f"The same, started for asyncio: `done(ok, value)` when it ends.", "    "
+                "The same, started for asyncio: `done(ok, value)` when it ends"
+                + (
+                    f" (what it won is given back by `{op['undo']}` if the call was cancelled "
+                    "meanwhile)."
+                    if op.get("undo")
+                    else "."
+                ),
+                "    ",
             )
             s += f"    fn {op['name']}_async(&self{params}, done: Py<PyAny>) -> PyResult<NativeCall> {{\n"
             s += parse
             s += "        let inner = self.inner.clone();\n"
+            if op.get("undo"):
+                arms = f"""                    Ok(Some(_)) => Outcome::Taken(
+                        Reply::Bool(true),
+                        Box::new(move || {{
+                            Box::pin(async move {{
+                                let _ = inner.{op['undo']}().await;
+                            }})
+                        }}),
+                    ),
+                    Ok(None) => Outcome::Value(Reply::Bool(false)),
+"""
+            elif answer == "bool":
+                arms = "                    Ok(v) => Outcome::Value(Reply::Bool(v)),\n"
+            else:
+                sys.exit(f"{t['table']}: {op['name']}: no asyncio twin for a {answer} answer")
             s += f"""        Ok(NativeCall::start(
             async move {{
-                match inner.{op['name']}({call_args(op)}).await {{
-                    Ok(v) => Outcome::Value(Reply::Bool(v)),
-                    Err(e) => Outcome::Error(e),
+                match {call}.await {{
+{arms}                    Err(e) => Outcome::Error(e),
                 }}
             }},
             done,
         ))
     }}
 """
-        else:
-            s += f"    fn {op['name']}(&self, py: Python<'_>{params}) -> PyResult<{ret}> {{\n"
-            s += parse
-            s += "        let inner = self.inner.clone();\n"
-            s += f"        blocking(py, async move {{ inner.{op['name']}({call_args(op)}).await }})\n    }}\n"
     s += "}\n"
     return s
 
@@ -297,12 +470,14 @@ impl {cls} {{
 def python_stub(t: dict) -> str:
     cls = f"Native{t['class']}"
     s = f"class {cls}:\n    @property\n    def name(self) -> str: ...\n"
-    for op in t["op"]:
+    for loc in locals_for(t, "python"):
+        s += f"    @property\n    def {loc['name']}(self) -> {PY_LOCALS[loc['answer']][1]}: ...\n"
+    for op in ops_for(t, "python"):
         args = op.get("args", [])
         params = "".join(f", {a['name']}: {PY_TYPES[a['kind']][1]}" for a in args)
         ret = PY_ANSWERS[op["answer"]][1]
         s += f"    def {op['name']}(self{params}) -> {ret}: ...\n"
-        if op.get("waits"):
+        if python_async(op):
             s += (
                 f"    def {op['name']}_async(self{params}, done: Callable[[bool, Any], Any])"
                 " -> NativeCall: ...\n"
@@ -315,17 +490,21 @@ def python_stub(t: dict) -> str:
 
 def node_file(t: dict) -> str:
     cls = f"Native{t['class']}"
-    waits = any(op.get("waits") for op in t["op"])
-    answers = {op["answer"] for op in t["op"]}
+    ops = ops_for(t, "node")
+    waits = any(op.get("waits") for op in ops)
+    answers = {op["answer"] for op in ops}
+    counts = any(a["kind"] in ("count", "term") for op in ops for a in op.get("args", []))
     core_uses = [t["core"]] + (["Wait"] if uses_wait(t) else []) + (
-        ["count_from_f64"] if uses_count(t) else []
+        ["count_from_f64"] if counts else []
     )
     outcome_uses = sorted(
         {"failed"}
-        | ({"outcome"} if "bool" in answers else set())
+        | ({"outcome"} if answers & {"bool", "leadership", "change", "texts"} else set())
         | ({"done"} if "none" in answers else set())
         | ({"number"} if "count" in answers else set())
-        | ({"sync_err"} if t["op"] and any(op.get("args") for op in t["op"]) else set())
+        | ({"leader_outcome"} if answers & {"leader?", "change"} else set())
+        | ({"Outcome"} if answers & {"change", "texts"} else set())
+        | ({"sync_err"} if any(op.get("args") for op in ops) else set())
     )
     s = header(t["table"])
     s += doc_lines(
@@ -362,11 +541,19 @@ impl {cls} {{
         entry(|| Ok(self.inner.name().to_string()))
     }}
 """
-    for op in t["op"]:
+    for loc in locals_for(t, "node"):
+        ty, value = {
+            "text": ("String", f"self.inner.{loc['name']}().to_string()"),
+            "term?": ("Option<f64>", f"self.inner.{loc['name']}().map(|t| t as f64)"),
+        }[loc["answer"]]
+        s += "\n" + doc_lines(loc["doc"] + " Local: no round trip.", "    ")
+        s += f"    #[napi(getter)]\n    pub fn {loc['name']}(&self) -> Result<{ty}> {{\n"
+        s += f"        entry(|| Ok({value}))\n    }}\n"
+    for op in ops:
         args = op.get("args", [])
         params, parse = "", ""
         for a in args:
-            if a["kind"] == "count":
+            if a["kind"] in ("count", "term"):
                 params += f", {a['name']}: f64"
                 parse += (
                     f"            let {a['name']} = count_from_f64({a['name']}, \"{camel(a['name'])}\")"
@@ -378,18 +565,37 @@ impl {cls} {{
                     f"            let {a['name']} = Wait::from_millis_f64(wait_ms, \"waitMs\")"
                     ".map_err(sync_err)?;\n"
                 )
-        call = f"inner.{op['name']}({call_args(op)})"
+        call = f"inner.{core_call(op)}"
+        answer = op["answer"]
         s += "\n" + doc_lines(op["doc"], "    ")
         s += "    #[napi]\n"
         if op.get("waits"):
             s += f"    pub fn {op['name']}<'e>(\n        &self,\n        env: &'e Env{params},\n        token: Option<&CancelToken>,\n    ) -> Result<Object<'e>> {{\n"
             s += "        entry(|| {\n" + parse
             s += "            let (inner, token) = (self.inner.clone(), CancelToken::state_of(token));\n"
+            if op.get("undo"):
+                aborted_arms = (
+                    "                    Ran::AbortedAfter(Some(_)) => {\n"
+                    f"                        let _ = inner.{op['undo']}().await;\n"
+                    "                        aborted()\n"
+                    "                    }\n"
+                    "                    Ran::Aborted | Ran::AbortedAfter(None) => aborted(),\n"
+                )
+            else:
+                aborted_arms = "                    Ran::Aborted | Ran::AbortedAfter(_) => aborted(),\n"
+            done_arms = {
+                "bool": "                    Ran::Done(Ok(v)) => outcome(v, None),\n",
+                "leadership": "                    Ran::Done(Ok(Some(l))) => outcome(true, Some(l.term as f64)),\n"
+                "                    Ran::Done(Ok(None)) => outcome(false, None),\n",
+                "change": "                    Ran::Done(Ok(Some(now))) => Outcome {\n"
+                "                        value: true,\n"
+                "                        ..leader_outcome(now)\n"
+                "                    },\n"
+                "                    Ran::Done(Ok(None)) => outcome(false, None),\n",
+            }[answer]
             s += f"""            promise(env, async move {{
                 match token.run({call}).await {{
-                    Ran::Aborted | Ran::AbortedAfter(_) => aborted(),
-                    Ran::Done(Ok(v)) => outcome(v, None),
-                    Ran::Done(Err(e)) => failed(&e),
+{aborted_arms}{done_arms}                    Ran::Done(Err(e)) => failed(&e),
                 }}
             }})
         }})
@@ -399,10 +605,17 @@ impl {cls} {{
             s += f"    pub fn {op['name']}<'e>(&self, env: &'e Env{params}) -> Result<Object<'e>> {{\n"
             s += "        entry(|| {\n" + parse
             s += "            let inner = self.inner.clone();\n"
-            if op["answer"] == "none":
+            if answer == "none":
                 settle = f"done({call}.await)"
-            elif op["answer"] == "count":
+            elif answer == "count":
                 settle = f"number({call}.await.map(|n| n as f64))"
+            elif answer == "leader?":
+                settle = f"match {call}.await {{ Ok(l) => leader_outcome(l), Err(e) => failed(&e) }}"
+            elif answer == "texts":
+                settle = (
+                    f"match {call}.await {{ Ok(v) => Outcome {{ text: Some(v.join(\"\\0\")), "
+                    "..outcome(true, None) }, Err(e) => failed(&e) }"
+                )
             else:
                 settle = f"match {call}.await {{ Ok(v) => outcome(v, None), Err(e) => failed(&e) }}"
             s += f"            promise(env, async move {{ {settle} }})\n        }})\n    }}\n"
@@ -413,22 +626,30 @@ impl {cls} {{
 # ---- Java -------------------------------------------------------------------------------------
 
 J_ANSWERS = {"none": ("()", "()", "void"), "bool": ("jboolean", "JNI_FALSE", "boolean"),
-             "count": ("jlong", "0", "long")}
+             "count": ("jlong", "0", "long"),
+             "leader?": ("jobjectArray", "std::ptr::null_mut()", "String[]"),
+             "texts": ("jobjectArray", "std::ptr::null_mut()", "String[]")}
 
 
 def java_file(t: dict) -> str:
     name, core = t["name"], t["core"]
-    waits = any(op.get("waits") for op in t["op"])
-    answers = {op["answer"] for op in t["op"] if not op.get("waits")}
+    ops, locs = ops_for(t, "java"), locals_for(t, "java")
+    waits = any(op.get("waits") for op in ops)
+    answers = {op["answer"] for op in ops if not op.get("waits")}
+    arrays = bool(answers & {"leader?", "texts"})
     core_uses = [core] + (["Wait"] if uses_wait(t) else []) + (
         ["count_from_i64"] if uses_count(t) else []
     )
-    sys_uses = ["jlong"] + (["jboolean", "JNI_FALSE"] if "bool" in answers else [])
-    convert_uses = ["block", "string"] + (["jbool"] if "bool" in answers else [])
+    sys_uses = ["jlong"] + (["jboolean", "JNI_FALSE"] if "bool" in answers else []) + (
+        ["jobjectArray"] if arrays else []
+    )
+    convert_uses = ["block", "string"] + (["jbool"] if "bool" in answers else []) + (
+        ["string_array"] if arrays else []
+    )
     objects = ["JClass", "JString"] + (["JObject"] if waits else [])
     s = header(t["table"])
     s += doc_lines(
-        f"The JNI entry points of `Native.{name}*`: {t['doc']} A {name} is a native handle (a "
+        f"The JNI entry points of `Native.{name}*`: {t['doc']} {article(name).capitalize()} {name} is a native handle (a "
         f"`Box<{core}>` from `{name}New`, freed once by `{name}Free`); a waiting call completes a "
         "`NativeFuture`.",
         "",
@@ -445,28 +666,34 @@ def java_file(t: dict) -> str:
     s += "use crate::handle::{borrow, free, into_handle};\n"
     if waits:
         s += "use crate::wait::{start, Won};\n"
+    extra_params = "".join(f"    {a['name']}: JString<'l>,\n" for a in open_args(t))
+    parse_open = "".join(
+        f"        let {a['name']} = string(env, &{a['name']}, \"{a.get('what', a['name'])}\")?;\n"
+        for a in open_args(t)
+    )
+    open_call = ", ".join(["&name"] + [f"&{a['name']}" for a in open_args(t)])
     s += f"""
 /// The {name} behind a handle from `{name}New` (NativeHandle keeps it alive during the call).
-fn handle<'a>(handle: jlong) -> Result<&'a {core}> {{
-    borrow(handle, "this {name} handle")
+pub(crate) fn handle<'a>(handle: jlong) -> Result<&'a {core}> {{
+    borrow(handle, "{t.get('closed', f'this {name} handle')}")
 }}
 
-/// A {name} for `name` on the client `client`; its handle.
+/// {article(name).capitalize()} {name} for `name` on the client `client`; its handle.
 #[no_mangle]
 pub extern "system" fn Java_io_polylock_Native_{name}New<'l>(
     mut env: JNIEnv<'l>,
     _: JClass<'l>,
     client_handle: jlong,
     name: JString<'l>,
-) -> jlong {{
+{extra_params}) -> jlong {{
     entry(&mut env, 0, |env| {{
         let c = client(client_handle)?;
         let name = string(env, &name, "{name} name")?;
-        Ok(into_handle(c.{t['open']}(&name)?))
+{parse_open}        Ok(into_handle(c.{t['open']}({open_call})?))
     }})
 }}
 
-/// Free a {name}'s handle (0 is allowed).
+/// Free {article(name)} {name}'s handle (0 is allowed).
 #[no_mangle]
 pub extern "system" fn Java_io_polylock_Native_{name}Free<'l>(
     mut env: JNIEnv<'l>,
@@ -479,24 +706,56 @@ pub extern "system" fn Java_io_polylock_Native_{name}Free<'l>(
     }})
 }}
 """
-    for op in t["op"]:
+    for loc in locs:
+        if loc["answer"] != "term?":
+            sys.exit(f"{t['table']}: {loc['name']}: Java has no local {loc['answer']} (yet)")
+        java_name = f"{name}{camel(loc['name'], True)}"
+        s += "\n" + doc_lines(loc["doc"] + " -1 for none. Local: no round trip.", "")
+        s += f"""#[no_mangle]
+pub extern "system" fn Java_io_polylock_Native_{java_name}<'l>(
+    mut env: JNIEnv<'l>,
+    _: JClass<'l>,
+    {name}: jlong,
+) -> jlong {{
+    entry(&mut env, -1, |_| {{
+        Ok(handle({name})?.{loc['name']}().map_or(-1, |v| v.min(i64::MAX as u64) as jlong))
+    }})
+}}
+"""
+    for op in ops:
         args = op.get("args", [])
         params, parse = "", ""
         for a in args:
-            if a["kind"] == "count":
+            if a["kind"] in ("count", "term"):
                 params += f"    {a['name']}: jlong,\n"
                 parse += f"        let {a['name']} = count_from_i64({a['name']}, \"{camel(a['name'])}\")?;\n"
             else:
                 params += "    wait_ms: jlong,\n"
                 parse += f"        let {a['name']} = Wait::from_millis(wait_ms, \"wait time\")?;\n"
-        call = f"inner.{op['name']}({call_args(op)})"
+        call = f"inner.{core_call(op)}"
         java_name = f"{name}{camel(op['name'], True)}"
+        answer = op["answer"]
         s += "\n" + doc_lines(op["doc"], "")
         if op.get("waits"):
-            s += doc_lines(
-                "Started: completes `future` with 1 (true) or 0 (false); returns the cancel handle.",
-                "",
-            )
+            if answer == "bool":
+                done_doc = "with 1 (true) or 0 (false)"
+                won = f"Ok(Won::value(i64::from({call}.await?)))"
+            elif answer == "leadership":
+                done_doc = "with the term, or 0 when the wait ran out"
+                undo = (
+                    f".give_back(async move {{\n                    let _ = inner.{op['undo']}().await;\n"
+                    "                })"
+                    if op.get("undo")
+                    else ""
+                )
+                won = (
+                    f"Ok(match {call}.await? {{\n"
+                    f"                Some(l) => Won::value(l.term as i64){undo},\n"
+                    "                None => Won::value(0),\n            })"
+                )
+            else:
+                sys.exit(f"{t['table']}: {op['name']}: Java waits answer bool or leadership (for now)")
+            s += doc_lines(f"Started: completes `future` {done_doc}; returns the cancel handle.", "")
             s += f"""#[no_mangle]
 pub extern "system" fn Java_io_polylock_Native_{java_name}Async<'l>(
     mut env: JNIEnv<'l>,
@@ -506,25 +765,30 @@ pub extern "system" fn Java_io_polylock_Native_{java_name}Async<'l>(
 ) -> jlong {{
     entry(&mut env, 0, |env| {{
 {parse}        let inner = handle({name})?.clone();
-        start(env, &future, async move {{ Ok(Won::value(i64::from({call}.await?))) }})
+        start(env, &future, async move {{ {won} }})
     }})
 }}
 """
         else:
-            ty, default, _ = J_ANSWERS[op["answer"]]
-            ret = "" if op["answer"] == "none" else f" -> {ty}"
+            ty, default, _ = J_ANSWERS[answer]
+            ret = "" if answer == "none" else f" -> {ty}"
             conv = {
                 "none": f"block(async move {{ {call}.await }})",
                 "bool": f"Ok(jbool(block(async move {{ {call}.await }})?))",
                 "count": f"Ok(block(async move {{ {call}.await }})?.min(i64::MAX as u64) as jlong)",
-            }[op["answer"]]
+                "leader?": f"match block(async move {{ {call}.await }})? {{\n"
+                "            Some(l) => string_array(env, &[l.identity, l.term.to_string()]),\n"
+                "            None => Ok(std::ptr::null_mut()),\n        }",
+                "texts": f"let v = block(async move {{ {call}.await }})?;\n        string_array(env, &v)",
+            }[answer]
+            env_arg = "env" if answer in ("leader?", "texts") else "_"
             s += f"""#[no_mangle]
 pub extern "system" fn Java_io_polylock_Native_{java_name}<'l>(
     mut env: JNIEnv<'l>,
     _: JClass<'l>,
     {name}: jlong,
 {params}){ret} {{
-    entry(&mut env, {default}, |_| {{
+    entry(&mut env, {default}, |{env_arg}| {{
 {parse}        let inner = handle({name})?.clone();
         {conv}
     }})
@@ -544,17 +808,24 @@ def javadoc(text: str) -> str:
 def java_natives(t: dict) -> str:
     name = t["name"]
     s = doc_lines(f"{t['doc']} A native handle: {name}New .. {name}Free.", "    ", "//")
-    s += f"    static native long {name}New(long client, String name);\n\n"
+    extra = "".join(f", String {camel(a['name'])}" for a in open_args(t))
+    s += f"    static native long {name}New(long client, String name{extra});\n\n"
     s += f"    static native void {name}Free(long {name});\n"
-    for op in t["op"]:
+    for loc in locals_for(t, "java"):
+        s += "\n" + javadoc(loc["doc"] + " -1 for none; local.")
+        s += f"    static native long {name}{camel(loc['name'], True)}(long {name});\n"
+    for op in ops_for(t, "java"):
         args = "".join(
             f", long {'waitMs' if a['kind'] == 'wait' else camel(a['name'])}" for a in op.get("args", [])
         )
         java_name = f"{name}{camel(op['name'], True)}"
         if op.get("waits"):
+            done = {
+                "bool": "with 1 (true) or 0 (false)",
+                "leadership": "with the term, or 0 when the wait ran out",
+            }[op["answer"]]
             s += "\n" + javadoc(
-                op["doc"] + " Completes {@code future} with 1 (true) or 0 (false); returns the "
-                "cancel handle."
+                op["doc"] + f" Completes {{@code future}} {done}; returns the cancel handle."
             )
             s += f"    static native long {java_name}Async(long {name}{args}, NativeFuture future);\n"
         else:

@@ -18,7 +18,6 @@
 
 mod bench;
 mod client;
-mod election;
 mod gen;
 mod lock;
 mod observe;
@@ -27,7 +26,7 @@ mod semaphore;
 
 pub use bench::*;
 pub use client::*;
-pub use election::*;
+pub use gen::election::*;
 pub use gen::latch::*;
 pub use lock::*;
 pub use observe::*;

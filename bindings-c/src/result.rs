@@ -185,6 +185,109 @@ pub(crate) fn copy_out(text: &str, buf: *mut c_char, len: usize) -> usize {
     text.len()
 }
 
+/// The result of a call that answers a term or "the wait ran out": `POLYLOCK_OK` with the term
+/// in `*out_term` (NULL allowed), `POLYLOCK_TIMEOUT` for none, or the call's own failure.
+///
+/// # Safety
+/// `out_term` is NULL or writable.
+pub(crate) unsafe fn term_or_timeout(
+    r: polylock_result,
+    term: Option<u64>,
+    out_term: *mut u64,
+) -> polylock_result {
+    match (r, term) {
+        (POLYLOCK_OK, Some(t)) => {
+            if !out_term.is_null() {
+                // SAFETY: writable (caller contract).
+                unsafe { *out_term = t };
+            }
+            POLYLOCK_OK
+        }
+        (POLYLOCK_OK, None) => POLYLOCK_TIMEOUT,
+        (r, _) => r,
+    }
+}
+
+/// After a call that answered a leader (`r` its result): `*out_has` whether there is one, its
+/// identity copied into `buf` as `copy_out` does (the full length in `*out_len`) and its term
+/// in `*out_term`; each pointer may be NULL.
+///
+/// # Safety
+/// `buf` NULL or `len` writable bytes; the others NULL or writable.
+pub(crate) unsafe fn put_leader(
+    r: polylock_result,
+    leader: Option<polylock::Leader>,
+    buf: *mut c_char,
+    len: usize,
+    out_len: *mut usize,
+    out_term: *mut u64,
+    out_has: *mut bool,
+) -> polylock_result {
+    if r != POLYLOCK_OK {
+        return r;
+    }
+    boundary(|| {
+        let (identity, term) = match &leader {
+            Some(l) => (l.identity.as_str(), l.term),
+            None => ("", 0),
+        };
+        let n = copy_out(identity, buf, len);
+        // SAFETY: each pointer NULL or writable (caller contract).
+        unsafe {
+            if !out_len.is_null() {
+                *out_len = n;
+            }
+            if !out_term.is_null() {
+                *out_term = term;
+            }
+            put(out_has, leader.is_some())
+        }
+    })
+}
+
+/// After a call that answered a list of texts with no NUL in them (`r` its result): each
+/// followed by a NUL byte, copied into `buf` only when all of it fits in `len` bytes; the bytes
+/// it takes in `*out_len`, the number of texts in `*out_count`; each pointer may be NULL.
+///
+/// # Safety
+/// `buf` NULL or `len` writable bytes; the others NULL or writable.
+pub(crate) unsafe fn put_texts(
+    r: polylock_result,
+    texts: &[String],
+    buf: *mut c_char,
+    len: usize,
+    out_len: *mut usize,
+    out_count: *mut usize,
+) -> polylock_result {
+    if r != POLYLOCK_OK {
+        return r;
+    }
+    boundary(|| {
+        let size: usize = texts.iter().map(|t| t.len() + 1).sum();
+        if !buf.is_null() && size <= len {
+            let mut at = 0;
+            for t in texts {
+                // SAFETY: `buf` has room for `len` >= `size` bytes (caller contract).
+                unsafe {
+                    std::ptr::copy_nonoverlapping(t.as_ptr(), buf.add(at).cast::<u8>(), t.len());
+                    *buf.add(at + t.len()) = 0;
+                }
+                at += t.len() + 1;
+            }
+        }
+        // SAFETY: each pointer NULL or writable (caller contract).
+        unsafe {
+            if !out_len.is_null() {
+                *out_len = size;
+            }
+            if !out_count.is_null() {
+                *out_count = texts.len();
+            }
+        }
+        POLYLOCK_OK
+    })
+}
+
 /// Copy the static description of `r` into `buf` (at most `len` bytes, NUL-terminated when
 /// `len` > 0). Returns the full length of the text, as snprintf does; `buf` may be NULL.
 #[no_mangle]

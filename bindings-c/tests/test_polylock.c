@@ -1368,7 +1368,14 @@ static void test_election(void) {
     CHECK(polylock_election_new(NULL, "x", "a", &e) == POLYLOCK_NULL_PARAMETER);
     uint64_t term = 0;
     CHECK(polylock_election_campaign(NULL, 0, &term) == POLYLOCK_NULL_PARAMETER);
-    CHECK(polylock_election_campaign(NULL, -5, &term) == POLYLOCK_INVALID_ARGUMENT);
+    CHECK(polylock_election_campaign(NULL, -5, &term) == POLYLOCK_NULL_PARAMETER);
+    CHECK(polylock_election_new(c, "x", "a", &e) == POLYLOCK_OK);
+    CHECK(polylock_election_campaign(e, -5, &term) == POLYLOCK_INVALID_ARGUMENT);
+    CHECK(polylock_election_next_change(e, 0, -2, &term) == POLYLOCK_INVALID_ARGUMENT);
+    bool is = true;
+    CHECK(polylock_election_is_leader(e, &is) == POLYLOCK_OK && !is);
+    CHECK(polylock_election_is_leader(e, NULL) == POLYLOCK_NULL_PARAMETER);
+    polylock_election_free(e);
     polylock_election_free(NULL);
     CHECK(polylock_client_close(c) == POLYLOCK_OK);
     polylock_client_free(c);

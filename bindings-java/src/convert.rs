@@ -2,8 +2,8 @@
 //! (waits, leases and durations go through core's `args`); and running a core future with the
 //! calling Java thread blocked.
 
-use jni::objects::{JObjectArray, JString};
-use jni::sys::{jboolean, jint, jlong, jstring, JNI_FALSE, JNI_TRUE};
+use jni::objects::{JObject, JObjectArray, JString};
+use jni::sys::{jboolean, jint, jlong, jobjectArray, jstring, JNI_FALSE, JNI_TRUE};
 use jni::JNIEnv;
 use polylock::{runtime, Error, ErrorKind, HoldKind, LockKind};
 
@@ -125,4 +125,18 @@ pub(crate) fn jbool(b: bool) -> jboolean {
     } else {
         JNI_FALSE
     }
+}
+
+/// A Java `String[]` of `items`.
+pub(crate) fn string_array(env: &mut JNIEnv, items: &[String]) -> Result<jobjectArray> {
+    let array = env
+        .new_object_array(items.len() as i32, "java/lang/String", JObject::null())
+        .map_err(jni_error)?;
+    for (i, item) in items.iter().enumerate() {
+        let s = env.new_string(item).map_err(jni_error)?;
+        env.set_object_array_element(&array, i as i32, &s)
+            .map_err(jni_error)?;
+        env.delete_local_ref(s).map_err(jni_error)?;
+    }
+    Ok(array.into_raw())
 }

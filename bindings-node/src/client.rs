@@ -11,7 +11,7 @@ use polylock::{runtime, Client, ClientOptions};
 use crate::boundary::entry;
 use crate::convert::ms;
 use crate::driver::promise;
-use crate::election::NativeElection;
+use crate::gen::election::NativeElection;
 use crate::gen::latch::NativeLatch;
 use crate::lock::NativeLock;
 use crate::outcome::{failed, outcome, sync_err};

@@ -14,7 +14,6 @@ pub mod cancel;
 pub mod client;
 pub mod convert;
 mod driver;
-pub mod election;
 pub mod gen;
 pub mod lock;
 pub mod observe;

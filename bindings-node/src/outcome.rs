@@ -83,3 +83,15 @@ pub(crate) fn failed(e: &polylock::Error) -> Outcome {
 pub(crate) fn sync_err(e: polylock::Error) -> Error {
     Error::from_reason(format!("{}\u{1}{}", e.kind().name(), e.message()))
 }
+
+/// The outcome that carries a leader: `value` true, its term in `number`, its identity in
+/// `text`; or `value` false for nobody.
+pub(crate) fn leader_outcome(l: Option<polylock::Leader>) -> Outcome {
+    match l {
+        Some(l) => Outcome {
+            text: Some(l.identity),
+            ..outcome(true, Some(l.term as f64))
+        },
+        None => outcome(false, None),
+    }
+}

@@ -5,8 +5,8 @@ use pyo3::prelude::*;
 use pyo3::types::PyString;
 
 use crate::convert::{blocking, seconds, text};
-use crate::election::NativeElection;
 use crate::errors::err;
+use crate::gen::election::NativeElection;
 use crate::gen::latch::NativeLatch;
 use crate::lock::NativeLock;
 use crate::semaphore::{NativePermitSemaphore, NativeSemaphore};

@@ -9,7 +9,6 @@ mod aio_driver;
 mod call;
 mod client;
 mod convert;
-mod election;
 mod errors;
 mod gen;
 mod lock;
@@ -60,7 +59,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<semaphore::NativeSemaphore>()?;
     m.add_class::<semaphore::NativePermitSemaphore>()?;
     m.add_class::<gen::latch::NativeLatch>()?;
-    m.add_class::<election::NativeElection>()?;
+    m.add_class::<gen::election::NativeElection>()?;
     m.add("VERSION", polylock::VERSION)?;
     Ok(())
 }

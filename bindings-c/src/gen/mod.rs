@@ -1,3 +1,4 @@
 //! The glue generated from the tables of core/api/ by `python3 scripts/gen-bindings.py`: do not edit.
 
+pub(crate) mod election;
 pub(crate) mod latch;

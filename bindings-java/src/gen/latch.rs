@@ -16,7 +16,7 @@ use crate::handle::{borrow, free, into_handle};
 use crate::wait::{start, Won};
 
 /// The latch behind a handle from `latchNew` (NativeHandle keeps it alive during the call).
-fn handle<'a>(handle: jlong) -> Result<&'a CountDownLatch> {
+pub(crate) fn handle<'a>(handle: jlong) -> Result<&'a CountDownLatch> {
     borrow(handle, "this latch handle")
 }
 

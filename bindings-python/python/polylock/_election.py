@@ -76,7 +76,7 @@ class Election:
         yield seen
         wait = _timeout(timeout)
         while True:
-            changed, now = self._native.next_change(seen, wait)
+            changed, now = self._native.next_change(seen.term if seen else 0, wait)
             if not changed:
                 return
             seen = _leader(now)

@@ -207,6 +207,7 @@ static const char *VOCABULARY[][2] = {
     {"permit_acquire", "`polylock_permit_semaphore_acquire(sem, wait_ms, lease_ms, id, len)` → `POLYLOCK_OK` / `POLYLOCK_TIMEOUT`"},
     {"latch_wait", "`polylock_latch_wait(latch, wait_ms)` → `POLYLOCK_OK` open / `POLYLOCK_TIMEOUT`"},
     {"multi", "`polylock_multi_lock_new(locks, n, &multi)`"},
+    {"election", "`polylock_election_new(client, name, identity, &e)`: `polylock_election_campaign(e, wait_ms, &term)` → `POLYLOCK_OK` / `POLYLOCK_TIMEOUT`, `_resign`, `_leader`, `_candidates`"},
     {"close", "`polylock_client_close(client)`, then `polylock_client_free(client)`"},
 };
 
@@ -256,7 +257,7 @@ typedef struct run run;
 typedef struct {
     char client[16];
     char obj[16];
-    int type; /* 0 lock, 1 semaphore, 2 permit semaphore, 3 latch */
+    int type; /* 0 lock, 1 semaphore, 2 permit semaphore, 3 latch, 4 election */
     void *h;
 } handle_t;
 
@@ -387,6 +388,10 @@ static polylock_result handle_of(run *r, const char *actor, const char *obj, han
     } else if (strcmp(type, "latch") == 0) {
         h.type = 3;
         rc = polylock_latch_new(c, name, (polylock_latch **)&h.h);
+    } else if (strcmp(type, "election") == 0) {
+        /* A candidate campaigns with its actor's name as its identity. */
+        h.type = 4;
+        rc = polylock_election_new(c, name, actor, (polylock_election **)&h.h);
     } else {
         return POLYLOCK_INTERNAL;
     }
@@ -678,6 +683,51 @@ static bool do_step(run *r, const char *actor, const json *step, outcome *o) {
         if (rc == POLYLOCK_OK) word(o, "open");
         else if (rc == POLYLOCK_TIMEOUT) word(o, "not_open");
         else set_error(o, rc);
+    } else if (strcmp(op, "campaign") == 0) {
+        uint64_t term = 0;
+        rc = polylock_election_campaign(h->h, wait_of(step), &term);
+        if (rc == POLYLOCK_OK) {
+            word(o, "leading");
+            o->has_token = true;
+            o->token = term;
+        } else if (rc == POLYLOCK_TIMEOUT) word(o, "not_leading");
+        else set_error(o, rc);
+    } else if (strcmp(op, "resign") == 0 || strcmp(op, "is_leader") == 0) {
+        bool yes = false;
+        rc = strcmp(op, "resign") == 0 ? polylock_election_resign(h->h, &yes) : polylock_election_is_leader(h->h, &yes);
+        if (rc == POLYLOCK_OK) word(o, yes ? "true" : "false");
+        else set_error(o, rc);
+    } else if (strcmp(op, "leader") == 0) {
+        char id[1100];
+        size_t n = 0;
+        uint64_t term = 0;
+        bool has = false;
+        rc = polylock_election_leader(h->h, id, sizeof id, &n, &term, &has);
+        if (rc != POLYLOCK_OK) set_error(o, rc);
+        else if (!has) word(o, "none");
+        else {
+            word(o, "leader:%s", id);
+            o->has_token = true;
+            o->token = term;
+        }
+    } else if (strcmp(op, "candidates") == 0) {
+        /* Each identity followed by a NUL byte; rendered as the suite's list text. */
+        char buf[4096], list[WORD] = "[";
+        size_t n = 0, count = 0;
+        rc = polylock_election_candidates(h->h, buf, sizeof buf, &n, &count);
+        if (rc != POLYLOCK_OK) set_error(o, rc);
+        else if (n > sizeof buf) word(o, "%zu bytes of candidates do not fit", n);
+        else {
+            const char *at = buf;
+            for (size_t i = 0; i < count; i++) {
+                strncat(list, i ? ", \"" : "\"", sizeof list - strlen(list) - 1);
+                strncat(list, at, sizeof list - strlen(list) - 1);
+                strncat(list, "\"", sizeof list - strlen(list) - 1);
+                at += strlen(at) + 1;
+            }
+            strncat(list, "]", sizeof list - strlen(list) - 1);
+            word(o, "%s", list);
+        }
     } else {
         word(o, "unknown op %s", op);
         return false;
@@ -854,7 +904,8 @@ static bool run_instance(run *r, char *why, size_t len) {
             case 0: polylock_lock_free(r->handles[i].h); break;
             case 1: polylock_semaphore_free(r->handles[i].h); break;
             case 2: polylock_permit_semaphore_free(r->handles[i].h); break;
-            default: polylock_latch_free(r->handles[i].h); break;
+            case 3: polylock_latch_free(r->handles[i].h); break;
+            default: polylock_election_free(r->handles[i].h); break;
         }
     }
     for (size_t c = 0; c < r->nclients; c++) polylock_client_free(r->clients[c].c);

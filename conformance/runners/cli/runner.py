@@ -60,6 +60,7 @@ VOCABULARY = {
     "permit_acquire": "`polylock run --permits N --name NAME` on Redis (`$POLYLOCK_PERMIT`: its id)",
     "latch_wait": "none",
     "multi": "`--name A --name B` (all or none)",
+    "election": "`polylock elect NAME -- CMD` (`$POLYLOCK_TERM`: its term; CMD exits: resign); `polylock leader NAME` → `\"leader\"`, `\"candidates\"`",
     "close": "on exit (every command closes its client)",
 }
 

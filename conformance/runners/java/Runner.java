@@ -1,9 +1,11 @@
 import io.polylock.DistributedCountDownLatch;
+import io.polylock.DistributedLeaderLatch;
 import io.polylock.DistributedLock;
 import io.polylock.DistributedPermitExpirableSemaphore;
 import io.polylock.DistributedSemaphore;
 import io.polylock.LockLostException;
 import io.polylock.LockTimeoutException;
+import io.polylock.Participant;
 import io.polylock.Polylock;
 import io.polylock.PolylockClient;
 import io.polylock.PolylockError;
@@ -76,6 +78,7 @@ public final class Runner {
         v.put("permit_acquire", "`pes.tryAcquire(waitTime, leaseTime, unit)` → the id / `null` (Redisson's)");
         v.put("latch_wait", "`latch.await(time, unit)` → `true` open / `false`");
         v.put("multi", "`client.getMultiLock(a, b)`, `Polylock.multiLock(list)`");
+        v.put("election", "`client.getLeaderLatch(path, id)` (Curator's `LeaderLatch`): `start()`, `await(time, unit)` → `true` (`getTerm()`), `close()`, `getLeader()`, `getParticipants()`");
         v.put("close", "`client.close()` (try-with-resources)");
     }
 
@@ -319,6 +322,9 @@ public final class Runner {
                 case "semaphore": h = client.getSemaphore(name); break;
                 case "permit_semaphore": h = client.getPermitExpirableSemaphore(name); break;
                 case "latch": h = client.getCountDownLatch(name); break;
+                // Curator's shape: a latch started once; a campaign that gives up, and a
+                // resignation, close it (the next campaign of the actor makes a new one).
+                case "election": h = client.getLeaderLatch(name, actor); break;
                 case "multi": {
                     List<DistributedLock> members = new ArrayList<>();
                     for (Object m : (List<Object>) o.get("of")) {
@@ -557,6 +563,53 @@ public final class Runner {
                     return "ok";
                 case "latch_count":
                     return ((DistributedCountDownLatch) h).getCount();
+                case "campaign": {
+                    DistributedLeaderLatch latch = (DistributedLeaderLatch) h;
+                    if (!latch.hasLeadership()) {
+                        try {
+                            latch.start();
+                        } catch (IllegalStateException startedBefore) {
+                            // campaigning already
+                        }
+                    }
+                    long wait = waitOf(step);
+                    boolean leads;
+                    if (wait < 0) {
+                        latch.await();
+                        leads = true;
+                    } else {
+                        leads = latch.await(wait, ms);
+                    }
+                    if (leads) {
+                        return with("leading", "token", latch.getTerm());
+                    }
+                    // The contract's campaign withdraws when its wait runs out; Curator's latch
+                    // would campaign on: close it.
+                    latch.close();
+                    handles.remove(actors.get(actor) + "/" + id);
+                    return "not_leading";
+                }
+                case "resign": {
+                    DistributedLeaderLatch latch = (DistributedLeaderLatch) h;
+                    boolean was = latch.hasLeadership();
+                    latch.close();
+                    handles.remove(actors.get(actor) + "/" + id);
+                    return was;
+                }
+                case "is_leader":
+                    return ((DistributedLeaderLatch) h).hasLeadership();
+                case "leader": {
+                    // Curator's Participant carries no term: Java's answer has none to compare.
+                    Participant p = ((DistributedLeaderLatch) h).getLeader();
+                    return p.isLeader() ? "leader:" + p.getId() : "none";
+                }
+                case "candidates": {
+                    List<Object> ids = new ArrayList<>();
+                    for (Participant p : ((DistributedLeaderLatch) h).getParticipants()) {
+                        ids.add(p.getId());
+                    }
+                    return ids;
+                }
                 case "latch_wait": {
                     DistributedCountDownLatch d = (DistributedCountDownLatch) h;
                     long wait = waitOf(step);

@@ -43,6 +43,8 @@ const VOCABULARY = {
   permit_acquire: '`await pes.acquire({ waitMs, leaseMs })` → `{ id, release() }` / `null`',
   latch_wait: '`await latch.wait({ waitMs })` → `true` open / `false`',
   multi: '`new polylock.MultiLock([a, b])`',
+  election:
+    '`client.election(name, identity)`: `await campaign({ waitMs })` → `true` (`term`), `resign()`, `leader()` → `{ identity, term }`, `candidates()`',
   close: '`await client.close()`',
 };
 
@@ -185,6 +187,7 @@ class Run {
       case 'permit_semaphore': h = client.permitExpirableSemaphore(name); break;
       case 'latch': h = client.countDownLatch(name); break;
       case 'multi': h = new polylock.MultiLock(await Promise.all(o.of.map((m) => this.handle(actor, m)))); break;
+      case 'election': h = client.election(name, actor); break;
       default: throw new RunnerError(`unknown object type ${o.type}`);
     }
     if ('permits' in o && !this.permitsSet.has(obj)) {
@@ -335,6 +338,18 @@ class Run {
         const open = await h.wait(this.waitMs(step));
         return open === true ? 'open' : open === false ? 'not_open' : `wait resolved ${open}`;
       }
+      case 'campaign':
+        return h.campaign(this.waitMs(step)).then((leading) =>
+          leading === true ? { outcome: 'leading', token: h.term } : leading === false ? 'not_leading' : `campaign resolved ${leading}`,
+        );
+      case 'resign':
+        return h.resign();
+      case 'is_leader':
+        return h.isLeader;
+      case 'leader':
+        return h.leader().then((l) => (l === null ? 'none' : { outcome: `leader:${l.identity}`, token: l.term }));
+      case 'candidates':
+        return h.candidates();
       default:
         throw new RunnerError(`unknown op ${op}`);
     }

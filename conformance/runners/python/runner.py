@@ -54,6 +54,7 @@ VOCABULARY = {
     "permit_acquire": "`pes.acquire(timeout=seconds, lease=seconds)` → the id / `False`",
     "latch_wait": "`latch.wait(timeout=seconds)` → `True` open / `False`",
     "multi": "`polylock.MultiLock([a, b])`",
+    "election": "`client.election(name, identity)`: `campaign(timeout=seconds)` → `True` (`term`), `resign()`, `leader()` → `Leader(identity, term)`, `candidates()`",
     "close": "`client.close()` (`with polylock.connect(url) as client:`)",
 }
 
@@ -170,6 +171,8 @@ class Run:
             h = client.count_down_latch(name)
         elif ty == "multi":
             h = polylock.MultiLock([self.handle(actor, m) for m in o["of"]])
+        elif ty == "election":
+            h = client.election(name, actor)
         else:
             raise RunnerError(f"unknown object type {ty}")
         if "permits" in o:
@@ -334,6 +337,19 @@ class Run:
         if op == "latch_wait":
             got = h.wait(timeout=self.timeout(step))
             return "open" if got is True else "not_open" if got is False else f"wait returned {got!r}"
+        if op == "campaign":
+            if h.campaign(timeout=self.timeout(step)):
+                return {"outcome": "leading", "token": h.term}
+            return "not_leading"
+        if op == "resign":
+            return h.resign()
+        if op == "is_leader":
+            return h.is_leader
+        if op == "leader":
+            now = h.leader()
+            return "none" if now is None else {"outcome": f"leader:{now.identity}", "token": now.term}
+        if op == "candidates":
+            return h.candidates()
         raise RunnerError(f"unknown op {op}")
 
     # ---- checking ---------------------------------------------------------------------------------

@@ -11,8 +11,9 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use polylock::{
-    AcquireOptions, Client, ClientOptions, CountDownLatch, ErrorKind, HoldKind, LeaseChange, Lock,
-    LostEvent, MultiLock, OwnerId, PermitExpirableSemaphore, RemainingLease, Semaphore, Wait,
+    AcquireOptions, Client, ClientOptions, CountDownLatch, Election, ErrorKind, HoldKind,
+    LeaseChange, Lock, LostEvent, MultiLock, OwnerId, PermitExpirableSemaphore, RemainingLease,
+    Semaphore, Wait,
 };
 use serde_json::{json, Value};
 
@@ -50,6 +51,7 @@ fn vocabulary() -> Value {
         "permit_acquire": "`pes.acquire(lease, wait).await` → `Permit { id, .. }` (`Err` TIMEOUT)",
         "latch_wait": "`latch.wait(wait).await` → `true` open / `false` not yet",
         "multi": "`MultiLock::new(vec![a, b])?` (a `Lock`)",
+        "election": "`client.election(name, identity)?`: `campaign(wait).await` → `Some(Leadership { term, lost })`, `resign()`, `leader()` → `Some(Leader { identity, term })`, `candidates()`",
         "close": "`client.close().await`"
     })
 }
@@ -60,6 +62,7 @@ enum Handle {
     Sem(Semaphore),
     Permit(PermitExpirableSemaphore),
     Latch(CountDownLatch),
+    Election(Election),
 }
 
 /// One running scenario instance.
@@ -194,6 +197,7 @@ impl Run {
             "semaphore" => client.semaphore(&name).map(Handle::Sem),
             "permit_semaphore" => client.permit_expirable_semaphore(&name).map(Handle::Permit),
             "latch" => client.count_down_latch(&name).map(Handle::Latch),
+            "election" => client.election(&name, actor).map(Handle::Election),
             "multi" => {
                 let mut members = Vec::new();
                 for m in o
@@ -260,6 +264,7 @@ impl Run {
                 Ok(vec![(self.name_of(obj)?, HoldKind::Permit)])
             }
             Ok(Handle::Latch(_)) => Err("a latch has no lost signal".into()),
+            Ok(Handle::Election(_)) => Err("an election's loss is not a lock's lost signal".into()),
             Err(e) => Err(format!("{obj}: {e}")),
         }
     }
@@ -479,6 +484,22 @@ impl Run {
                 handle!(Handle::Latch).wait(wait_of(step)?).await,
                 |b: bool| json!(if b { "open" } else { "not_open" })
             ),
+            "campaign" => word!(
+                handle!(Handle::Election).campaign(wait_of(step)?).await,
+                |l: Option<polylock::Leadership>| match l {
+                    Some(l) => json!({"outcome": "leading", "token": l.term}),
+                    None => json!("not_leading"),
+                }
+            ),
+            "resign" => word!(handle!(Handle::Election).resign().await, |b| json!(b)),
+            "is_leader" => json!(handle!(Handle::Election).is_leader()),
+            "leader" => word!(handle!(Handle::Election).leader().await, |l: Option<
+                polylock::Leader,
+            >| match l {
+                Some(l) => json!({"outcome": format!("leader:{}", l.identity), "token": l.term}),
+                None => json!("none"),
+            }),
+            "candidates" => word!(handle!(Handle::Election).candidates().await, |c| json!(c)),
             "connect" => {
                 let made = match step.get("url") {
                     Some(Value::Array(urls)) => {

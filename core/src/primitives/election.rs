@@ -124,6 +124,11 @@ impl Election {
         self.leadership().is_some()
     }
 
+    /// This candidate's term while it leads (local, no round trip).
+    pub fn term(&self) -> Option<u64> {
+        self.leadership().map(|l| l.term)
+    }
+
     /// Stop leading: the next candidate leads. True if this candidate led; false if it did not
     /// (nothing to do). `LockLost` if its leadership had been lost meanwhile (it is then
     /// forgotten).
@@ -160,6 +165,27 @@ impl Election {
         seen: Option<&Leader>,
         wait: Wait,
     ) -> Result<Option<Option<Leader>>> {
+        self.next_change_where(|now| now.as_ref() != seen, wait)
+            .await
+    }
+
+    /// [`next_change`](Self::next_change) with the leader seen named by its term (0: nobody
+    /// led), as the bindings pass it: a term names one leadership, since every new leader gets
+    /// a greater one.
+    pub async fn next_change_after(
+        &self,
+        seen_term: u64,
+        wait: Wait,
+    ) -> Result<Option<Option<Leader>>> {
+        self.next_change_where(|now| now.as_ref().map_or(0, |l| l.term) != seen_term, wait)
+            .await
+    }
+
+    async fn next_change_where(
+        &self,
+        changed: impl Fn(&Option<Leader>) -> bool,
+        wait: Wait,
+    ) -> Result<Option<Option<Leader>>> {
         let name = self.lock.name();
         let deadline = wait.checked()?.deadline();
         loop {
@@ -167,7 +193,7 @@ impl Election {
             // Registered before the look: a change between the look and the wait still counts.
             let came = futures_util::poll!(&mut change).is_ready();
             let now = self.ops.leader(name).await?;
-            if now.as_ref() != seen {
+            if changed(&now) {
                 return Ok(Some(now));
             }
             if came {

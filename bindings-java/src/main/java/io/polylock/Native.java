@@ -321,24 +321,48 @@ final class Native {
     static native boolean latchDelete(long latch);
     // END generated (latch)
 
-    // Leader election: a candidate is a native handle (electionNew .. electionFree).
-    static native long electionNew(long client, String name, String id);
+    // BEGIN generated from core/api/election.toml by `python3 scripts/gen-bindings.py`: do not edit
+    // A candidate in a leader election (Curator's LeaderLatch on ZooKeeper, etcd's
+    // concurrency.Election, a Redisson lock plus a leader record on Redis). A native handle:
+    // electionNew .. electionFree.
+    static native long electionNew(long client, String name, String identity);
 
     static native void electionFree(long election);
 
-    /** Completes the future with the term when elected, 0 when the wait ran out. */
-    static native long electionCampaignAsync(long election, long waitMs, NativeFuture future);
-
-    /** Completes the future when the current leadership ends: 1 lost, 0 otherwise. */
-    static native long electionLostAsync(long election, NativeFuture future);
-
-    static native boolean electionResign(long election);
-
+    /**
+     * The term (a fencing token, greater for every new leader) while this candidate leads, else
+     * none. -1 for none; local.
+     */
     static native long electionTerm(long election);
 
+    /**
+     * Campaign until this candidate leads: its term, or none when the wait ran out (the candidacy
+     * is then withdrawn). Leading already: the same term. Completes {@code future} with the term,
+     * or 0 when the wait ran out; returns the cancel handle.
+     */
+    static native long electionCampaignAsync(long election, long waitMs, NativeFuture future);
+
+    /**
+     * Stop leading: true if this candidate led; LOCK_LOST if its leadership had been lost
+     * meanwhile.
+     */
+    static native boolean electionResign(long election);
+
+    /** The leader now (any client may ask): its identity and term, or none. */
     static native String[] electionLeader(long election);
 
+    /**
+     * The candidates' identities in their order, the leader first (ZooKeeper and etcd queue their
+     * candidates; Redis keeps no queue and lists the leader only).
+     */
     static native String[] electionCandidates(long election);
+    // END generated (election)
+
+    /**
+     * Completes {@code future} when the current leadership ends: 1 when it was lost, 0 when it
+     * ended otherwise (resigned) or there is none; returns the cancel handle.
+     */
+    static native long electionLostAsync(long election, NativeFuture future);
 
     /** Calls {@code target.onLost(name, kind, owner, message)} for every lost hold. */
     static native void watchLost(long client, PolylockClient target);
