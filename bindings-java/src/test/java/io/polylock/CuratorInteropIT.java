@@ -273,7 +273,7 @@ class CuratorInteropIT {
         assertTrue(got.get() != 0);
         long ms = TimeUnit.NANOSECONDS.toMillis(got.get() - released);
         System.out.printf("interop wake-up: polylock after a Curator release %d ms%n", ms);
-        assertTrue(ms < 1_000, "woken by a watch in " + ms + " ms");
+        assertTrue(ms < 5_000, "woken by a watch (the waiter has no other wake-up) in " + ms + " ms");
     }
 
     @Test

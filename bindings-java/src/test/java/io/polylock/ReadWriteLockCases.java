@@ -105,7 +105,7 @@ abstract class ReadWriteLockCases {
         readers.get(3).release();
         assertTrue(writer.awaitHeld(10_000), "the writer got it");
         long ms = TimeUnit.NANOSECONDS.toMillis(writer.heldAt() - released);
-        assertTrue(ms < 1_000, "woken by the last reader's release in " + ms + " ms");
+        assertTrue(ms < 5_000, "woken by the last reader's release in " + ms + " ms");
         // While the writer holds, no reader and no other writer gets in, from either client.
         assertTrue(rw.writeLock().isLocked());
         assertFalse(rw.readLock().isLocked());
@@ -243,7 +243,7 @@ abstract class ReadWriteLockCases {
             UpgradeNotSupportedException e = assertThrows(UpgradeNotSupportedException.class, a.getValue(), a.getKey());
             long ms = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - t0);
             slowest = Math.max(slowest, ms);
-            assertTrue(ms < 1_000, a.getKey() + " took " + ms + " ms: it waited instead of refusing");
+            assertTrue(ms < 5_000, a.getKey() + " took " + ms + " ms: it waited (up to 10 s) instead of refusing");
             assertEquals(PolylockException.Code.UPGRADE_NOT_SUPPORTED, e.getCode());
             assertInstanceOf(PolylockException.class, e);
             assertTrue(e.getMessage().contains(name), e.getMessage());

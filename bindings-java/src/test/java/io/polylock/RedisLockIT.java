@@ -112,7 +112,7 @@ class RedisLockIT {
         waiter.join(10_000);
         assertNotNull(wokeAt.get(), "the waiter got the lock");
         long ms = TimeUnit.NANOSECONDS.toMillis(wokeAt.get() - releasedAt);
-        assertTrue(ms < 1_000, "woken by the release notification in " + ms + " ms");
+        assertTrue(ms < 5_000, "woken by the release notification (not a 30 s lease's expiry) in " + ms + " ms");
     }
 
     @Test
