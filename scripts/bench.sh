@@ -92,6 +92,6 @@ if wanted c; then
   bench c bash bindings-c/bench.sh "$url"
 fi
 
-python3 scripts/bench-page.py --logs "$logs" --mode "$mode" --note "$note" --out docs/src/performance.md || status=1
+python3 scripts/lib/bench-page.py --logs "$logs" --mode "$mode" --note "$note" --out docs/src/performance.md || status=1
 echo "wrote docs/src/performance.md"
 exit $status

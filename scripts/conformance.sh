@@ -78,7 +78,7 @@ if [ "${1:-}" = --table ]; then
   for rt in rust c python node java cli; do
     runner "$rt" --vocabulary >"$out/$rt.vocabulary.json" || { echo "the $rt runner gave no vocabulary"; exit 1; }
   done
-  "$py" scripts/contract-table.py "$out"/{rust,c,python,node,java,cli}.vocabulary.json >"$out/contract-table.md" || exit 1
+  "$py" scripts/lib/contract-table.py "$out"/{rust,c,python,node,java,cli}.vocabulary.json >"$out/contract-table.md" || exit 1
   if [ "${2:-}" = --check ]; then
     if ! diff -u docs/src/contract-table.md "$out/contract-table.md"; then
       echo "docs/src/contract-table.md is not what the runners say: run scripts/conformance.sh --table"

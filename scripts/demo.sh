@@ -2,14 +2,14 @@
 # The main demo: one flash sale (seed 002), five runtimes, one lock. Installs and starts Redis,
 # ZooKeeper, MariaDB and PostgreSQL on 127.0.0.1 when they are missing, builds the buyers
 # of examples/ (Rust, C, Python, Node, Java) from the one release build (scripts/build.sh), then runs
-# scripts/demo.py: round 1 on Redis, round 2 on ZooKeeper, round 3 on MariaDB, round 4 on
+# scripts/lib/demo.py: round 1 on Redis, round 2 on ZooKeeper, round 3 on MariaDB, round 4 on
 # PostgreSQL (servers.sh starts both), a table, the overlap and fencing-token checks, and
 # demo-timeline.svg. Options go to demo.py (try --help).
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
 for a in "$@"; do
-  if [ "$a" = --help ] || [ "$a" = -h ]; then exec python3 scripts/demo.py --help; fi
+  if [ "$a" = --help ] || [ "$a" = -h ]; then exec python3 scripts/lib/demo.py --help; fi
 done
 
 log() { echo "demo: $*" >&2; }
@@ -28,4 +28,4 @@ python3 -m pip install --quiet --disable-pip-version-check redis >&2
 mvn -B -q -f examples/java/pom.xml package dependency:build-classpath -Dmdep.outputFile=target/classpath.txt >&2
 export POLYLOCK_DEMO_JAVA_CP="$root/examples/java/target/classes:$(cat examples/java/target/classpath.txt)"
 export POLYLOCK_DEMO_RUST="$target/release/examples/seckill" POLYLOCK_DEMO_C="$target/demo/seckill_buyer_c"
-exec python3 scripts/demo.py --url "$POLYLOCK_REDIS_URL" --url "$POLYLOCK_ZK_URL" "$@"
+exec python3 scripts/lib/demo.py --url "$POLYLOCK_REDIS_URL" --url "$POLYLOCK_ZK_URL" "$@"

@@ -153,9 +153,9 @@ ENV_READS = [
 ]
 # Read, but never set by a user: one of polylock's own programs hands them to a child it starts.
 INTERNAL_ENV = {
-    "POLYLOCK_BASE": "scripts/operate-test.sh hands it to scripts/operate-page.js",
-    "POLYLOCK_TOKEN": "scripts/operate-test.sh hands it to scripts/operate-page.js",
-    "POLYLOCK_OUT": "scripts/operate-test.sh hands it to scripts/operate-page.js",
+    "POLYLOCK_BASE": "scripts/operate-test.sh hands it to scripts/lib/operate-page.js",
+    "POLYLOCK_TOKEN": "scripts/operate-test.sh hands it to scripts/lib/operate-page.js",
+    "POLYLOCK_OUT": "scripts/operate-test.sh hands it to scripts/lib/operate-page.js",
     "POLYLOCK_BENCH_CHILD": "bindings-node/bench/bench.js marks the child process it starts",
 }
 SKIP_DIRS = {"node_modules", "target", ".git", "dist", "__pycache__"}

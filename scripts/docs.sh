@@ -101,7 +101,7 @@ if want links; then
   took "links" ""
 fi
 if want browser; then
-  PLAYWRIGHT_CORE="$node_tools/node_modules/playwright-core" node scripts/docs-browser.js "$book" "$out" || status=1
+  PLAYWRIGHT_CORE="$node_tools/node_modules/playwright-core" node scripts/lib/docs-browser.js "$book" "$out" || status=1
   took "browser" "(screenshots in $out)"
 fi
 

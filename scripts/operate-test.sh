@@ -9,7 +9,7 @@
 #   - `polylock serve`: /metrics parses with prometheus_client's parser and says the lock is
 #     held with one waiter; a bearer token is enforced; and the live page in a real headless
 #     Chromium shows the hold, then its waiter, then the handoff, each within a few seconds
-#     (scripts/operate-page.js), with screenshots kept in $target/operate/.
+#     (scripts/lib/operate-page.js), with screenshots kept in $target/operate/.
 # Exit 1 on any failure.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -154,6 +154,6 @@ code=$(curl -s -o /dev/null -w '%{http_code}' -H "Authorization: Bearer wrong" "
 [ "$code" = 401 ] || fail "serve answered $code to a wrong token"
 POLYLOCK_BASE="$base" POLYLOCK_TOKEN="t-$$" POLYLOCK_NAME="operate-page-$$:orders:7" \
   POLYLOCK_URL="$redis" POLYLOCK_CLI="$polylock" POLYLOCK_OUT="$out" \
-  PLAYWRIGHT_CORE="$node_tools/node_modules/playwright-core" node scripts/operate-page.js ||
+  PLAYWRIGHT_CORE="$node_tools/node_modules/playwright-core" node scripts/lib/operate-page.js ||
   fail "the live page"
 echo "operate: PASS"

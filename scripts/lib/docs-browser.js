@@ -1,6 +1,6 @@
 'use strict';
 // The built book in a real headless Chromium (Debian's, driven by playwright-core):
-//   node scripts/docs-browser.js BOOK_DIR OUT_DIR
+//   node scripts/lib/docs-browser.js BOOK_DIR OUT_DIR
 // Serves BOOK_DIR on 127.0.0.1, then checks that the home page renders (title, heading, the
 // table of contents) with no error in the page, that a search finds results and that a result
 // opens its page, that every page of the table of contents loads with its heading, and that
@@ -14,7 +14,7 @@ const path = require('node:path');
 
 const [bookDir, outDir] = process.argv.slice(2);
 if (!bookDir || !outDir) {
-  console.error('usage: node scripts/docs-browser.js BOOK_DIR OUT_DIR');
+  console.error('usage: node scripts/lib/docs-browser.js BOOK_DIR OUT_DIR');
   process.exit(2);
 }
 const { chromium } = require(process.env.PLAYWRIGHT_CORE || 'playwright-core');

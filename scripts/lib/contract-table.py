@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Render docs/src/contract-table.md from the conformance runners' vocabularies.
 
-    python3 scripts/contract-table.py rust.json c.json python.json node.json java.json cli.json
+    python3 scripts/lib/contract-table.py rust.json c.json python.json node.json java.json cli.json
 
 Each file is one runner's `--vocabulary` output: how its runtime says each concept of
 conformance/concepts.json, and how it carries each kind of core's error table. The table is made
@@ -22,7 +22,7 @@ def cell(text: str) -> str:
 
 
 def main(paths: list[str]) -> int:
-    root = Path(__file__).resolve().parent.parent
+    root = Path(__file__).resolve().parents[2]
     concepts = json.loads((root / "conformance" / "concepts.json").read_text())["concepts"]
     runners = [json.loads(Path(p).read_text()) for p in paths]
     names = [r["runtime"] for r in runners]

@@ -6,9 +6,9 @@
 # machine where an earlier run or a hand left that command installed (.ci/run's bare-machine
 # check: the lint stage once used protoc before anything installed it).
 #
-#   PATH=$(bash scripts/bare-path.sh build) cargo clippy ...
+#   PATH=$(bash scripts/lib/bare-path.sh build) cargo clippy ...
 set -euo pipefail
-root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 dir="${CARGO_TARGET_DIR:-$root/target}/bare-path/bin"
 rm -rf "$dir"
 mkdir -p "$dir"

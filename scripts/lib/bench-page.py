@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Write docs/src/performance.md from the reports scripts/bench.sh collected (one per benchmark).
 
-    python3 scripts/bench-page.py --logs DIR --mode short|full [--note TEXT] --out FILE
+    python3 scripts/lib/bench-page.py --logs DIR --mode short|full [--note TEXT] --out FILE
 
 The page is for users: the run (date, machine, commit, versions), then one summary table per
 runtime, each row polylock beside its peer and the floor no client can beat (the server's own
@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Optional
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 # ---- the run ----------------------------------------------------------------------------------
 
@@ -592,7 +592,7 @@ def main() -> int:
     page = [
         "# Performance",
         "",
-        "<!-- Written by scripts/bench.sh (scripts/bench-page.py) from the benchmarks' own reports; do not",
+        "<!-- Written by scripts/bench.sh (scripts/lib/bench-page.py) from the benchmarks' own reports; do not",
         "edit by hand: run `bash scripts/bench.sh` to replace it. -->",
         "",
         "How fast polylock takes and gives back a lock, beside the library you would use instead and",

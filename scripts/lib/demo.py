@@ -25,7 +25,7 @@ from pathlib import Path
 
 import redis
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 RUNTIMES = ["rust", "c", "python", "node", "java"]
 COLOURS = {"rust": "#ce422b", "c": "#555555", "python": "#3572a5", "node": "#3c873a", "java": "#e76f00"}
 
