@@ -1,12 +1,13 @@
-//! The calls on one lock, for every kind of lock: each takes the lock's `kind` (numbered in
-//! `convert`) and makes the core handle with `Client::lock_of_kind`, so a kind added to core needs
+//! The calls on one lock, for every kind of lock: `lockNew` takes the lock's `kind` (numbered in
+//! `convert`) and makes the core lock with `Client::lock_of_kind`, so a kind added to core needs
 //! no new native method. The waiting acquire completes a `NativeFuture` (see `wait`).
 //!
-//! A multi-lock is not rebuilt per call: `multiLockNew` builds its core `Lock` once and hands Java
-//! a lock handle (a `Box<Lock>` as a `long`), which every lock native takes in place of a client
-//! handle when its `kind` is `LOCK_HANDLE`. The Java side counts the calls in flight on it and
-//! frees it with `lockFree` when none is left (`LockHandle.java`). The core `Lock` keeps its
-//! members' clients alive by itself, so it never points at a freed client handle.
+//! A lock is not rebuilt per call: `lockNew` (a named lock) and `multiLockNew` (a multi-lock)
+//! build its core `Lock` once and hand Java a lock handle (a `Box<Lock>` as a `long`), which every
+//! lock native takes in place of a client handle when its `kind` is `LOCK_HANDLE`. The Java side
+//! counts the calls in flight on it and frees it with `lockFree` when none is left
+//! (`NativeHandle.java`). The core `Lock` keeps its clients alive by itself, so it never points at
+//! a freed client handle.
 
 use jni::objects::{JClass, JIntArray, JLongArray, JObject, JObjectArray, JString};
 use jni::sys::{jboolean, jint, jlong, jstring, JNI_FALSE};
@@ -24,7 +25,7 @@ use crate::wait::{start, Won};
 /// The lock behind a lock handle. The Java side keeps the handle alive during the call.
 fn handle_lock<'a>(handle: jlong) -> Result<&'a Lock> {
     // NativeHandle.enter/exit keep it alive while this call is in flight.
-    borrow(handle, "this multi-lock handle")
+    borrow(handle, "this lock handle")
 }
 
 /// The core handle of the lock `name` of `kind` on the client `handle` (name and kind checked, no
@@ -87,6 +88,22 @@ pub extern "system" fn Java_io_polylock_Native_holdKind<'l>(
             return Ok(-1);
         }
         Ok(kind_number(HoldKind::Lock(l.kind())))
+    })
+}
+
+/// The lock handle of the lock `name` of `kind` on the client `handle` (name and kind checked, no
+/// round trip): every lock native takes it with `LOCK_HANDLE`, so a call borrows the core lock
+/// made here instead of building one. Freed with `lockFree` once.
+#[no_mangle]
+pub extern "system" fn Java_io_polylock_Native_lockNew<'l>(
+    mut env: JNIEnv<'l>,
+    _: JClass<'l>,
+    handle: jlong,
+    name: JString<'l>,
+    kind: jint,
+) -> jlong {
+    entry(&mut env, 0, |env| {
+        Ok(into_handle(lock(env, handle, &name, kind)?))
     })
 }
 

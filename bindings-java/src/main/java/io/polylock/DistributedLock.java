@@ -46,10 +46,10 @@ import java.util.concurrent.locks.Lock;
  * multi-lock (of a ZooKeeper mutex member, held by the client: of any); {@link #isLocked()} is
  * true when every member is held, {@link #getHoldCount()} is the least of the members' counts.
  *
- * <p>A named lock's object holds no native memory: creating one per request is cheap, and {@link
- * #close()} only stops this handle (and its listeners). A multi-lock holds the native lock it was
- * built into, until {@link #close()} (or until it is garbage, freed when a later multi-lock is
- * made); closing it never releases its holds.
+ * <p>Each lock object holds a native lock (the core lock, made once, so a call builds nothing): it
+ * is freed by {@link #close()}, or when the object becomes unreachable (reclaimed as the next
+ * native handle is made), so creating one per request is fine. Closing stops this handle (and its
+ * listeners) and never releases its holds.
  */
 public final class DistributedLock implements Lock, AutoCloseable {
     /**
@@ -70,7 +70,10 @@ public final class DistributedLock implements Lock, AutoCloseable {
 
     /** The client of a named lock; null for a multi-lock. */
     private final PolylockClient client;
-    /** The native lock of a multi-lock; null for a named lock. */
+    /**
+     * The native lock (the core lock, made once), which every native call takes with {@code
+     * Native.LOCK_HANDLE}.
+     */
     private final NativeHandle handle;
     private final String name;
     /** One of {@code Native.KIND_*}, or {@code Native.LOCK_HANDLE} for a multi-lock. */
@@ -90,16 +93,24 @@ public final class DistributedLock implements Lock, AutoCloseable {
     private volatile boolean closed;
 
     /**
-     * A named lock of {@code client}; {@code queuesWaiters} and {@code holdKind} as {@link
-     * Native#validate} and {@link Native#holdKind} said.
+     * A named lock of {@code client}, over the native lock {@code nativeLock} ({@link
+     * Native#lockNew}), which it owns from here on.
      */
-    DistributedLock(PolylockClient client, String name, int kind, boolean queuesWaiters, int holdKind) {
+    DistributedLock(PolylockClient client, String name, int kind, long nativeLock) {
         this.client = client;
-        this.handle = null;
+        this.handle = NativeHandle.own(nativeLock, this, Native::lockFree, "lock");
         this.name = name;
         this.kind = kind;
-        this.holdKind = holdKind;
-        this.queuesWaiters = queuesWaiters;
+        long h = handle.enter();
+        try {
+            this.holdKind = Native.holdKind(h, null, Native.LOCK_HANDLE);
+            this.queuesWaiters = Native.validate(h, null, Native.LOCK_HANDLE);
+        } catch (RuntimeException e) {
+            handle.close();
+            throw e;
+        } finally {
+            handle.exit();
+        }
         this.members = Collections.singletonList(this);
         this.routes.add(new Route(client, new LostRoute(name, holdKind, this::fireLost)));
     }
@@ -112,8 +123,8 @@ public final class DistributedLock implements Lock, AutoCloseable {
         this.members = members;
         long h = handle.enter();
         try {
-            this.name = Native.lockName(h, null, kind);
-            this.queuesWaiters = Native.validate(h, null, kind);
+            this.name = Native.lockName(h, null, Native.LOCK_HANDLE);
+            this.queuesWaiters = Native.validate(h, null, Native.LOCK_HANDLE);
         } catch (RuntimeException e) {
             handle.close();
             throw e;
@@ -145,7 +156,7 @@ public final class DistributedLock implements Lock, AutoCloseable {
             DistributedLock l = given.get(i);
             Objects.requireNonNull(l, "locks[" + i + "]");
             names[i] = l.name;
-            kinds[i] = l.kind;
+            kinds[i] = Native.LOCK_HANDLE;
         }
         int entered = 0;
         try {
@@ -165,7 +176,7 @@ public final class DistributedLock implements Lock, AutoCloseable {
     private static List<DistributedLock> namedLocks(List<DistributedLock> locks) {
         List<DistributedLock> named = new ArrayList<>();
         for (DistributedLock l : locks) {
-            if (l.handle == null) {
+            if (l.client != null) {
                 named.add(l);
             } else {
                 named.addAll(namedLocks(l.members));
@@ -190,14 +201,14 @@ public final class DistributedLock implements Lock, AutoCloseable {
         return members;
     }
 
-    /** A multi-lock's native lock (tests); null for a named lock. */
+    /** The native lock (tests). */
     NativeHandle lockHandle() {
         return handle;
     }
 
     /** True for a multi-lock ({@link PolylockClient#getMultiLock}, {@link Polylock#multiLock}). */
     public boolean isMultiLock() {
-        return handle != null;
+        return client == null;
     }
 
     // ---- acquiring --------------------------------------------------------------------------
@@ -384,7 +395,7 @@ public final class DistributedLock implements Lock, AutoCloseable {
         long h = enter();
         try {
             NativeFuture future = new NativeFuture();
-            long cancel = Native.releaseAsync(h, name, kind, owner, future);
+            long cancel = Native.releaseAsync(h, null, Native.LOCK_HANDLE, owner, future);
             return Waits.async(future, cancel, kept -> null, null);
         } finally {
             exit();
@@ -396,7 +407,7 @@ public final class DistributedLock implements Lock, AutoCloseable {
         long h = enter();
         try {
             NativeFuture future = new NativeFuture();
-            long cancel = Native.forceUnlockAsync(h, name, kind, future);
+            long cancel = Native.forceUnlockAsync(h, null, Native.LOCK_HANDLE, future);
             return Waits.async(future, cancel, was -> was != 0, null);
         } finally {
             exit();
@@ -409,7 +420,7 @@ public final class DistributedLock implements Lock, AutoCloseable {
         long h = enter();
         try {
             NativeFuture future = new NativeFuture();
-            long cancel = Native.acquireAsync(h, name, kind, owner, waitMs, leaseMs, future);
+            long cancel = Native.acquireAsync(h, null, Native.LOCK_HANDLE, owner, waitMs, leaseMs, future);
             return Waits.async(future, cancel, token -> Boolean.TRUE, Boolean.FALSE);
         } finally {
             exit();
@@ -443,7 +454,7 @@ public final class DistributedLock implements Lock, AutoCloseable {
     public boolean forceUnlock() {
         long h = enter();
         try {
-            return Native.forceUnlock(h, name, kind);
+            return Native.forceUnlock(h, null, Native.LOCK_HANDLE);
         } finally {
             exit();
         }
@@ -455,7 +466,7 @@ public final class DistributedLock implements Lock, AutoCloseable {
     public boolean isLocked() {
         long h = enter();
         try {
-            return Native.isLocked(h, name, kind);
+            return Native.isLocked(h, null, Native.LOCK_HANDLE);
         } finally {
             exit();
         }
@@ -470,7 +481,7 @@ public final class DistributedLock implements Lock, AutoCloseable {
     public int getHoldCount() {
         long h = enter();
         try {
-            return Native.holdCount(h, name, kind, PolylockClient.currentOwner());
+            return Native.holdCount(h, null, Native.LOCK_HANDLE, PolylockClient.currentOwner());
         } finally {
             exit();
         }
@@ -480,7 +491,7 @@ public final class DistributedLock implements Lock, AutoCloseable {
     public boolean isAcquiredInThisProcess() {
         long h = enter();
         try {
-            return Native.isHeldLocally(h, name, kind);
+            return Native.isHeldLocally(h, null, Native.LOCK_HANDLE);
         } finally {
             exit();
         }
@@ -494,7 +505,7 @@ public final class DistributedLock implements Lock, AutoCloseable {
     public long remainTimeToLive() {
         long h = enter();
         try {
-            return Native.remainTimeToLive(h, name, kind);
+            return Native.remainTimeToLive(h, null, Native.LOCK_HANDLE);
         } finally {
             exit();
         }
@@ -510,7 +521,7 @@ public final class DistributedLock implements Lock, AutoCloseable {
     public long getFencingToken() {
         long h = enter();
         try {
-            long t = Native.fencingToken(h, name, kind, PolylockClient.currentOwner());
+            long t = Native.fencingToken(h, null, Native.LOCK_HANDLE, PolylockClient.currentOwner());
             if (t < 0) {
                 throw new NotOwnerException("lock '" + name + "' is not held by the current thread");
             }
@@ -524,7 +535,7 @@ public final class DistributedLock implements Lock, AutoCloseable {
     public boolean isLost() {
         long h = enter();
         try {
-            return Native.isLost(h, name, kind, PolylockClient.currentOwner());
+            return Native.isLost(h, null, Native.LOCK_HANDLE, PolylockClient.currentOwner());
         } finally {
             exit();
         }
@@ -565,9 +576,7 @@ public final class DistributedLock implements Lock, AutoCloseable {
         closed = true;
         listeners.clear();
         stopListening();
-        if (handle != null) {
-            handle.close();
-        }
+        handle.close();
     }
 
     @Override
@@ -646,7 +655,7 @@ public final class DistributedLock implements Lock, AutoCloseable {
                 return;
             }
             try {
-                if (!Native.hasHold(h, name, kind, owner)) {
+                if (!Native.hasHold(h, null, Native.LOCK_HANDLE, owner)) {
                     return;
                 }
             } finally {
@@ -668,24 +677,27 @@ public final class DistributedLock implements Lock, AutoCloseable {
         }
     }
 
-    /** Count a call in flight on the client (or the multi-lock's native lock); the handle it may use. */
+    /**
+     * Count a call in flight on the native lock (and on a named lock's client, whose close waits for
+     * it); the lock handle it uses.
+     */
     private long enter() {
         checkOpen();
-        return handle != null ? handle.enter() : client.enter();
+        return client == null ? handle.enter() : handle.enter(client);
     }
 
     private void exit() {
-        if (handle != null) {
+        if (client == null) {
             handle.exit();
         } else {
-            client.exit();
+            handle.exit(client);
         }
     }
 
     private void releaseFor(long owner) {
         long h = enter();
         try {
-            Native.release(h, name, kind, owner);
+            Native.release(h, null, Native.LOCK_HANDLE, owner);
         } finally {
             exit();
         }
@@ -694,7 +706,7 @@ public final class DistributedLock implements Lock, AutoCloseable {
     private long once(long leaseMs) {
         long h = enter();
         try {
-            return Native.tryAcquire(h, name, kind, PolylockClient.currentOwner(), leaseMs, false);
+            return Native.tryAcquire(h, null, Native.LOCK_HANDLE, PolylockClient.currentOwner(), leaseMs, false);
         } finally {
             exit();
         }
@@ -729,7 +741,7 @@ public final class DistributedLock implements Lock, AutoCloseable {
             // The uncontended case costs one round trip on this thread. Not on ZooKeeper, where a
             // try and then a wait would queue twice and lose this waiter's FIFO place.
             if (waitMs == 0 || !queuesWaiters) {
-                long token = Native.tryAcquire(h, name, kind, owner, leaseMs, waitMs != 0);
+                long token = Native.tryAcquire(h, null, Native.LOCK_HANDLE, owner, leaseMs, waitMs != 0);
                 if (token >= 0 || waitMs == 0) {
                     return token;
                 }
@@ -741,7 +753,7 @@ public final class DistributedLock implements Lock, AutoCloseable {
                 remaining = Math.max(0, Waits.remaining(waitMs, start));
             }
             NativeFuture future = new NativeFuture();
-            long cancel = Native.acquireAsync(h, name, kind, owner, remaining, leaseMs, future);
+            long cancel = Native.acquireAsync(h, null, Native.LOCK_HANDLE, owner, remaining, leaseMs, future);
             NativeFuture done = Waits.await(future, cancel, interruptible);
             return done.succeeded() ? done.value() : -1;
         } finally {

@@ -27,8 +27,8 @@ import java.util.concurrent.locks.ReadWriteLock;
  * a writer waits, as Redisson does on Redis (a stream of readers can hold a writer off); on
  * ZooKeeper a reader queues behind a waiting writer, as Curator's does.
  *
- * <p>Like {@link DistributedLock}, this object holds no native memory; {@link #close()} closes
- * both halves' handles (their holds stay held).
+ * <p>Each half is a {@link DistributedLock} with its native lock (freed when unreachable, as a
+ * lock's is); {@link #close()} closes both halves' handles (their holds stay held).
  */
 public final class DistributedReadWriteLock implements ReadWriteLock, AutoCloseable {
     private final DistributedLock read;

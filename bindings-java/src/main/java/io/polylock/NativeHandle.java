@@ -66,6 +66,26 @@ final class NativeHandle {
         return handle;
     }
 
+    /**
+     * Count a call in flight on this handle and on {@code client} (whose close waits for the
+     * calls on it); the handle it may use. End it with {@link #exit(PolylockClient)}.
+     */
+    long enter(PolylockClient client) {
+        client.enter();
+        try {
+            return enter();
+        } catch (RuntimeException e) {
+            client.exit();
+            throw e;
+        }
+    }
+
+    /** End a call begun with {@link #enter(PolylockClient)}. */
+    void exit(PolylockClient client) {
+        exit();
+        client.exit();
+    }
+
     /** End a call; the last one out after close frees the native handle. */
     void exit() {
         if (users.decrementAndGet() == CLOSED && freed.compareAndSet(false, true)) {

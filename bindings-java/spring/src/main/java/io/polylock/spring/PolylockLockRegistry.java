@@ -35,7 +35,8 @@ public class PolylockLockRegistry implements LockRegistry {
 
     /**
      * The lock of {@code lockKey} ({@code String.valueOf(lockKey)} after the prefix). Cheap: a
-     * handle holds no native memory, and two handles of one name are one lock for each thread.
+     * handle's native lock is freed when it is unreachable, and two handles of one name are one
+     * lock for each thread.
      */
     @Override
     public Lock obtain(Object lockKey) {
