@@ -126,7 +126,8 @@ typedef struct polylock_latch polylock_latch;
 typedef struct polylock_lock polylock_lock;
 
 /*
- A semaphore of expiring permits (opaque), Redis only. Thread-safe. It keeps its client alive.
+ A semaphore of expiring permits (Redisson's RPermitExpirableSemaphore; Redis only). Opaque and
+ thread-safe; it keeps its client alive.
  */
 typedef struct polylock_permit_semaphore polylock_permit_semaphore;
 
@@ -443,6 +444,54 @@ polylock_result polylock_latch_wait(polylock_latch *latch, int64_t wait_ms);
 polylock_result polylock_latch_delete(polylock_latch *latch, bool *out);
 
 /*
+ A semaphore of expiring permits for `name` (Redis; `POLYLOCK_UNSUPPORTED` on ZooKeeper, etcd and
+ SQL). Free it with `polylock_permit_semaphore_free`.
+ */
+polylock_result polylock_permit_semaphore_new(polylock_client *client, const char *name, polylock_permit_semaphore **out);
+
+/*
+ Free a semaphore handle (permits taken stay taken until released or expired). NULL is allowed.
+ */
+void polylock_permit_semaphore_free(polylock_permit_semaphore *permit_semaphore);
+
+/*
+ Set the number of permits if nobody set it yet; true if this call set it. The answer goes to
+ `*out`.
+ */
+polylock_result polylock_permit_semaphore_try_set_permits(polylock_permit_semaphore *permit_semaphore, uint32_t permits, bool *out);
+
+/*
+ Add permits, or take free ones away with a negative `delta`.
+ */
+polylock_result polylock_permit_semaphore_add_permits(polylock_permit_semaphore *permit_semaphore, int64_t delta);
+
+/*
+ Take one permit and copy its id (32 hexadecimal characters and a NUL) into `id_out`, which has
+ room for `id_len` >= `POLYLOCK_PERMIT_ID_LEN` bytes. `lease_ms`: `POLYLOCK_WATCHDOG` (-1:
+ renewed while the client lives) or a positive lease. `POLYLOCK_TIMEOUT` when none was free in
+ time. `wait_ms`: -1 forever, 0 one try, a positive number of ms. Blocks the calling thread.
+ */
+polylock_result polylock_permit_semaphore_acquire(polylock_permit_semaphore *permit_semaphore, int64_t wait_ms, int64_t lease_ms, char *id_out, size_t id_len);
+
+/*
+ Give back the permit `id` (any client may): NOT_OWNER if there is no such permit (never taken,
+ released before, or expired and taken again), LOCK_LOST if its lease had run out (it is counted
+ back all the same), INVALID_ARGUMENT for an id that is not 32 hexadecimal characters.
+ */
+polylock_result polylock_permit_semaphore_release(polylock_permit_semaphore *permit_semaphore, const char *id);
+
+/*
+ Redisson's tryRelease: give back the permit `id`; true if it was there (expired or not). The
+ answer goes to `*out`.
+ */
+polylock_result polylock_permit_semaphore_try_release(polylock_permit_semaphore *permit_semaphore, const char *id, bool *out);
+
+/*
+ The permits free now (expired ones counted back first). The answer goes to `*out`.
+ */
+polylock_result polylock_permit_semaphore_available(polylock_permit_semaphore *permit_semaphore, int64_t *out);
+
+/*
  A reentrant lock handle for `name` (a znode path on ZooKeeper). Free it with
  `polylock_lock_free`. `name` must be NUL-terminated UTF-8, 1 to 65536 bytes; it is copied.
  */
@@ -645,42 +694,6 @@ polylock_result polylock_semaphore_available(polylock_semaphore *semaphore, int6
  Take every permit free now; how many in `*out`.
  */
 polylock_result polylock_semaphore_drain(polylock_semaphore *semaphore, int64_t *out);
-
-/*
- A semaphore of expiring permits for `name` (Redis; `POLYLOCK_UNSUPPORTED` on ZooKeeper). Free
- it with `polylock_permit_semaphore_free`.
- */
-polylock_result polylock_permit_semaphore_new(polylock_client *client, const char *name, polylock_permit_semaphore **out);
-
-/*
- Free a semaphore handle. NULL is allowed. Permits taken stay taken until released or expired.
- */
-void polylock_permit_semaphore_free(polylock_permit_semaphore *semaphore);
-
-/*
- Set the number of permits if nobody set it yet; `*out_set` says whether this call did.
- */
-polylock_result polylock_permit_semaphore_try_set_permits(polylock_permit_semaphore *semaphore, uint32_t permits, bool *out_set);
-
-/*
- Take one permit and copy its id (32 hexadecimal characters and a NUL) into `id_out`, which
- has room for `id_len` >= `POLYLOCK_PERMIT_ID_LEN` bytes. `wait_ms` as for
- `polylock_semaphore_acquire`; `lease_ms`: `POLYLOCK_WATCHDOG` (-1: renewed while the client
- lives) or a positive lease. `POLYLOCK_TIMEOUT` when none was free in time.
- */
-polylock_result polylock_permit_semaphore_acquire(polylock_permit_semaphore *semaphore, int64_t wait_ms, int64_t lease_ms, char *id_out, size_t id_len);
-
-/*
- Give back the permit `id`. `POLYLOCK_NOT_OWNER` if there is no such permit (never taken,
- released before, or expired and taken again); `POLYLOCK_LOCK_LOST` if its lease had run out
- (it is counted back all the same); `POLYLOCK_INVALID_ARGUMENT` for a malformed id.
- */
-polylock_result polylock_permit_semaphore_release(polylock_permit_semaphore *semaphore, const char *id);
-
-/*
- The permits free now (expired ones reclaimed first), in `*out`.
- */
-polylock_result polylock_permit_semaphore_available(polylock_permit_semaphore *semaphore, int64_t *out);
 
 #ifdef __cplusplus
 }  // extern "C"

@@ -38,10 +38,13 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 API = ROOT / "core" / "api"
 COMMAND = "python3 scripts/gen-bindings.py"
 
-ARG_KINDS = {"count", "wait", "term"}
-ANSWERS = {"none", "bool", "count", "leadership", "leader?", "texts", "change"}
+ARG_KINDS = {"count", "wait", "term", "permits", "delta", "lease", "id"}
+ANSWERS = {
+    "none", "bool", "count", "signed", "leadership", "leader?", "texts", "change", "permit",
+    "permit?",
+}
 LOCAL_ANSWERS = {"text", "term?", "bool"}
-WAITING_ANSWERS = {"bool", "leadership", "change"}
+WAITING_ANSWERS = {"bool", "leadership", "change", "permit"}
 RUNTIMES = ("c", "python", "node", "java")
 
 
@@ -73,8 +76,8 @@ def load(path: pathlib.Path) -> dict:
             sys.exit(f"{where}: {op['name']}: unknown answer '{op['answer']}'")
         if op.get("waits") and op["answer"] not in WAITING_ANSWERS:
             sys.exit(f"{where}: {op['name']}: a waiting operation answers one of {WAITING_ANSWERS}")
-        if op.get("undo") and op["answer"] != "leadership":
-            sys.exit(f"{where}: {op['name']}: undo is for a call that wins a leadership (for now)")
+        if op.get("undo") and op["answer"] not in ("leadership", "permit"):
+            sys.exit(f"{where}: {op['name']}: undo is for a call that wins a leadership or a permit")
     for loc in t.get("local", []):
         if loc["answer"] not in LOCAL_ANSWERS:
             sys.exit(f"{where}: {loc['name']}: unknown local answer '{loc['answer']}'")
@@ -110,13 +113,18 @@ def uses_count(t: dict) -> bool:
     return any(a["kind"] == "count" for op in t["op"] for a in op.get("args", []))
 
 
+def uses_kind(ops: list[dict], kind: str) -> bool:
+    return any(a["kind"] == kind for op in ops for a in op.get("args", []))
+
+
 def call_args(op: dict) -> str:
-    return ", ".join(a["name"] for a in op.get("args", []))
+    """The operation's arguments as the core call takes them (an id by reference)."""
+    return ", ".join(("&" if a["kind"] == "id" else "") + a["name"] for a in op.get("args", []))
 
 
 def core_call(op: dict) -> str:
     """The core method an operation calls, with its arguments."""
-    return f"{op.get('call', op['name'])}({call_args(op)})"
+    return f"{op.get('call', op['name'])}({op.get('call_with', call_args(op))})"
 
 
 def article(word: str) -> str:
@@ -164,7 +172,10 @@ def c_file(t: dict) -> str:
     result_uses = ["boundary", "on", "polylock_result", "POLYLOCK_OK"] + (
         ["POLYLOCK_TIMEOUT"] if timeout else []
     )
-    result_uses += ["text"] if open_args(t) else []
+    result_uses += ["text"] if open_args(t) or uses_kind(ops, "id") else []
+    result_uses += (
+        ["null", "set_last_error", "POLYLOCK_INVALID_ARGUMENT"] if "permit" in answers else []
+    )
     result_uses += ["null", "put"] if locs else []
     result_uses += ["term_or_timeout"] if answers & {"leadership", "change"} else []
     result_uses += ["put_leader"] if "leader?" in answers else []
@@ -175,8 +186,9 @@ def c_file(t: dict) -> str:
     s += "use std::ffi::c_char;\n\n"
     s += f"use polylock::{{{', '.join(sorted(core_uses))}}};\n\n"
     s += "use crate::client::polylock_client;\n"
-    s += f"use crate::result::{{{', '.join(result_uses)}}};\n"
-    s += "use crate::semaphore::new_handle;\n\n"
+    s += f"use crate::result::{{{', '.join(dict.fromkeys(result_uses))}}};\n"
+    semaphore_uses = ["new_handle"] + (["POLYLOCK_PERMIT_ID_LEN"] if "permit" in answers else [])
+    s += f"use crate::semaphore::{{{', '.join(semaphore_uses)}}};\n\n"
     s += doc_lines(f"{t['doc']} Opaque and thread-safe; it keeps its client alive.", "")
     s += f"pub struct {handle} {{\n    inner: {t['core']},\n}}\n\n"
     s += doc_lines(
@@ -244,16 +256,31 @@ pub unsafe extern "C" fn {handle}_{loc['name']}(
 """
     for op in ops:
         params = [f"{name}: *mut {handle}"]
-        parse = []
+        parse, pre = [], ""
         for a in op.get("args", []):
-            if a["kind"] == "count":
+            if a["kind"] in ("count", "term"):
                 params.append(f"{a['name']}: u64")
-            elif a["kind"] == "term":
-                params.append(f"{a['name']}: u64")
+            elif a["kind"] == "permits":
+                params.append(f"{a['name']}: u32")
+            elif a["kind"] == "delta":
+                params.append(f"{a['name']}: i64")
+            elif a["kind"] == "lease":
+                params.append("lease_ms: i64")
+                parse.append(
+                    f"let {a['name']} = polylock::args::lease_millis(lease_ms, \"lease_ms\")?;"
+                )
+            elif a["kind"] == "id":
+                params.append(f"{a['name']}: *const c_char")
+                pre += f"""    // SAFETY: caller contract.
+    let {a['name']} = match unsafe {{ text({a['name']}, "{a['name']}") }} {{
+        Ok(v) => v.to_string(),
+        Err(r) => return r,
+    }};
+"""
             else:
                 params.append("wait_ms: i64")
                 parse.append(f"let {a['name']} = Wait::from_millis(wait_ms, \"wait_ms\")?;")
-        doc = op["doc"]
+        doc = op.get("c_doc", op["doc"])
         if any(a["kind"] == "wait" for a in op.get("args", [])):
             doc += " " + C_WAIT_DOC
         answer = op["answer"]
@@ -278,6 +305,28 @@ pub unsafe extern "C" fn {handle}_{loc['name']}(
             out_decl, out_arg = "let mut answer = None;", "&mut answer"
             after = ("// SAFETY: forwarded contract on the out-parameters.\n"
                      "    unsafe { put_leader(r, answer, buf, len, out_len, out_term, out_has) }")
+        elif answer == "permit":
+            params += ["id_out: *mut c_char", "id_len: usize"]
+            pre = f"""    if id_out.is_null() {{
+        return null("id_out");
+    }}
+    if id_len < POLYLOCK_PERMIT_ID_LEN {{
+        set_last_error(&format!(
+            "id_out needs room for {{POLYLOCK_PERMIT_ID_LEN}} bytes, got {{id_len}}"
+        ));
+        return POLYLOCK_INVALID_ARGUMENT;
+    }}
+""" + pre
+            out_decl, out_arg = "let mut id = String::new();", "&mut id"
+            value = f"Ok({value}?.id)"
+            after = """if r == POLYLOCK_OK {
+        // SAFETY: `id_out` has room for POLYLOCK_PERMIT_ID_LEN bytes (checked above).
+        unsafe {
+            std::ptr::copy_nonoverlapping(id.as_ptr(), id_out.cast::<u8>(), id.len());
+            *id_out.add(id.len()) = 0;
+        }
+    }
+    r"""
         elif answer == "texts":
             params += ["buf: *mut c_char", "len: usize", "out_len: *mut usize", "out_count: *mut usize"]
             doc += C_ANSWER_DOCS[answer]
@@ -285,12 +334,12 @@ pub unsafe extern "C" fn {handle}_{loc['name']}(
             after = ("// SAFETY: forwarded contract on the out-parameters.\n"
                      "    unsafe { put_texts(r, &answer, buf, len, out_len, out_count) }")
         else:
-            out_ty = "bool" if answer == "bool" else "u64"
+            out_ty = {"bool": "bool", "signed": "i64"}.get(answer, "u64")
             params.append(f"out: *mut {out_ty}")
             doc += " The answer goes to `*out`."
             out_decl, out_arg = None, "out"
         keep = op.get("false_is_timeout") or after
-        body = ""
+        body = pre
         if out_decl:
             body += f"    {out_decl}\n"
         body += "    // SAFETY: forwarded contract.\n"
@@ -309,7 +358,7 @@ pub unsafe extern "C" fn {handle}_{loc['name']}(
             body += f"    {after}\n"
         s += "\n" + doc_lines(doc, "")
         s += "#[no_mangle]\n"
-        s += f"pub unsafe extern \"C\" fn {handle}_{op['name']}(\n"
+        s += f"pub unsafe extern \"C\" fn {handle}_{op.get('c_name', op['name'])}(\n"
         s += "".join(f"    {p_},\n" for p_ in params)
         s += ") -> polylock_result {\n" + body + "}\n"
     return s
@@ -318,11 +367,15 @@ pub unsafe extern "C" fn {handle}_{loc['name']}(
 # ---- Python -----------------------------------------------------------------------------------
 
 PY_TYPES = {"count": ("u64", "int"), "wait": ("Option<f64>", "Optional[float]"),
-            "term": ("u64", "int")}
+            "term": ("u64", "int"), "permits": ("u32", "int"), "delta": ("i64", "int"),
+            "lease": ("Option<f64>", "Optional[float]"), "id": ("String", "str")}
 PY_ANSWERS = {
     "none": ("()", "None"),
     "bool": ("bool", "bool"),
     "count": ("u64", "int"),
+    "signed": ("i64", "int"),
+    "permit": ("Option<String>", "Optional[str]"),
+    "permit?": ("Option<String>", "Optional[str]"),
     "leadership": ("Option<u64>", "Optional[int]"),
     "leader?": ("Option<(String, u64)>", "Optional[tuple[str, int]]"),
     "texts": ("Vec<String>", "list[str]"),
@@ -346,7 +399,10 @@ def python_file(t: dict) -> str:
     ops = ops_for(t, "python")
     waits = any(op.get("waits") for op in ops)
     asyncs = any(python_async(op) for op in ops)
-    core_uses = [t["core"]] + (["Wait"] if uses_wait(t) else [])
+    permits = any(op["answer"] == "permit" for op in ops)
+    core_uses = [t["core"]] + (["Wait"] if uses_wait(t) else []) + (
+        ["ErrorKind"] if permits else []
+    )
     s = header(t["table"])
     s += doc_lines(
         f"`{cls}`: {t['doc']} Blocking calls release the GIL and answer Ctrl-C; waiting calls have "
@@ -363,7 +419,9 @@ def python_file(t: dict) -> str:
     if call_uses:
         s += f"use crate::call::{{{', '.join(call_uses)}}};\n"
     s += "use crate::convert::blocking;\n"
-    errors = (["err"] if uses_wait(t) else []) + (["to_py"] if waits else [])
+    errors = (["err"] if uses_wait(t) or uses_kind(ops, "lease") else []) + (
+        ["to_py"] if waits else []
+    )
     if errors:
         s += f"use crate::errors::{{{', '.join(errors)}}};\n"
     s += "\n"
@@ -397,8 +455,10 @@ impl {cls} {{
         params = "".join(f", {a['name']}: {PY_TYPES[a['kind']][0]}" for a in args)
         parse = "".join(
             f"        let {a['name']} = Wait::from_secs({a['name']}, \"timeout\").map_err(err)?;\n"
-            for a in args
             if a["kind"] == "wait"
+            else f"        let {a['name']} = polylock::args::lease_secs({a['name']}, \"lease\").map_err(err)?;\n"
+            for a in args
+            if a["kind"] in ("wait", "lease")
         )
         answer = op["answer"]
         ret = PY_ANSWERS[answer][0]
@@ -411,10 +471,19 @@ impl {cls} {{
             s += f"    fn {op['name']}(&self, py: Python<'_>{params}) -> PyResult<{ret}> {{\n"
             s += parse
             s += "        let inner = self.inner.clone();\n"
-            s += f"        interruptible(py, async move {{ {call}.await }})?\n"
-            if conv:
-                s += f"            .map(|v| {conv})\n"
-            s += "            .map_err(|e| to_py(py, e))\n    }\n"
+            if answer == "permit":
+                s += f"""        match interruptible(py, async move {{ {call}.await }})? {{
+            Ok(p) => Ok(Some(p.id)),
+            Err(e) if e.kind() == ErrorKind::Timeout => Ok(None),
+            Err(e) => Err(to_py(py, e)),
+        }}
+    }}
+"""
+            else:
+                s += f"        interruptible(py, async move {{ {call}.await }})?\n"
+                if conv:
+                    s += f"            .map(|v| {conv})\n"
+                s += "            .map_err(|e| to_py(py, e))\n    }\n"
         else:
             s += f"    fn {op['name']}(&self, py: Python<'_>{params}) -> PyResult<{ret}> {{\n"
             s += parse
@@ -438,7 +507,21 @@ impl {cls} {{
             s += f"    fn {op['name']}_async(&self{params}, done: Py<PyAny>) -> PyResult<NativeCall> {{\n"
             s += parse
             s += "        let inner = self.inner.clone();\n"
-            if op.get("undo"):
+            if answer == "permit":
+                arms = f"""                    Ok(p) => {{
+                        let id = p.id.clone();
+                        Outcome::Taken(
+                            Reply::Text(p.id),
+                            Box::new(move || {{
+                                Box::pin(async move {{
+                                    let _ = inner.{op['undo']}(&id).await;
+                                }})
+                            }}),
+                        )
+                    }}
+                    Err(e) if e.kind() == ErrorKind::Timeout => Outcome::Value(Reply::Bool(false)),
+"""
+            elif op.get("undo"):
                 arms = f"""                    Ok(Some(_)) => Outcome::Taken(
                         Reply::Bool(true),
                         Box::new(move || {{
@@ -496,12 +579,13 @@ def node_file(t: dict) -> str:
     counts = any(a["kind"] in ("count", "term") for op in ops for a in op.get("args", []))
     core_uses = [t["core"]] + (["Wait"] if uses_wait(t) else []) + (
         ["count_from_f64"] if counts else []
-    )
+    ) + (["ErrorKind"] if "permit" in answers else [])
     outcome_uses = sorted(
         {"failed"}
-        | ({"outcome"} if answers & {"bool", "leadership", "change", "texts"} else set())
+        | ({"outcome"} if answers & {"bool", "leadership", "change", "texts", "permit"} else set())
+        | ({"outcome_text"} if "permit" in answers else set())
         | ({"done"} if "none" in answers else set())
-        | ({"number"} if "count" in answers else set())
+        | ({"number"} if answers & {"count", "signed"} else set())
         | ({"leader_outcome"} if answers & {"leader?", "change"} else set())
         | ({"Outcome"} if answers & {"change", "texts"} else set())
         | ({"sync_err"} if any(op.get("args") for op in ops) else set())
@@ -559,6 +643,22 @@ impl {cls} {{
                     f"            let {a['name']} = count_from_f64({a['name']}, \"{camel(a['name'])}\")"
                     ".map_err(sync_err)?;\n"
                 )
+            elif a["kind"] == "permits":
+                params += f", {a['name']}: f64"
+                parse += (
+                    f"            let {a['name']} = polylock::args::permits_from_f64({a['name']}, "
+                    f"\"{camel(a['name'])}\").map_err(sync_err)?;\n"
+                )
+            elif a["kind"] == "delta":
+                params += f", {a['name']}: i64"
+            elif a["kind"] == "id":
+                params += f", {a['name']}: String"
+            elif a["kind"] == "lease":
+                params += ", lease_ms: Option<f64>"
+                parse += (
+                    f"            let {a['name']} = polylock::args::lease_millis_f64(lease_ms, "
+                    "\"leaseMs\").map_err(sync_err)?;\n"
+                )
             else:
                 params += ", wait_ms: Option<f64>"
                 parse += (
@@ -573,7 +673,15 @@ impl {cls} {{
             s += f"    pub fn {op['name']}<'e>(\n        &self,\n        env: &'e Env{params},\n        token: Option<&CancelToken>,\n    ) -> Result<Object<'e>> {{\n"
             s += "        entry(|| {\n" + parse
             s += "            let (inner, token) = (self.inner.clone(), CancelToken::state_of(token));\n"
-            if op.get("undo"):
+            if answer == "permit":
+                aborted_arms = (
+                    "                    Ran::Aborted => aborted(),\n"
+                    "                    Ran::AbortedAfter(p) => {\n"
+                    f"                        let _ = inner.{op['undo']}(&p.id).await;\n"
+                    "                        aborted()\n"
+                    "                    }\n"
+                )
+            elif op.get("undo"):
                 aborted_arms = (
                     "                    Ran::AbortedAfter(Some(_)) => {\n"
                     f"                        let _ = inner.{op['undo']}().await;\n"
@@ -585,6 +693,9 @@ impl {cls} {{
                 aborted_arms = "                    Ran::Aborted | Ran::AbortedAfter(_) => aborted(),\n"
             done_arms = {
                 "bool": "                    Ran::Done(Ok(v)) => outcome(v, None),\n",
+                "permit": "                    Ran::Done(Ok(p)) => outcome_text(p.id),\n"
+                "                    Ran::Done(Err(e)) if e.kind() == ErrorKind::Timeout => "
+                "outcome(false, None),\n",
                 "leadership": "                    Ran::Done(Ok(Some(l))) => outcome(true, Some(l.term as f64)),\n"
                 "                    Ran::Done(Ok(None)) => outcome(false, None),\n",
                 "change": "                    Ran::Done(Ok(Some(now))) => Outcome {\n"
@@ -607,7 +718,7 @@ impl {cls} {{
             s += "            let inner = self.inner.clone();\n"
             if answer == "none":
                 settle = f"done({call}.await)"
-            elif answer == "count":
+            elif answer in ("count", "signed"):
                 settle = f"number({call}.await.map(|n| n as f64))"
             elif answer == "leader?":
                 settle = f"match {call}.await {{ Ok(l) => leader_outcome(l), Err(e) => failed(&e) }}"
@@ -626,13 +737,25 @@ impl {cls} {{
 # ---- Java -------------------------------------------------------------------------------------
 
 J_ANSWERS = {"none": ("()", "()", "void"), "bool": ("jboolean", "JNI_FALSE", "boolean"),
-             "count": ("jlong", "0", "long"),
+             "count": ("jlong", "0", "long"), "signed": ("jlong", "0", "long"),
+             "permit?": ("jstring", "std::ptr::null_mut()", "String"),
              "leader?": ("jobjectArray", "std::ptr::null_mut()", "String[]"),
              "texts": ("jobjectArray", "std::ptr::null_mut()", "String[]")}
 
 
+# The Java spelling of each argument kind: (its JNI type, its type in Native.java).
+J_ARGS = {"count": ("jlong", "long"), "term": ("jlong", "long"), "permits": ("jlong", "long"),
+          "delta": ("jlong", "long"), "lease": ("jlong", "long"), "wait": ("jlong", "long"),
+          "id": ("JString<'l>", "String")}
+
+
+def java_arg(a: dict) -> str:
+    """An argument's name on the Rust side of a JNI entry point."""
+    return {"wait": "wait_ms", "lease": "lease_ms"}.get(a["kind"], a["name"])
+
+
 def java_file(t: dict) -> str:
-    name, core = t["name"], t["core"]
+    name, core, jname = t["name"], t["core"], camel(t["name"])
     ops, locs = ops_for(t, "java"), locals_for(t, "java")
     waits = any(op.get("waits") for op in ops)
     answers = {op["answer"] for op in ops if not op.get("waits")}
@@ -642,16 +765,16 @@ def java_file(t: dict) -> str:
     )
     sys_uses = ["jlong"] + (["jboolean", "JNI_FALSE"] if "bool" in answers else []) + (
         ["jobjectArray"] if arrays else []
-    )
+    ) + (["jstring"] if "permit?" in answers else [])
     convert_uses = ["block", "string"] + (["jbool"] if "bool" in answers else []) + (
         ["string_array"] if arrays else []
-    )
+    ) + (["java_string"] if "permit?" in answers else [])
     objects = ["JClass", "JString"] + (["JObject"] if waits else [])
     s = header(t["table"])
     s += doc_lines(
-        f"The JNI entry points of `Native.{name}*`: {t['doc']} {article(name).capitalize()} {name} is a native handle (a "
-        f"`Box<{core}>` from `{name}New`, freed once by `{name}Free`); a waiting call completes a "
-        "`NativeFuture`.",
+        f"The JNI entry points of `Native.{jname}*`: {t['doc']} {article(name).capitalize()} "
+        f"{name.replace('_', ' ')} is a native handle (a `Box<{core}>` from `{jname}New`, freed once "
+        f"by `{jname}Free`); a waiting call completes a `NativeFuture`.",
         "",
         "//!",
     )
@@ -673,14 +796,13 @@ def java_file(t: dict) -> str:
     )
     open_call = ", ".join(["&name"] + [f"&{a['name']}" for a in open_args(t)])
     s += f"""
-/// The {name} behind a handle from `{name}New` (NativeHandle keeps it alive during the call).
-pub(crate) fn handle<'a>(handle: jlong) -> Result<&'a {core}> {{
+{doc_lines(f"The {name.replace('_', ' ')} behind a handle from `{jname}New` (NativeHandle keeps it alive during the call).", "")}pub(crate) fn handle<'a>(handle: jlong) -> Result<&'a {core}> {{
     borrow(handle, "{t.get('closed', f'this {name} handle')}")
 }}
 
-/// {article(name).capitalize()} {name} for `name` on the client `client`; its handle.
+/// {article(name).capitalize()} {name.replace('_', ' ')} for `name` on the client `client`; its handle.
 #[no_mangle]
-pub extern "system" fn Java_io_polylock_Native_{name}New<'l>(
+pub extern "system" fn Java_io_polylock_Native_{jname}New<'l>(
     mut env: JNIEnv<'l>,
     _: JClass<'l>,
     client_handle: jlong,
@@ -688,14 +810,14 @@ pub extern "system" fn Java_io_polylock_Native_{name}New<'l>(
 {extra_params}) -> jlong {{
     entry(&mut env, 0, |env| {{
         let c = client(client_handle)?;
-        let name = string(env, &name, "{name} name")?;
+        let name = string(env, &name, "{name.replace('_', ' ')} name")?;
 {parse_open}        Ok(into_handle(c.{t['open']}({open_call})?))
     }})
 }}
 
-/// Free {article(name)} {name}'s handle (0 is allowed).
+/// Free {article(name)} {name.replace('_', ' ')}'s handle (0 is allowed).
 #[no_mangle]
-pub extern "system" fn Java_io_polylock_Native_{name}Free<'l>(
+pub extern "system" fn Java_io_polylock_Native_{jname}Free<'l>(
     mut env: JNIEnv<'l>,
     _: JClass<'l>,
     {name}: jlong,
@@ -709,7 +831,7 @@ pub extern "system" fn Java_io_polylock_Native_{name}Free<'l>(
     for loc in locs:
         if loc["answer"] != "term?":
             sys.exit(f"{t['table']}: {loc['name']}: Java has no local {loc['answer']} (yet)")
-        java_name = f"{name}{camel(loc['name'], True)}"
+        java_name = f"{jname}{camel(loc['name'], True)}"
         s += "\n" + doc_lines(loc["doc"] + " -1 for none. Local: no round trip.", "")
         s += f"""#[no_mangle]
 pub extern "system" fn Java_io_polylock_Native_{java_name}<'l>(
@@ -726,14 +848,24 @@ pub extern "system" fn Java_io_polylock_Native_{java_name}<'l>(
         args = op.get("args", [])
         params, parse = "", ""
         for a in args:
+            params += f"    {java_arg(a)}: {J_ARGS[a['kind']][0]},\n"
             if a["kind"] in ("count", "term"):
-                params += f"    {a['name']}: jlong,\n"
                 parse += f"        let {a['name']} = count_from_i64({a['name']}, \"{camel(a['name'])}\")?;\n"
-            else:
-                params += "    wait_ms: jlong,\n"
+            elif a["kind"] == "permits":
+                parse += (
+                    f"        let {a['name']} = polylock::args::permits_from_i64({a['name']}, "
+                    f"\"{camel(a['name'])}\")?;\n"
+                )
+            elif a["kind"] == "lease":
+                parse += (
+                    f"        let {a['name']} = polylock::args::lease_millis(lease_ms, \"lease time\")?;\n"
+                )
+            elif a["kind"] == "id":
+                parse += f"        let {a['name']} = string(env, &{a['name']}, \"permit id\")?;\n"
+            elif a["kind"] == "wait":
                 parse += f"        let {a['name']} = Wait::from_millis(wait_ms, \"wait time\")?;\n"
         call = f"inner.{core_call(op)}"
-        java_name = f"{name}{camel(op['name'], True)}"
+        java_name = f"{jname}{camel(op['name'], True)}"
         answer = op["answer"]
         s += "\n" + doc_lines(op["doc"], "")
         if op.get("waits"):
@@ -753,8 +885,16 @@ pub extern "system" fn Java_io_polylock_Native_{java_name}<'l>(
                     f"                Some(l) => Won::value(l.term as i64){undo},\n"
                     "                None => Won::value(0),\n            })"
                 )
+            elif answer == "permit":
+                done_doc = "with the permit's id as its text (TIMEOUT when the wait ran out)"
+                won = (
+                    f"let p = {call}.await?;\n            let id = p.id.clone();\n"
+                    "            Ok(Won::text(p.id).give_back(async move {\n"
+                    f"                let _ = inner.{op['undo']}(&id).await;\n"
+                    "            }))"
+                )
             else:
-                sys.exit(f"{t['table']}: {op['name']}: Java waits answer bool or leadership (for now)")
+                sys.exit(f"{t['table']}: {op['name']}: Java waits answer bool, leadership or permit")
             s += doc_lines(f"Started: completes `future` {done_doc}; returns the cancel handle.", "")
             s += f"""#[no_mangle]
 pub extern "system" fn Java_io_polylock_Native_{java_name}Async<'l>(
@@ -776,12 +916,17 @@ pub extern "system" fn Java_io_polylock_Native_{java_name}Async<'l>(
                 "none": f"block(async move {{ {call}.await }})",
                 "bool": f"Ok(jbool(block(async move {{ {call}.await }})?))",
                 "count": f"Ok(block(async move {{ {call}.await }})?.min(i64::MAX as u64) as jlong)",
+                "signed": f"block(async move {{ {call}.await }})",
+                "permit?": f"match block(async move {{ {call}.await }})? {{\n"
+                "            Some(p) => java_string(env, &p.id),\n"
+                "            None => Ok(std::ptr::null_mut()),\n        }",
                 "leader?": f"match block(async move {{ {call}.await }})? {{\n"
                 "            Some(l) => string_array(env, &[l.identity, l.term.to_string()]),\n"
                 "            None => Ok(std::ptr::null_mut()),\n        }",
                 "texts": f"let v = block(async move {{ {call}.await }})?;\n        string_array(env, &v)",
             }[answer]
-            env_arg = "env" if answer in ("leader?", "texts") else "_"
+            needs_env = answer in ("leader?", "texts", "permit?") or uses_kind([op], "id")
+            env_arg = "env" if needs_env else "_"
             s += f"""#[no_mangle]
 pub extern "system" fn Java_io_polylock_Native_{java_name}<'l>(
     mut env: JNIEnv<'l>,
@@ -806,31 +951,32 @@ def javadoc(text: str) -> str:
 
 
 def java_natives(t: dict) -> str:
-    name = t["name"]
-    s = doc_lines(f"{t['doc']} A native handle: {name}New .. {name}Free.", "    ", "//")
+    jname = camel(t["name"])
+    s = doc_lines(f"{t['doc']} A native handle: {jname}New .. {jname}Free.", "    ", "//")
     extra = "".join(f", String {camel(a['name'])}" for a in open_args(t))
-    s += f"    static native long {name}New(long client, String name{extra});\n\n"
-    s += f"    static native void {name}Free(long {name});\n"
+    s += f"    static native long {jname}New(long client, String name{extra});\n\n"
+    s += f"    static native void {jname}Free(long {jname});\n"
     for loc in locals_for(t, "java"):
         s += "\n" + javadoc(loc["doc"] + " -1 for none; local.")
-        s += f"    static native long {name}{camel(loc['name'], True)}(long {name});\n"
+        s += f"    static native long {jname}{camel(loc['name'], True)}(long {jname});\n"
     for op in ops_for(t, "java"):
         args = "".join(
-            f", long {'waitMs' if a['kind'] == 'wait' else camel(a['name'])}" for a in op.get("args", [])
+            f", {J_ARGS[a['kind']][1]} {camel(java_arg(a))}" for a in op.get("args", [])
         )
-        java_name = f"{name}{camel(op['name'], True)}"
+        java_name = f"{jname}{camel(op['name'], True)}"
         if op.get("waits"):
             done = {
                 "bool": "with 1 (true) or 0 (false)",
                 "leadership": "with the term, or 0 when the wait ran out",
+                "permit": "with the permit's id as its text (TIMEOUT when the wait ran out)",
             }[op["answer"]]
             s += "\n" + javadoc(
                 op["doc"] + f" Completes {{@code future}} {done}; returns the cancel handle."
             )
-            s += f"    static native long {java_name}Async(long {name}{args}, NativeFuture future);\n"
+            s += f"    static native long {java_name}Async(long {jname}{args}, NativeFuture future);\n"
         else:
             s += "\n" + javadoc(op["doc"])
-            s += f"    static native {J_ANSWERS[op['answer']][2]} {java_name}(long {name}{args});\n"
+            s += f"    static native {J_ANSWERS[op['answer']][2]} {java_name}(long {jname}{args});\n"
     return s
 
 

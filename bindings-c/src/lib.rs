@@ -28,6 +28,7 @@ pub use bench::*;
 pub use client::*;
 pub use gen::election::*;
 pub use gen::latch::*;
+pub use gen::permit_semaphore::*;
 pub use lock::*;
 pub use observe::*;
 pub use result::*;

@@ -158,6 +158,10 @@ where
         let Some(h) = (unsafe { handle.as_ref() }) else {
             return null(what);
         };
+        // Checked before the call, so that nothing is done that could not be answered.
+        if out.is_null() {
+            return null("out");
+        }
         match call(h).and_then(|fut| block(fut)) {
             // SAFETY: caller contract on `out`.
             Ok(v) => unsafe { put(out, v) },

@@ -1,15 +1,13 @@
 //! `polylock_semaphore` (Redisson's RSemaphore on Redis, Curator's InterProcessSemaphoreV2 on
-//! ZooKeeper) and `polylock_permit_semaphore` (Redisson's RPermitExpirableSemaphore, Redis only).
+//! ZooKeeper); the generated glue's handle maker (`new_handle`) and the room of a permit id (for
+//! `polylock_permit_semaphore`, generated from core/api/permit_semaphore.toml).
 
 use std::ffi::c_char;
 
-use polylock::{PermitExpirableSemaphore, Semaphore};
+use polylock::Semaphore;
 
 use crate::client::{client_ref, polylock_client};
-use crate::result::{
-    boundary, fail, lease_arg, null, on, polylock_result, set_last_error, text, wait_arg,
-    POLYLOCK_INVALID_ARGUMENT, POLYLOCK_OK,
-};
+use crate::result::{boundary, fail, null, on, polylock_result, text, wait_arg, POLYLOCK_OK};
 
 /// A semaphore (opaque). Thread-safe. It keeps its client alive.
 ///
@@ -19,11 +17,6 @@ use crate::result::{
 /// this client holds, and a lost session frees them.
 pub struct polylock_semaphore {
     semaphore: Semaphore,
-}
-
-/// A semaphore of expiring permits (opaque), Redis only. Thread-safe. It keeps its client alive.
-pub struct polylock_permit_semaphore {
-    semaphore: PermitExpirableSemaphore,
 }
 
 /// Room for a permit id: 32 hexadecimal characters and the NUL.
@@ -232,153 +225,6 @@ pub unsafe extern "C" fn polylock_semaphore_drain(
             |h| {
                 let s = h.semaphore.clone();
                 async move { s.drain_permits().await }
-            },
-            out,
-        )
-    }
-}
-
-/// A semaphore of expiring permits for `name` (Redis; `POLYLOCK_UNSUPPORTED` on ZooKeeper). Free
-/// it with `polylock_permit_semaphore_free`.
-#[no_mangle]
-pub unsafe extern "C" fn polylock_permit_semaphore_new(
-    client: *mut polylock_client,
-    name: *const c_char,
-    out: *mut *mut polylock_permit_semaphore,
-) -> polylock_result {
-    // SAFETY: forwarded contract.
-    unsafe {
-        new_handle(client, name, out, |c, n| {
-            Ok(polylock_permit_semaphore {
-                semaphore: c.permit_expirable_semaphore(n)?,
-            })
-        })
-    }
-}
-
-/// Free a semaphore handle. NULL is allowed. Permits taken stay taken until released or expired.
-#[no_mangle]
-pub unsafe extern "C" fn polylock_permit_semaphore_free(semaphore: *mut polylock_permit_semaphore) {
-    let _ = boundary(|| {
-        if !semaphore.is_null() {
-            // SAFETY: from polylock_permit_semaphore_new, freed once (caller contract).
-            drop(unsafe { Box::from_raw(semaphore) });
-        }
-        POLYLOCK_OK
-    });
-}
-
-/// Set the number of permits if nobody set it yet; `*out_set` says whether this call did.
-#[no_mangle]
-pub unsafe extern "C" fn polylock_permit_semaphore_try_set_permits(
-    semaphore: *mut polylock_permit_semaphore,
-    permits: u32,
-    out_set: *mut bool,
-) -> polylock_result {
-    // SAFETY: forwarded contract.
-    unsafe {
-        with(
-            semaphore,
-            |h| {
-                let s = h.semaphore.clone();
-                async move { s.try_set_permits(permits).await }
-            },
-            out_set,
-        )
-    }
-}
-
-/// Take one permit and copy its id (32 hexadecimal characters and a NUL) into `id_out`, which
-/// has room for `id_len` >= `POLYLOCK_PERMIT_ID_LEN` bytes. `wait_ms` as for
-/// `polylock_semaphore_acquire`; `lease_ms`: `POLYLOCK_WATCHDOG` (-1: renewed while the client
-/// lives) or a positive lease. `POLYLOCK_TIMEOUT` when none was free in time.
-#[no_mangle]
-pub unsafe extern "C" fn polylock_permit_semaphore_acquire(
-    semaphore: *mut polylock_permit_semaphore,
-    wait_ms: i64,
-    lease_ms: i64,
-    id_out: *mut c_char,
-    id_len: usize,
-) -> polylock_result {
-    if id_out.is_null() {
-        return null("id_out");
-    }
-    if id_len < POLYLOCK_PERMIT_ID_LEN {
-        set_last_error(&format!(
-            "id_out needs room for {POLYLOCK_PERMIT_ID_LEN} bytes, got {id_len}"
-        ));
-        return POLYLOCK_INVALID_ARGUMENT;
-    }
-    let wait = match wait_arg(wait_ms) {
-        Ok(w) => w,
-        Err(r) => return r,
-    };
-    let lease = match lease_arg(lease_ms, "lease_ms") {
-        Ok(l) => l,
-        Err(r) => return r,
-    };
-    let mut id = String::new();
-    // SAFETY: forwarded contract.
-    let r = unsafe {
-        with(
-            semaphore,
-            |h| {
-                let s = h.semaphore.clone();
-                async move { s.acquire(lease, wait).await.map(|p| p.id) }
-            },
-            &mut id,
-        )
-    };
-    if r == POLYLOCK_OK {
-        // SAFETY: `id_out` has room for POLYLOCK_PERMIT_ID_LEN bytes (checked above).
-        unsafe {
-            std::ptr::copy_nonoverlapping(id.as_ptr(), id_out.cast::<u8>(), id.len());
-            *id_out.add(id.len()) = 0;
-        }
-    }
-    r
-}
-
-/// Give back the permit `id`. `POLYLOCK_NOT_OWNER` if there is no such permit (never taken,
-/// released before, or expired and taken again); `POLYLOCK_LOCK_LOST` if its lease had run out
-/// (it is counted back all the same); `POLYLOCK_INVALID_ARGUMENT` for a malformed id.
-#[no_mangle]
-pub unsafe extern "C" fn polylock_permit_semaphore_release(
-    semaphore: *mut polylock_permit_semaphore,
-    id: *const c_char,
-) -> polylock_result {
-    // SAFETY: caller contract.
-    let id = match unsafe { text(id, "id") } {
-        Ok(i) => i.to_string(),
-        Err(r) => return r,
-    };
-    let mut done = ();
-    // SAFETY: forwarded contract.
-    unsafe {
-        with(
-            semaphore,
-            |h| {
-                let s = h.semaphore.clone();
-                async move { s.release(&id).await }
-            },
-            &mut done,
-        )
-    }
-}
-
-/// The permits free now (expired ones reclaimed first), in `*out`.
-#[no_mangle]
-pub unsafe extern "C" fn polylock_permit_semaphore_available(
-    semaphore: *mut polylock_permit_semaphore,
-    out: *mut i64,
-) -> polylock_result {
-    // SAFETY: forwarded contract.
-    unsafe {
-        with(
-            semaphore,
-            |h| {
-                let s = h.semaphore.clone();
-                async move { s.available_permits().await }
             },
             out,
         )

@@ -980,6 +980,16 @@ static void test_expiring_permits(void) {
     sleep_ms(600);
     CHECK(polylock_permit_semaphore_release(ps, id) != POLYLOCK_OK); /* its lease ran out */
     CHECK(polylock_permit_semaphore_available(ps, &n) == POLYLOCK_OK && n == 1);
+    /* A second permit; a taken one given back by try_release, which says whether it was there. */
+    CHECK(polylock_permit_semaphore_add_permits(ps, 1) == POLYLOCK_OK);
+    CHECK(polylock_permit_semaphore_add_permits(NULL, 1) == POLYLOCK_NULL_PARAMETER);
+    CHECK(polylock_permit_semaphore_available(ps, &n) == POLYLOCK_OK && n == 2);
+    CHECK(polylock_permit_semaphore_acquire(ps, 0, -1, id, sizeof id) == POLYLOCK_OK);
+    bool was = false;
+    CHECK(polylock_permit_semaphore_try_release(ps, id, NULL) == POLYLOCK_NULL_PARAMETER);
+    CHECK(polylock_permit_semaphore_try_release(ps, id, &was) == POLYLOCK_OK && was);
+    CHECK(polylock_permit_semaphore_try_release(ps, id, &was) == POLYLOCK_OK && !was);
+    CHECK(polylock_permit_semaphore_available(ps, &n) == POLYLOCK_OK && n == 2);
     polylock_permit_semaphore_free(ps);
     polylock_permit_semaphore_free(NULL);
     polylock_client_free(c);

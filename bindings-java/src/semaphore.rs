@@ -1,56 +1,26 @@
 //! The calls on a semaphore: Redisson's `RSemaphore` / Curator's `InterProcessSemaphoreV2`
-//! (`DistributedSemaphore`, its `Lease`s) and Redisson's `RPermitExpirableSemaphore`
-//! (`DistributedPermitExpirableSemaphore`). What both kinds do (check the name, set and add
-//! permits, count the free ones) takes the semaphore's `kind` (numbered here and in the
-//! `SEMAPHORE_*` constants of `Native.java`); taking and giving back differ (a count, or a permit
-//! id) and have natives of their own. Waiting acquires complete a `NativeFuture` (see `wait`).
+//! (`DistributedSemaphore`, its `Lease`s). Waiting acquires complete a `NativeFuture` (see
+//! `wait`). (Redisson's `RPermitExpirableSemaphore`, `DistributedPermitExpirableSemaphore`, has
+//! its natives generated from core/api/permit_semaphore.toml.)
 //!
 //! A `Lease` is a handle on the `Permits` of one acquire (a `Box<LeaseHandle>` as a `long`), so
 //! that returning it gives back exactly its own ZooKeeper leases (and reports their loss), not
 //! any of this client's.
 
 use jni::objects::{JClass, JObject, JString};
-use jni::sys::{jboolean, jint, jlong, jstring, JNI_FALSE};
+use jni::sys::{jboolean, jint, jlong, JNI_FALSE};
 use jni::JNIEnv;
-use polylock::{args, Error, ErrorKind, PermitExpirableSemaphore, Permits, Semaphore, Wait};
+use polylock::{Permits, Semaphore, Wait};
 
 use crate::client::client;
 use crate::convert::{block, jbool, permits, string};
-use crate::error::{entry, jni_error, Result};
+use crate::error::{entry, Result};
 use crate::wait::{start, Won};
-
-/// `Native.SEMAPHORE`: Redisson's `RSemaphore`, Curator's `InterProcessSemaphoreV2`.
-const SEMAPHORE: jint = 0;
-/// `Native.SEMAPHORE_EXPIRABLE`: Redisson's `RPermitExpirableSemaphore` (Redis only).
-const SEMAPHORE_EXPIRABLE: jint = 1;
-
-/// A semaphore of either kind, for the calls they share.
-enum AnySemaphore {
-    Counting(Semaphore),
-    Expirable(PermitExpirableSemaphore),
-}
-
-fn any(env: &mut JNIEnv, handle: jlong, name: &JString, kind: jint) -> Result<AnySemaphore> {
-    match kind {
-        SEMAPHORE => semaphore(env, handle, name).map(AnySemaphore::Counting),
-        SEMAPHORE_EXPIRABLE => expirable(env, handle, name).map(AnySemaphore::Expirable),
-        _ => Err(Error::new(
-            ErrorKind::InvalidArgument,
-            format!("unknown semaphore kind {kind}"),
-        )),
-    }
-}
 
 /// The core handle of the semaphore `name` (name checked, no round trip).
 fn semaphore(env: &mut JNIEnv, handle: jlong, name: &JString) -> Result<Semaphore> {
     let c = client(handle)?;
     c.semaphore(&string(env, name, "semaphore name")?)
-}
-
-/// The core handle of the semaphore of expiring permits `name` (`Unsupported` on ZooKeeper).
-fn expirable(env: &mut JNIEnv, handle: jlong, name: &JString) -> Result<PermitExpirableSemaphore> {
-    let c = client(handle)?;
-    c.permit_expirable_semaphore(&string(env, name, "semaphore name")?)
 }
 
 /// The permits of one acquire, behind a `Lease`.
@@ -93,16 +63,15 @@ fn taken(s: Semaphore, p: Permits, lease: bool) -> Won {
     }
 }
 
-/// Check a semaphore's name, and its kind against the server (`Unsupported`).
+/// Check a semaphore's name (and that the server has semaphores: `Unsupported`).
 #[no_mangle]
 pub extern "system" fn Java_io_polylock_Native_validateSemaphore<'l>(
     mut env: JNIEnv<'l>,
     _: JClass<'l>,
     handle: jlong,
     name: JString<'l>,
-    kind: jint,
 ) {
-    entry(&mut env, (), |env| any(env, handle, &name, kind).map(drop))
+    entry(&mut env, (), |env| semaphore(env, handle, &name).map(drop))
 }
 
 /// Set the number of permits if nobody set it yet; true if this call set it.
@@ -112,21 +81,12 @@ pub extern "system" fn Java_io_polylock_Native_semaphoreTrySetPermits<'l>(
     _: JClass<'l>,
     handle: jlong,
     name: JString<'l>,
-    kind: jint,
     n: jint,
 ) -> jboolean {
     entry(&mut env, JNI_FALSE, |env| {
-        let n = u32::try_from(n).map_err(|_| {
-            Error::new(
-                ErrorKind::InvalidArgument,
-                format!("permits must not be negative, got {n}"),
-            )
-        })?;
-        let set = match any(env, handle, &name, kind)? {
-            AnySemaphore::Counting(s) => block(async move { s.try_set_permits(n).await })?,
-            AnySemaphore::Expirable(s) => block(async move { s.try_set_permits(n).await })?,
-        };
-        Ok(jbool(set))
+        let n = polylock::args::permits_from_i64(n.into(), "permits")?;
+        let s = semaphore(env, handle, &name)?;
+        Ok(jbool(block(async move { s.try_set_permits(n).await })?))
     })
 }
 
@@ -137,15 +97,11 @@ pub extern "system" fn Java_io_polylock_Native_semaphoreAddPermits<'l>(
     _: JClass<'l>,
     handle: jlong,
     name: JString<'l>,
-    kind: jint,
     delta: jint,
 ) {
     entry(&mut env, (), |env| {
-        let delta = i64::from(delta);
-        match any(env, handle, &name, kind)? {
-            AnySemaphore::Counting(s) => block(async move { s.add_permits(delta).await }),
-            AnySemaphore::Expirable(s) => block(async move { s.add_permits(delta).await }),
-        }
+        let s = semaphore(env, handle, &name)?;
+        block(async move { s.add_permits(delta.into()).await })
     })
 }
 
@@ -156,11 +112,10 @@ pub extern "system" fn Java_io_polylock_Native_semaphoreAvailable<'l>(
     _: JClass<'l>,
     handle: jlong,
     name: JString<'l>,
-    kind: jint,
 ) -> jlong {
-    entry(&mut env, 0, |env| match any(env, handle, &name, kind)? {
-        AnySemaphore::Counting(s) => block(async move { s.available_permits().await }),
-        AnySemaphore::Expirable(s) => block(async move { s.available_permits().await }),
+    entry(&mut env, 0, |env| {
+        let s = semaphore(env, handle, &name)?;
+        block(async move { s.available_permits().await })
     })
 }
 
@@ -287,89 +242,5 @@ pub extern "system" fn Java_io_polylock_Native_leaseIsLost<'l>(
         // SAFETY: a live handle (Java checks that the lease is not returned, under its lock).
         let handle = unsafe { &*(lease as *const LeaseHandle) };
         Ok(jbool(handle.permits.is_lost()))
-    })
-}
-
-/// One try for an expiring permit: its id, or null if none was free. `lease_ms` -1: the watchdog.
-#[no_mangle]
-pub extern "system" fn Java_io_polylock_Native_permitTryAcquire<'l>(
-    mut env: JNIEnv<'l>,
-    _: JClass<'l>,
-    handle: jlong,
-    name: JString<'l>,
-    lease_ms: jlong,
-) -> jstring {
-    entry(&mut env, std::ptr::null_mut(), |env| {
-        let s = expirable(env, handle, &name)?;
-        let lease = args::lease_millis(lease_ms, "lease time")?;
-        match block(async move { s.try_acquire(lease, Wait::Never).await })? {
-            Some(p) => env
-                .new_string(p.id)
-                .map(|s| s.into_raw())
-                .map_err(jni_error),
-            None => Ok(std::ptr::null_mut()),
-        }
-    })
-}
-
-/// Start a waiting acquire of an expiring permit that completes `future` with its id as the
-/// text, or TIMEOUT; a permit got as it was cancelled is released. Returns the cancel handle.
-#[no_mangle]
-pub extern "system" fn Java_io_polylock_Native_permitAcquireAsync<'l>(
-    mut env: JNIEnv<'l>,
-    _: JClass<'l>,
-    handle: jlong,
-    name: JString<'l>,
-    wait_ms: jlong,
-    lease_ms: jlong,
-    future: JObject<'l>,
-) -> jlong {
-    entry(&mut env, 0, |env| {
-        let s = expirable(env, handle, &name)?;
-        let (wait, lease) = (
-            Wait::from_millis(wait_ms, "wait time")?,
-            args::lease_millis(lease_ms, "lease time")?,
-        );
-        start(env, &future, async move {
-            let p = s.acquire(lease, wait).await?;
-            let id = p.id.clone();
-            Ok(Won::text(p.id).give_back(async move {
-                let _ = s.release(&id).await;
-            }))
-        })
-    })
-}
-
-/// Release the expiring permit `id` (any client may): NOT_OWNER if there is no such permit,
-/// LOCK_LOST if its lease had run out (counted back all the same), INVALID_ARGUMENT for an id
-/// that is not 32 hexadecimal characters.
-#[no_mangle]
-pub extern "system" fn Java_io_polylock_Native_permitRelease<'l>(
-    mut env: JNIEnv<'l>,
-    _: JClass<'l>,
-    handle: jlong,
-    name: JString<'l>,
-    id: JString<'l>,
-) {
-    entry(&mut env, (), |env| {
-        let s = expirable(env, handle, &name)?;
-        let id = string(env, &id, "permit id")?;
-        block(async move { s.release(&id).await })
-    })
-}
-
-/// Redisson's `tryRelease`: true if the permit was there (expired or not).
-#[no_mangle]
-pub extern "system" fn Java_io_polylock_Native_permitTryRelease<'l>(
-    mut env: JNIEnv<'l>,
-    _: JClass<'l>,
-    handle: jlong,
-    name: JString<'l>,
-    id: JString<'l>,
-) -> jboolean {
-    entry(&mut env, JNI_FALSE, |env| {
-        let s = expirable(env, handle, &name)?;
-        let id = string(env, &id, "permit id")?;
-        Ok(jbool(block(async move { s.try_release(&id).await })?))
     })
 }

@@ -13,9 +13,10 @@ use crate::convert::ms;
 use crate::driver::promise;
 use crate::gen::election::NativeElection;
 use crate::gen::latch::NativeLatch;
+use crate::gen::permit_semaphore::NativePermitSemaphore;
 use crate::lock::NativeLock;
 use crate::outcome::{failed, outcome, sync_err};
-use crate::semaphore::{NativePermitSemaphore, NativeSemaphore};
+use crate::semaphore::NativeSemaphore;
 
 /// The connect options that are not durations (index.js checked their types).
 #[napi(object)]

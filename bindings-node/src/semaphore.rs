@@ -1,18 +1,19 @@
-//! `NativeSemaphore` (RSemaphore / InterProcessSemaphoreV2) and `NativePermitSemaphore` (expiring
-//! permits, Redis): every call settles a Promise from polylock's runtime; waiting calls take a `CancelToken` (for `AbortSignal`). `PermitsSlot` keeps the permits of one
-//! acquire, so that their hold gives back exactly those (ZooKeeper: those leases).
+//! `NativeSemaphore` (RSemaphore / InterProcessSemaphoreV2): every call settles a Promise from
+//! polylock's runtime; waiting calls take a `CancelToken` (for `AbortSignal`). `PermitsSlot` keeps
+//! the permits of one acquire, so that their hold gives back exactly those (ZooKeeper: those
+//! leases). (`NativePermitSemaphore` is generated from core/api/permit_semaphore.toml.)
 
 use std::sync::{Arc, Mutex};
 
 use napi::bindgen_prelude::*;
 use napi_derive::napi;
-use polylock::{ErrorKind, PermitExpirableSemaphore, Permits, Semaphore};
+use polylock::{ErrorKind, Permits, Semaphore};
 
 use crate::boundary::entry;
 use crate::cancel::{aborted, CancelToken, Ran};
-use crate::convert::{lease_arg, wait_arg};
+use crate::convert::wait_arg;
 use crate::driver::promise;
-use crate::outcome::{done, failed, number, outcome, outcome_text, sync_err};
+use crate::outcome::{done, failed, number, outcome, sync_err};
 
 fn count(v: f64, what: &str) -> Result<u32> {
     if !(v.is_finite() && v >= 1.0 && v.fract() == 0.0 && v <= u32::MAX as f64) {
@@ -191,112 +192,6 @@ impl PermitsSlot {
                 .unwrap_or_else(|e| e.into_inner())
                 .as_ref()
                 .is_some_and(|p| p.is_lost()))
-        })
-    }
-}
-
-/// A semaphore of expiring permits (see `index.js`).
-#[napi]
-pub struct NativePermitSemaphore {
-    inner: PermitExpirableSemaphore,
-}
-
-impl NativePermitSemaphore {
-    pub(crate) fn new(inner: PermitExpirableSemaphore) -> NativePermitSemaphore {
-        NativePermitSemaphore { inner }
-    }
-}
-
-#[napi]
-impl NativePermitSemaphore {
-    /// The semaphore's name.
-    #[napi(getter)]
-    pub fn name(&self) -> Result<String> {
-        entry(|| Ok(self.inner.name().to_string()))
-    }
-
-    /// Set the number of permits if nobody set it yet.
-    #[napi]
-    pub fn try_set_permits<'e>(&self, env: &'e Env, permits: u32) -> Result<Object<'e>> {
-        entry(|| {
-            let s = self.inner.clone();
-            promise(env, async move {
-                match s.try_set_permits(permits).await {
-                    Ok(set) => outcome(set, None),
-                    Err(e) => failed(&e),
-                }
-            })
-        })
-    }
-
-    /// Add permits, or take free ones away.
-    #[napi]
-    pub fn add_permits<'e>(&self, env: &'e Env, delta: i64) -> Result<Object<'e>> {
-        entry(|| {
-            let s = self.inner.clone();
-            promise(env, async move { done(s.add_permits(delta).await) })
-        })
-    }
-
-    /// Take one permit: `text` its id, or `value` false when `waitMs` ran out.
-    #[napi]
-    pub fn acquire<'e>(
-        &self,
-        env: &'e Env,
-        wait_ms: Option<f64>,
-        lease_ms: Option<f64>,
-        token: Option<&CancelToken>,
-    ) -> Result<Object<'e>> {
-        entry(|| {
-            let wait = wait_arg(wait_ms)?;
-            let lease = lease_arg(lease_ms)?;
-            let (s, token) = (self.inner.clone(), CancelToken::state_of(token));
-            promise(env, async move {
-                match token.run(s.acquire(lease, wait)).await {
-                    Ran::Aborted => aborted(),
-                    Ran::AbortedAfter(p) => {
-                        let _ = s.release(&p.id).await;
-                        aborted()
-                    }
-                    Ran::Done(Ok(p)) => outcome_text(p.id),
-                    Ran::Done(Err(e)) if e.kind() == ErrorKind::Timeout => outcome(false, None),
-                    Ran::Done(Err(e)) => failed(&e),
-                }
-            })
-        })
-    }
-
-    /// Give back the permit `id`.
-    #[napi]
-    pub fn release<'e>(&self, env: &'e Env, id: String) -> Result<Object<'e>> {
-        entry(|| {
-            let s = self.inner.clone();
-            promise(env, async move { done(s.release(&id).await) })
-        })
-    }
-
-    /// Redisson's tryRelease: `value` true if the permit was there.
-    #[napi]
-    pub fn try_release<'e>(&self, env: &'e Env, id: String) -> Result<Object<'e>> {
-        entry(|| {
-            let s = self.inner.clone();
-            promise(env, async move {
-                match s.try_release(&id).await {
-                    Ok(b) => outcome(b, None),
-                    Err(e) => failed(&e),
-                }
-            })
-        })
-    }
-
-    /// The permits free now (`number`).
-    #[napi]
-    pub fn available_permits<'e>(&self, env: &'e Env) -> Result<Object<'e>> {
-        entry(|| {
-            let s = self.inner.clone();
-            promise(env, async move {
-                number(s.available_permits().await.map(|n| n as f64))
-            })
         })
     }
 }

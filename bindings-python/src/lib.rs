@@ -57,7 +57,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<aio_driver::LoopDriver>()?;
     m.add_class::<aio_driver::Awaited>()?;
     m.add_class::<semaphore::NativeSemaphore>()?;
-    m.add_class::<semaphore::NativePermitSemaphore>()?;
+    m.add_class::<gen::permit_semaphore::NativePermitSemaphore>()?;
     m.add_class::<gen::latch::NativeLatch>()?;
     m.add_class::<gen::election::NativeElection>()?;
     m.add("VERSION", polylock::VERSION)?;

@@ -1,12 +1,12 @@
-//! `NativeSemaphore` (RSemaphore / InterProcessSemaphoreV2) and `NativePermitSemaphore` (expiring
-//! permits, Redis): blocking calls release the GIL and answer Ctrl-C, async calls report to
-//! asyncio through a callback, like the lock's.
+//! `NativeSemaphore` (RSemaphore / InterProcessSemaphoreV2): blocking calls release the GIL and
+//! answer Ctrl-C, async calls report to asyncio through a callback, like the lock's.
+//! (`NativePermitSemaphore` is generated from core/api/permit_semaphore.toml.)
 
-use polylock::{ErrorKind, PermitExpirableSemaphore, Semaphore, Wait};
+use polylock::{ErrorKind, Semaphore, Wait};
 use pyo3::prelude::*;
 
 use crate::call::{interruptible, NativeCall, Outcome, Reply};
-use crate::convert::{blocking, lease_arg, wait_arg};
+use crate::convert::{blocking, wait_arg};
 use crate::errors::to_py;
 
 /// A semaphore handle (see `polylock.Semaphore`).
@@ -123,99 +123,5 @@ impl NativeSemaphore {
             },
             done,
         )
-    }
-}
-
-/// A semaphore of expiring permits (see `polylock.PermitSemaphore`).
-#[pyclass(frozen, module = "polylock._native")]
-pub(crate) struct NativePermitSemaphore {
-    inner: PermitExpirableSemaphore,
-}
-
-impl NativePermitSemaphore {
-    pub(crate) fn new(inner: PermitExpirableSemaphore) -> NativePermitSemaphore {
-        NativePermitSemaphore { inner }
-    }
-}
-
-#[pymethods]
-impl NativePermitSemaphore {
-    #[getter]
-    fn name(&self) -> String {
-        self.inner.name().to_string()
-    }
-
-    fn try_set_permits(&self, py: Python<'_>, permits: u32) -> PyResult<bool> {
-        let s = self.inner.clone();
-        blocking(py, async move { s.try_set_permits(permits).await })
-    }
-
-    fn add_permits(&self, py: Python<'_>, delta: i64) -> PyResult<()> {
-        let s = self.inner.clone();
-        blocking(py, async move { s.add_permits(delta).await })
-    }
-
-    /// The permit's id when taken, None when the wait ran out; Ctrl-C interrupts the wait.
-    #[pyo3(signature = (wait, lease))]
-    fn acquire(
-        &self,
-        py: Python<'_>,
-        wait: Option<f64>,
-        lease: Option<f64>,
-    ) -> PyResult<Option<String>> {
-        let (wait, lease) = (wait_arg(wait)?, lease_arg(lease)?);
-        let s = self.inner.clone();
-        let outcome = interruptible(py, async move { s.acquire(lease, wait).await })?;
-        match outcome {
-            Ok(p) => Ok(Some(p.id)),
-            Err(e) if e.kind() == ErrorKind::Timeout => Ok(None),
-            Err(e) => Err(to_py(py, e)),
-        }
-    }
-
-    fn release(&self, py: Python<'_>, id: String) -> PyResult<()> {
-        let s = self.inner.clone();
-        blocking(py, async move { s.release(&id).await })
-    }
-
-    fn try_release(&self, py: Python<'_>, id: String) -> PyResult<bool> {
-        let s = self.inner.clone();
-        blocking(py, async move { s.try_release(&id).await })
-    }
-
-    fn available_permits(&self, py: Python<'_>) -> PyResult<i64> {
-        let s = self.inner.clone();
-        blocking(py, async move { s.available_permits().await })
-    }
-
-    /// Start an acquire; `done(ok, value)` with the permit's id, or False when the wait ran out.
-    fn acquire_async(
-        &self,
-        wait: Option<f64>,
-        lease: Option<f64>,
-        done: Py<PyAny>,
-    ) -> PyResult<NativeCall> {
-        let (wait, lease) = (wait_arg(wait)?, lease_arg(lease)?);
-        let s = self.inner.clone();
-        Ok(NativeCall::start(
-            async move {
-                match s.acquire(lease, wait).await {
-                    Ok(p) => {
-                        let id = p.id.clone();
-                        Outcome::Taken(
-                            Reply::Text(p.id),
-                            Box::new(move || {
-                                Box::pin(async move {
-                                    let _ = s.release(&id).await;
-                                })
-                            }),
-                        )
-                    }
-                    Err(e) if e.kind() == ErrorKind::Timeout => Outcome::Value(Reply::Bool(false)),
-                    Err(e) => Outcome::Error(e),
-                }
-            },
-            done,
-        ))
     }
 }

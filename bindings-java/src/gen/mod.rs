@@ -2,3 +2,4 @@
 
 pub(crate) mod election;
 pub(crate) mod latch;
+pub(crate) mod permit_semaphore;

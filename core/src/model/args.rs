@@ -112,6 +112,27 @@ pub fn count_from_f64(v: f64, what: &str) -> Result<u64> {
     Ok(v as u64)
 }
 
+/// A number of permits as C, Java and Python pass it: a whole number from 0 to 2^32 - 1.
+pub fn permits_from_i64(v: i64, what: &str) -> Result<u32> {
+    u32::try_from(v).map_err(|_| {
+        Error::invalid(format!(
+            "{what} must be a whole number from 0 to {}, got {v}",
+            u32::MAX
+        ))
+    })
+}
+
+/// A number of permits as Node passes it: a whole JS number from 0 to 2^32 - 1.
+pub fn permits_from_f64(v: f64, what: &str) -> Result<u32> {
+    if v.fract() != 0.0 || !(0.0..=f64::from(u32::MAX)).contains(&v) {
+        return Err(Error::invalid(format!(
+            "{what} must be a whole number from 0 to {}, got {v}",
+            u32::MAX
+        )));
+    }
+    Ok(v as u32)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -194,6 +215,21 @@ mod tests {
             count_from_f64(1.5, "count"),
             count_from_f64(f64::NAN, "count"),
             count_from_f64(1e17, "count"),
+        ] {
+            assert_eq!(r.unwrap_err().kind(), ErrorKind::InvalidArgument);
+        }
+        assert_eq!(permits_from_i64(3, "permits").unwrap(), 3);
+        assert_eq!(
+            permits_from_f64(4_294_967_295.0, "permits").unwrap(),
+            u32::MAX
+        );
+        for r in [
+            permits_from_i64(-1, "permits"),
+            permits_from_i64(1 << 32, "permits"),
+            permits_from_f64(-1.0, "permits"),
+            permits_from_f64(2.5, "permits"),
+            permits_from_f64(f64::NAN, "permits"),
+            permits_from_f64(4_294_967_296.0, "permits"),
         ] {
             assert_eq!(r.unwrap_err().kind(), ErrorKind::InvalidArgument);
         }

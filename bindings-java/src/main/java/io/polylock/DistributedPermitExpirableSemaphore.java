@@ -44,13 +44,20 @@ public final class DistributedPermitExpirableSemaphore implements AutoCloseable 
     }
 
     private final PolylockClient client;
+    /** The native semaphore (the core's, made once). */
+    private final NativeHandle handle;
     private final String name;
     private final CopyOnWriteArrayList<Listener> listeners = new CopyOnWriteArrayList<>();
     private final LostRoute route;
     private volatile boolean closed;
 
-    DistributedPermitExpirableSemaphore(PolylockClient client, String name) {
+    /**
+     * Over the native semaphore {@code nativeSemaphore} ({@link Native#permitSemaphoreNew}), which
+     * it owns from here on.
+     */
+    DistributedPermitExpirableSemaphore(PolylockClient client, String name, long nativeSemaphore) {
         this.client = client;
+        this.handle = NativeHandle.own(nativeSemaphore, this, Native::permitSemaphoreFree, "permit semaphore");
         this.name = name;
         this.route = new LostRoute(name, Native.KIND_PERMIT, this::fireLost);
     }
@@ -70,9 +77,9 @@ public final class DistributedPermitExpirableSemaphore implements AutoCloseable 
     public boolean trySetPermits(int permits) {
         long h = enter();
         try {
-            return Native.semaphoreTrySetPermits(h, name, Native.SEMAPHORE_EXPIRABLE, permits);
+            return Native.permitSemaphoreTrySetPermits(h, permits);
         } finally {
-            client.exit();
+            exit();
         }
     }
 
@@ -80,9 +87,9 @@ public final class DistributedPermitExpirableSemaphore implements AutoCloseable 
     public void addPermits(int permits) {
         long h = enter();
         try {
-            Native.semaphoreAddPermits(h, name, Native.SEMAPHORE_EXPIRABLE, permits);
+            Native.permitSemaphoreAddPermits(h, permits);
         } finally {
-            client.exit();
+            exit();
         }
     }
 
@@ -90,9 +97,9 @@ public final class DistributedPermitExpirableSemaphore implements AutoCloseable 
     public int availablePermits() {
         long h = enter();
         try {
-            return DistributedSemaphore.clamp(Native.semaphoreAvailable(h, name, Native.SEMAPHORE_EXPIRABLE));
+            return DistributedSemaphore.clamp(Native.permitSemaphoreAvailablePermits(h));
         } finally {
-            client.exit();
+            exit();
         }
     }
 
@@ -112,9 +119,9 @@ public final class DistributedPermitExpirableSemaphore implements AutoCloseable 
     public String tryAcquire() {
         long h = enter();
         try {
-            return Native.permitTryAcquire(h, name, -1);
+            return Native.permitSemaphoreTryAcquire(h, -1);
         } finally {
-            client.exit();
+            exit();
         }
     }
 
@@ -148,12 +155,12 @@ public final class DistributedPermitExpirableSemaphore implements AutoCloseable 
         Objects.requireNonNull(permitId, "permitId");
         long h = enter();
         try {
-            Native.permitRelease(h, name, permitId);
+            Native.permitSemaphoreRelease(h, permitId);
         } catch (IllegalMonitorStateException notThere) {
             throw new UnknownPermitException("Permit with id " + permitId
                     + " has already been released or doesn't exist (" + notThere.getMessage() + ")", notThere);
         } finally {
-            client.exit();
+            exit();
         }
     }
 
@@ -167,9 +174,9 @@ public final class DistributedPermitExpirableSemaphore implements AutoCloseable 
         Objects.requireNonNull(permitId, "permitId");
         long h = enter();
         try {
-            return Native.permitTryRelease(h, name, permitId);
+            return Native.permitSemaphoreTryRelease(h, permitId);
         } finally {
-            client.exit();
+            exit();
         }
     }
 
@@ -205,6 +212,7 @@ public final class DistributedPermitExpirableSemaphore implements AutoCloseable 
         closed = true;
         listeners.clear();
         client.removeListening(route);
+        handle.close();
     }
 
     @Override
@@ -231,9 +239,17 @@ public final class DistributedPermitExpirableSemaphore implements AutoCloseable 
         }
     }
 
+    /**
+     * Count a call in flight on the native semaphore and on the client (whose close waits for it);
+     * the semaphore handle it uses.
+     */
     private long enter() {
         checkOpen();
-        return client.enter();
+        return handle.enter(client);
+    }
+
+    private void exit() {
+        handle.exit(client);
     }
 
     /**
@@ -247,7 +263,7 @@ public final class DistributedPermitExpirableSemaphore implements AutoCloseable 
         long start = System.nanoTime();
         long h = enter();
         try {
-            String id = Native.permitTryAcquire(h, name, leaseMs);
+            String id = Native.permitSemaphoreTryAcquire(h, leaseMs);
             if (id != null || waitMs == 0) {
                 return id;
             }
@@ -259,11 +275,11 @@ public final class DistributedPermitExpirableSemaphore implements AutoCloseable 
                 }
             }
             NativeFuture future = new NativeFuture();
-            long cancel = Native.permitAcquireAsync(h, name, remaining, leaseMs, future);
+            long cancel = Native.permitSemaphoreAcquireAsync(h, remaining, leaseMs, future);
             NativeFuture done = Waits.await(future, cancel, interruptible);
             return done.succeeded() ? done.text() : null;
         } finally {
-            client.exit();
+            exit();
         }
     }
 }

@@ -79,7 +79,7 @@ public final class DistributedSemaphore implements AutoCloseable {
     public boolean trySetPermits(int permits) {
         long h = enter();
         try {
-            return Native.semaphoreTrySetPermits(h, name, Native.SEMAPHORE, permits);
+            return Native.semaphoreTrySetPermits(h, name, permits);
         } finally {
             client.exit();
         }
@@ -89,7 +89,7 @@ public final class DistributedSemaphore implements AutoCloseable {
     public void addPermits(int permits) {
         long h = enter();
         try {
-            Native.semaphoreAddPermits(h, name, Native.SEMAPHORE, permits);
+            Native.semaphoreAddPermits(h, name, permits);
         } finally {
             client.exit();
         }
@@ -99,7 +99,7 @@ public final class DistributedSemaphore implements AutoCloseable {
     public int availablePermits() {
         long h = enter();
         try {
-            return clamp(Native.semaphoreAvailable(h, name, Native.SEMAPHORE));
+            return clamp(Native.semaphoreAvailable(h, name));
         } finally {
             client.exit();
         }

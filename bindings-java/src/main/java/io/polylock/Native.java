@@ -45,13 +45,6 @@ final class Native {
      */
     static final int LOCK_HANDLE = 1000;
 
-    // The kinds of semaphore, passed as {@code int kind} to the natives both kinds share; the
-    // twins are the constants of bindings-java/src/semaphore.rs.
-    /** Redisson's {@code RSemaphore}, Curator's {@code InterProcessSemaphoreV2}. */
-    static final int SEMAPHORE = 0;
-    /** Redisson's {@code RPermitExpirableSemaphore} (Redis only). */
-    static final int SEMAPHORE_EXPIRABLE = 1;
-
     /** The version of this JAR (from Maven), which the native library must match. */
     static final String JAR_VERSION;
     /** Where the library was loaded from (for error messages and tests). */
@@ -190,6 +183,12 @@ final class Native {
     static native boolean validate(long client, String name, int kind);
 
     /**
+     * The lock handle of the lock {@code name} of {@code kind} on {@code client} (name and kind
+     * checked, no round trip); freed with {@link #lockFree} once.
+     */
+    static native long lockNew(long client, String name, int kind);
+
+    /**
      * The lock handle of a multi-lock over the locks {@code (handles[i], names[i], kinds[i])};
      * freed with {@link #lockFree} once.
      */
@@ -250,17 +249,15 @@ final class Native {
 
     static native boolean isLost(long client, String name, int kind, long owner);
 
-    // ---- semaphores (kind: SEMAPHORE or SEMAPHORE_EXPIRABLE) ----
-
-    static native void validateSemaphore(long client, String name, int kind);
-
-    static native boolean semaphoreTrySetPermits(long client, String name, int kind, int permits);
-
-    static native void semaphoreAddPermits(long client, String name, int kind, int delta);
-
-    static native long semaphoreAvailable(long client, String name, int kind);
-
     // ---- counting semaphores ----
+
+    static native void validateSemaphore(long client, String name);
+
+    static native boolean semaphoreTrySetPermits(long client, String name, int permits);
+
+    static native void semaphoreAddPermits(long client, String name, int delta);
+
+    static native long semaphoreAvailable(long client, String name);
 
     /** One try: 0 if not taken, else 1, or a lease handle when {@code lease}. */
     static native long semaphoreTryAcquire(long client, String name, int permits, boolean lease);
@@ -281,16 +278,47 @@ final class Native {
     static native boolean leaseIsLost(long lease);
 
     // ---- semaphores of expiring permits ----
+    // BEGIN generated from core/api/permit_semaphore.toml by `python3 scripts/gen-bindings.py`: do not edit
+    // A semaphore of expiring permits (Redisson's RPermitExpirableSemaphore; Redis only). A native
+    // handle: permitSemaphoreNew .. permitSemaphoreFree.
+    static native long permitSemaphoreNew(long client, String name);
 
-    /** One try: the permit's id, or null. */
-    static native String permitTryAcquire(long client, String name, long leaseMs);
+    static native void permitSemaphoreFree(long permitSemaphore);
 
-    /** Completes {@code future} with the permit's id as its text. */
-    static native long permitAcquireAsync(long client, String name, long waitMs, long leaseMs, NativeFuture future);
+    /** Set the number of permits if nobody set it yet; true if this call set it. */
+    static native boolean permitSemaphoreTrySetPermits(long permitSemaphore, long permits);
 
-    static native void permitRelease(long client, String name, String id);
+    /** Add permits, or take free ones away with a negative `delta`. */
+    static native void permitSemaphoreAddPermits(long permitSemaphore, long delta);
 
-    static native boolean permitTryRelease(long client, String name, String id);
+    /**
+     * Take one permit, waiting up to the wait: its id (32 hexadecimal characters), or none when the
+     * wait ran out. Without a lease the watchdog renews it while the client lives. Completes {@code
+     * future} with the permit's id as its text (TIMEOUT when the wait ran out); returns the cancel
+     * handle.
+     */
+    static native long permitSemaphoreAcquireAsync(long permitSemaphore, long waitMs, long leaseMs, NativeFuture future);
+
+    /**
+     * One try for a permit: its id, or none if none was free. Without a lease the watchdog renews
+     * it while the client lives.
+     */
+    static native String permitSemaphoreTryAcquire(long permitSemaphore, long leaseMs);
+
+    /**
+     * Give back the permit `id` (any client may): NOT_OWNER if there is no such permit (never
+     * taken, released before, or expired and taken again), LOCK_LOST if its lease had run out (it
+     * is counted back all the same), INVALID_ARGUMENT for an id that is not 32 hexadecimal
+     * characters.
+     */
+    static native void permitSemaphoreRelease(long permitSemaphore, String id);
+
+    /** Redisson's tryRelease: give back the permit `id`; true if it was there (expired or not). */
+    static native boolean permitSemaphoreTryRelease(long permitSemaphore, String id);
+
+    /** The permits free now (expired ones counted back first). */
+    static native long permitSemaphoreAvailablePermits(long permitSemaphore);
+    // END generated (permit_semaphore)
 
     // ---- count-down latches ----
     // BEGIN generated from core/api/latch.toml by `python3 scripts/gen-bindings.py`: do not edit

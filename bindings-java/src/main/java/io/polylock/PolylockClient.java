@@ -171,7 +171,7 @@ public final class PolylockClient implements AutoCloseable {
      *     ZooKeeper path
      */
     public DistributedSemaphore getSemaphore(String name) {
-        validateSemaphore(name, Native.SEMAPHORE);
+        validateSemaphore(name);
         return new DistributedSemaphore(this, name);
     }
 
@@ -184,8 +184,15 @@ public final class PolylockClient implements AutoCloseable {
      * @throws IllegalArgumentException for an empty, oversized or NUL-containing name
      */
     public DistributedPermitExpirableSemaphore getPermitExpirableSemaphore(String name) {
-        validateSemaphore(name, Native.SEMAPHORE_EXPIRABLE);
-        return new DistributedPermitExpirableSemaphore(this, name);
+        Objects.requireNonNull(name, "name");
+        long h = enter();
+        long nativeSemaphore;
+        try {
+            nativeSemaphore = Native.permitSemaphoreNew(h, name);
+        } finally {
+            exit();
+        }
+        return new DistributedPermitExpirableSemaphore(this, name, nativeSemaphore);
     }
 
     /**
@@ -224,11 +231,11 @@ public final class PolylockClient implements AutoCloseable {
         }
     }
 
-    private void validateSemaphore(String name, int kind) {
+    private void validateSemaphore(String name) {
         Objects.requireNonNull(name, "name");
         long h = enter();
         try {
-            Native.validateSemaphore(h, name, kind);
+            Native.validateSemaphore(h, name);
         } finally {
             exit();
         }
@@ -237,15 +244,13 @@ public final class PolylockClient implements AutoCloseable {
     private DistributedLock newLock(String name, int kind) {
         Objects.requireNonNull(name, "name");
         long h = enter();
-        boolean queues;
-        int holdKind;
+        long nativeLock;
         try {
-            queues = Native.validate(h, name, kind);
-            holdKind = Native.holdKind(h, name, kind);
+            nativeLock = Native.lockNew(h, name, kind);
         } finally {
             exit();
         }
-        return new DistributedLock(this, name, kind, queues, holdKind);
+        return new DistributedLock(this, name, kind, nativeLock);
     }
 
     /** This client's random id (the {@code <uuid>} part of {@code <uuid>:<thread>} on Redis). */
