@@ -186,13 +186,11 @@ public final class PolylockClient implements AutoCloseable {
     public DistributedPermitExpirableSemaphore getPermitExpirableSemaphore(String name) {
         Objects.requireNonNull(name, "name");
         long h = enter();
-        long nativeSemaphore;
         try {
-            nativeSemaphore = Native.permitSemaphoreNew(h, name);
+            return new DistributedPermitExpirableSemaphore(this, name, Native.permitSemaphoreNew(h, name));
         } finally {
             exit();
         }
-        return new DistributedPermitExpirableSemaphore(this, name, nativeSemaphore);
     }
 
     /**
@@ -244,13 +242,11 @@ public final class PolylockClient implements AutoCloseable {
     private DistributedLock newLock(String name, int kind) {
         Objects.requireNonNull(name, "name");
         long h = enter();
-        long nativeLock;
         try {
-            nativeLock = Native.lockNew(h, name, kind);
+            return new DistributedLock(this, name, kind, Native.lockNew(h, name, kind));
         } finally {
             exit();
         }
-        return new DistributedLock(this, name, kind, nativeLock);
     }
 
     /** This client's random id (the {@code <uuid>} part of {@code <uuid>:<thread>} on Redis). */
