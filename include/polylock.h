@@ -132,12 +132,11 @@ typedef struct polylock_lock polylock_lock;
 typedef struct polylock_permit_semaphore polylock_permit_semaphore;
 
 /*
- A semaphore (opaque). Thread-safe. It keeps its client alive.
-
- On Redis permits belong to nobody: any thread or process may release them, and a crashed
- holder's permits are not given back (use `polylock_permit_semaphore` for that). On ZooKeeper
- the permits taken are leases of this client: `polylock_semaphore_release` gives back leases
- this client holds, and a lost session frees them.
+ A counting semaphore (Redisson's RSemaphore on Redis, Curator's InterProcessSemaphoreV2 on
+ ZooKeeper, a lease per permit on etcd). On Redis permits belong to nobody: anyone may release
+ them, and a crashed holder's permits are not given back (the semaphore of expiring permits gives
+ them back). On ZooKeeper and etcd they are leases of this client, freed when its session ends.
+ Opaque and thread-safe; it keeps its client alive.
  */
 typedef struct polylock_semaphore polylock_semaphore;
 
@@ -492,6 +491,53 @@ polylock_result polylock_permit_semaphore_try_release(polylock_permit_semaphore 
 polylock_result polylock_permit_semaphore_available(polylock_permit_semaphore *permit_semaphore, int64_t *out);
 
 /*
+ A semaphore handle for `name` (a znode path on ZooKeeper). Free it with
+ `polylock_semaphore_free`.
+ */
+polylock_result polylock_semaphore_new(polylock_client *client, const char *name, polylock_semaphore **out);
+
+/*
+ Free a semaphore handle (permits taken stay taken). NULL is allowed.
+ */
+void polylock_semaphore_free(polylock_semaphore *semaphore);
+
+/*
+ Set the number of permits if nobody set it yet; true if this call set it. The answer goes to
+ `*out`.
+ */
+polylock_result polylock_semaphore_try_set_permits(polylock_semaphore *semaphore, uint32_t permits, bool *out);
+
+/*
+ Add permits, or take free ones away with a negative `delta`.
+ */
+polylock_result polylock_semaphore_add_permits(polylock_semaphore *semaphore, int64_t delta);
+
+/*
+ Take `permits` permits (at least 1) at once. `POLYLOCK_TIMEOUT` when not enough were free in
+ time (nothing is then taken). On ZooKeeper and etcd they are leases of this client, given back
+ by `polylock_semaphore_release`. `wait_ms`: -1 forever, 0 one try, a positive number of ms.
+ Blocks the calling thread.
+ */
+polylock_result polylock_semaphore_acquire(polylock_semaphore *semaphore, uint32_t permits, int64_t wait_ms);
+
+/*
+ Give back `permits` permits (at least 1). Redis: anyone may. ZooKeeper and etcd: that many of
+ this client's leases, NOT_OWNER if it holds fewer.
+ */
+polylock_result polylock_semaphore_release(polylock_semaphore *semaphore, uint32_t permits);
+
+/*
+ The permits free now. The answer goes to `*out`.
+ */
+polylock_result polylock_semaphore_available(polylock_semaphore *semaphore, int64_t *out);
+
+/*
+ Take every permit free now; how many (on ZooKeeper and etcd, leases of this client). The answer
+ goes to `*out`.
+ */
+polylock_result polylock_semaphore_drain(polylock_semaphore *semaphore, int64_t *out);
+
+/*
  A reentrant lock handle for `name` (a znode path on ZooKeeper). Free it with
  `polylock_lock_free`. `name` must be NUL-terminated UTF-8, 1 to 65536 bytes; it is copied.
  */
@@ -650,50 +696,6 @@ size_t polylock_last_error_message(char *buf, size_t len);
  The library's version, a static NUL-terminated string equal to `POLYLOCK_VERSION`.
  */
 const char *polylock_version(void);
-
-/*
- A semaphore handle for `name` (a znode path on ZooKeeper). Free it with
- `polylock_semaphore_free`.
- */
-polylock_result polylock_semaphore_new(polylock_client *client, const char *name, polylock_semaphore **out);
-
-/*
- Free a semaphore handle. NULL is allowed. Permits taken stay taken.
- */
-void polylock_semaphore_free(polylock_semaphore *semaphore);
-
-/*
- Set the number of permits if nobody set it yet; `*out_set` says whether this call did.
- */
-polylock_result polylock_semaphore_try_set_permits(polylock_semaphore *semaphore, uint32_t permits, bool *out_set);
-
-/*
- Add permits, or take free ones away with a negative `delta`.
- */
-polylock_result polylock_semaphore_add_permits(polylock_semaphore *semaphore, int64_t delta);
-
-/*
- Take `permits` permits (at least 1). `wait_ms`: `POLYLOCK_WAIT_FOREVER` (-1),
- `POLYLOCK_NO_WAIT` (0) or a positive number of ms. `POLYLOCK_TIMEOUT` when not enough were
- free in time (nothing is then taken). Blocks the calling thread.
- */
-polylock_result polylock_semaphore_acquire(polylock_semaphore *semaphore, uint32_t permits, int64_t wait_ms);
-
-/*
- Give back `permits` permits (at least 1). On ZooKeeper they are leases this client holds:
- `POLYLOCK_NOT_OWNER` if it holds fewer.
- */
-polylock_result polylock_semaphore_release(polylock_semaphore *semaphore, uint32_t permits);
-
-/*
- The permits free now, in `*out`.
- */
-polylock_result polylock_semaphore_available(polylock_semaphore *semaphore, int64_t *out);
-
-/*
- Take every permit free now; how many in `*out`.
- */
-polylock_result polylock_semaphore_drain(polylock_semaphore *semaphore, int64_t *out);
 
 #ifdef __cplusplus
 }  // extern "C"

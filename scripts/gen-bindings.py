@@ -41,10 +41,10 @@ COMMAND = "python3 scripts/gen-bindings.py"
 ARG_KINDS = {"count", "wait", "term", "permits", "delta", "lease", "id"}
 ANSWERS = {
     "none", "bool", "count", "signed", "leadership", "leader?", "texts", "change", "permit",
-    "permit?",
+    "permit?", "permits", "permits?",
 }
-LOCAL_ANSWERS = {"text", "term?", "bool"}
-WAITING_ANSWERS = {"bool", "leadership", "change", "permit"}
+LOCAL_ANSWERS = {"text", "term?", "bool", "permits"}
+WAITING_ANSWERS = {"bool", "leadership", "change", "permit", "permits"}
 RUNTIMES = ("c", "python", "node", "java")
 
 
@@ -76,8 +76,8 @@ def load(path: pathlib.Path) -> dict:
             sys.exit(f"{where}: {op['name']}: unknown answer '{op['answer']}'")
         if op.get("waits") and op["answer"] not in WAITING_ANSWERS:
             sys.exit(f"{where}: {op['name']}: a waiting operation answers one of {WAITING_ANSWERS}")
-        if op.get("undo") and op["answer"] not in ("leadership", "permit"):
-            sys.exit(f"{where}: {op['name']}: undo is for a call that wins a leadership or a permit")
+        if op.get("undo") and op["answer"] not in ("leadership", "permit", "permits"):
+            sys.exit(f"{where}: {op['name']}: undo is for a call that wins a leadership or permits")
     for loc in t.get("local", []):
         if loc["answer"] not in LOCAL_ANSWERS:
             sys.exit(f"{where}: {loc['name']}: unknown local answer '{loc['answer']}'")
@@ -174,7 +174,9 @@ def c_file(t: dict) -> str:
     )
     result_uses += ["text"] if open_args(t) or uses_kind(ops, "id") else []
     result_uses += (
-        ["null", "set_last_error", "POLYLOCK_INVALID_ARGUMENT"] if "permit" in answers else []
+        ["null", "set_last_error", "POLYLOCK_INVALID_ARGUMENT", "POLYLOCK_PERMIT_ID_LEN"]
+        if "permit" in answers
+        else []
     )
     result_uses += ["null", "put"] if locs else []
     result_uses += ["term_or_timeout"] if answers & {"leadership", "change"} else []
@@ -185,10 +187,8 @@ def c_file(t: dict) -> str:
     s += "\n"
     s += "use std::ffi::c_char;\n\n"
     s += f"use polylock::{{{', '.join(sorted(core_uses))}}};\n\n"
-    s += "use crate::client::polylock_client;\n"
-    s += f"use crate::result::{{{', '.join(dict.fromkeys(result_uses))}}};\n"
-    semaphore_uses = ["new_handle"] + (["POLYLOCK_PERMIT_ID_LEN"] if "permit" in answers else [])
-    s += f"use crate::semaphore::{{{', '.join(semaphore_uses)}}};\n\n"
+    s += "use crate::client::{new_handle, polylock_client};\n"
+    s += f"use crate::result::{{{', '.join(dict.fromkeys(result_uses))}}};\n\n"
     s += doc_lines(f"{t['doc']} Opaque and thread-safe; it keeps its client alive.", "")
     s += f"pub struct {handle} {{\n    inner: {t['core']},\n}}\n\n"
     s += doc_lines(
@@ -291,6 +291,10 @@ pub unsafe extern "C" fn {handle}_{loc['name']}(
             out_decl, out_arg = "let mut answer = false;", "&mut answer"
         elif answer == "none":
             out_decl, out_arg = "let mut answer = ();", "&mut answer"
+        elif answer == "permits":
+            # C gives permits back by number (polylock_semaphore_release), so the Permits go.
+            out_decl, out_arg = "let mut answer = ();", "&mut answer"
+            value = f"{value}.map(drop)"
         elif answer in ("leadership", "change"):
             params.append("out_term: *mut u64")
             doc += C_ANSWER_DOCS[answer]
@@ -376,12 +380,14 @@ PY_ANSWERS = {
     "signed": ("i64", "int"),
     "permit": ("Option<String>", "Optional[str]"),
     "permit?": ("Option<String>", "Optional[str]"),
+    "permits": ("bool", "bool"),
     "leadership": ("Option<u64>", "Optional[int]"),
     "leader?": ("Option<(String, u64)>", "Optional[tuple[str, int]]"),
     "texts": ("Vec<String>", "list[str]"),
     "change": ("(bool, Option<(String, u64)>)", "tuple[bool, Optional[tuple[str, int]]]"),
 }
-PY_LOCALS = {"text": ("String", "str"), "term?": ("Option<u64>", "Optional[int]")}
+PY_LOCALS = {"text": ("String", "str"), "term?": ("Option<u64>", "Optional[int]"),
+             "bool": ("bool", "bool"), "permits": ("u32", "int")}
 # How each answer goes from the core's value `v` to Python's.
 PY_CONVERT = {
     "leadership": "v.map(|l| l.term)",
@@ -399,7 +405,7 @@ def python_file(t: dict) -> str:
     ops = ops_for(t, "python")
     waits = any(op.get("waits") for op in ops)
     asyncs = any(python_async(op) for op in ops)
-    permits = any(op["answer"] == "permit" for op in ops)
+    permits = any(op["answer"] in ("permit", "permits") for op in ops)
     core_uses = [t["core"]] + (["Wait"] if uses_wait(t) else []) + (
         ["ErrorKind"] if permits else []
     )
@@ -446,8 +452,7 @@ impl {cls} {{
 """
     for loc in locals_for(t, "python"):
         ty = PY_LOCALS[loc["answer"]][0]
-        value = {"text": f"self.inner.{loc['name']}().to_string()",
-                 "term?": f"self.inner.{loc['name']}()"}[loc["answer"]]
+        value = f"self.inner.{loc['name']}()" + (".to_string()" if loc["answer"] == "text" else "")
         s += "\n" + doc_lines(loc["doc"] + " Local: no round trip.", "    ")
         s += f"    #[getter]\n    fn {loc['name']}(&self) -> {ty} {{\n        {value}\n    }}\n"
     for op in ops:
@@ -471,10 +476,12 @@ impl {cls} {{
             s += f"    fn {op['name']}(&self, py: Python<'_>{params}) -> PyResult<{ret}> {{\n"
             s += parse
             s += "        let inner = self.inner.clone();\n"
-            if answer == "permit":
+            if answer in ("permit", "permits"):
+                got = "Ok(p) => Ok(Some(p.id))" if answer == "permit" else "Ok(_) => Ok(true)"
+                lost = "Ok(None)" if answer == "permit" else "Ok(false)"
                 s += f"""        match interruptible(py, async move {{ {call}.await }})? {{
-            Ok(p) => Ok(Some(p.id)),
-            Err(e) if e.kind() == ErrorKind::Timeout => Ok(None),
+            {got},
+            Err(e) if e.kind() == ErrorKind::Timeout => {lost},
             Err(e) => Err(to_py(py, e)),
         }}
     }}
@@ -521,6 +528,19 @@ impl {cls} {{
                     }}
                     Err(e) if e.kind() == ErrorKind::Timeout => Outcome::Value(Reply::Bool(false)),
 """
+            elif answer == "permits":
+                arms = f"""                    Ok(p) => Outcome::Taken(
+                        Reply::Bool(true),
+                        Box::new(move || {{
+                            Box::pin(async move {{
+                                let _ = p.{op['undo']}(&inner).await;
+                            }})
+                        }}),
+                    ),
+                    Err(e) if e.kind() == ErrorKind::Timeout => Outcome::Value(Reply::Bool(false)),
+"""
+            elif answer == "none":
+                arms = "                    Ok(()) => Outcome::Value(Reply::Bool(true)),\n"
             elif op.get("undo"):
                 arms = f"""                    Ok(Some(_)) => Outcome::Taken(
                         Reply::Bool(true),
@@ -579,10 +599,16 @@ def node_file(t: dict) -> str:
     counts = any(a["kind"] in ("count", "term") for op in ops for a in op.get("args", []))
     core_uses = [t["core"]] + (["Wait"] if uses_wait(t) else []) + (
         ["count_from_f64"] if counts else []
-    ) + (["ErrorKind"] if "permit" in answers else [])
+    ) + (["ErrorKind"] if answers & {"permit", "permits"} else []) + (
+        ["Permits"] if "permits" in answers else []
+    )
     outcome_uses = sorted(
         {"failed"}
-        | ({"outcome"} if answers & {"bool", "leadership", "change", "texts", "permit"} else set())
+        | (
+            {"outcome"}
+            if answers & {"bool", "leadership", "change", "texts", "permit", "permits"}
+            else set()
+        )
         | ({"outcome_text"} if "permit" in answers else set())
         | ({"done"} if "none" in answers else set())
         | ({"number"} if answers & {"count", "signed"} else set())
@@ -598,6 +624,8 @@ def node_file(t: dict) -> str:
         "//!",
     )
     s += "\n"
+    if "permits" in answers:
+        s += "use std::sync::{Arc, Mutex};\n\n"
     s += "use napi::bindgen_prelude::*;\nuse napi_derive::napi;\n"
     s += f"use polylock::{{{', '.join(sorted(core_uses))}}};\n\n"
     s += "use crate::boundary::entry;\n"
@@ -629,6 +657,7 @@ impl {cls} {{
         ty, value = {
             "text": ("String", f"self.inner.{loc['name']}().to_string()"),
             "term?": ("Option<f64>", f"self.inner.{loc['name']}().map(|t| t as f64)"),
+            "bool": ("bool", f"self.inner.{loc['name']}()"),
         }[loc["answer"]]
         s += "\n" + doc_lines(loc["doc"] + " Local: no round trip.", "    ")
         s += f"    #[napi(getter)]\n    pub fn {loc['name']}(&self) -> Result<{ty}> {{\n"
@@ -670,10 +699,21 @@ impl {cls} {{
         s += "\n" + doc_lines(op["doc"], "    ")
         s += "    #[napi]\n"
         if op.get("waits"):
-            s += f"    pub fn {op['name']}<'e>(\n        &self,\n        env: &'e Env{params},\n        token: Option<&CancelToken>,\n    ) -> Result<Object<'e>> {{\n"
+            slot = "        slot: Option<&PermitsSlot>,\n" if answer == "permits" else ""
+            s += f"    pub fn {op['name']}<'e>(\n        &self,\n        env: &'e Env{params},\n        token: Option<&CancelToken>,\n{slot}    ) -> Result<Object<'e>> {{\n"
             s += "        entry(|| {\n" + parse
             s += "            let (inner, token) = (self.inner.clone(), CancelToken::state_of(token));\n"
-            if answer == "permit":
+            if slot:
+                s += "            let slot = slot.map(|slot| slot.inner.clone());\n"
+            if answer == "permits":
+                aborted_arms = (
+                    "                    Ran::Aborted => aborted(),\n"
+                    "                    Ran::AbortedAfter(p) => {\n"
+                    f"                        let _ = p.{op['undo']}(&inner).await;\n"
+                    "                        aborted()\n"
+                    "                    }\n"
+                )
+            elif answer == "permit":
                 aborted_arms = (
                     "                    Ran::Aborted => aborted(),\n"
                     "                    Ran::AbortedAfter(p) => {\n"
@@ -693,6 +733,14 @@ impl {cls} {{
                 aborted_arms = "                    Ran::Aborted | Ran::AbortedAfter(_) => aborted(),\n"
             done_arms = {
                 "bool": "                    Ran::Done(Ok(v)) => outcome(v, None),\n",
+                "permits": "                    Ran::Done(Ok(p)) => {\n"
+                "                        if let Some(slot) = slot {\n"
+                "                            *slot.lock().unwrap_or_else(|e| e.into_inner()) = Some(p);\n"
+                "                        }\n"
+                "                        outcome(true, None)\n"
+                "                    }\n"
+                "                    Ran::Done(Err(e)) if e.kind() == ErrorKind::Timeout => "
+                "outcome(false, None),\n",
                 "permit": "                    Ran::Done(Ok(p)) => outcome_text(p.id),\n"
                 "                    Ran::Done(Err(e)) if e.kind() == ErrorKind::Timeout => "
                 "outcome(false, None),\n",
@@ -731,7 +779,68 @@ impl {cls} {{
                 settle = f"match {call}.await {{ Ok(v) => outcome(v, None), Err(e) => failed(&e) }}"
             s += f"            promise(env, async move {{ {settle} }})\n        }})\n    }}\n"
     s += "}\n"
+    if "permits" in answers:
+        s += NODE_PERMITS_SLOT.replace("NATIVE", cls)
     return s
+
+
+# The permits of one acquire, for an operation that answers `permits`.
+NODE_PERMITS_SLOT = """
+/// The permits of one acquire (filled by `NATIVE::acquire`), given back exactly: on ZooKeeper and
+/// etcd the leases that acquire took, not any of this client's.
+#[napi]
+pub struct PermitsSlot {
+    inner: Arc<Mutex<Option<Permits>>>,
+}
+
+#[napi]
+impl PermitsSlot {
+    /// An empty slot.
+    #[napi(constructor)]
+    pub fn new() -> Result<Self> {
+        entry(|| {
+            Ok(PermitsSlot {
+                inner: Arc::default(),
+            })
+        })
+    }
+
+    /// Give the permits back to `semaphore` (once: `NOT_OWNER` after that, or before any were
+    /// put here).
+    #[napi]
+    pub fn release<'e>(&self, env: &'e Env, semaphore: &NATIVE) -> Result<Object<'e>> {
+        entry(|| {
+            let taken = self.inner.lock().unwrap_or_else(|e| e.into_inner()).take();
+            let s = semaphore.inner.clone();
+            promise(env, async move {
+                match taken {
+                    Some(p) => done(p.release(&s).await),
+                    None => failed(&polylock::Error::new(
+                        ErrorKind::NotOwner,
+                        format!(
+                            "these permits of semaphore '{}' were given back already",
+                            s.name()
+                        ),
+                    )),
+                }
+            })
+        })
+    }
+
+    /// True once a lease of these permits was lost (ZooKeeper, etcd; never on Redis).
+    #[napi(getter)]
+    pub fn is_lost(&self) -> Result<bool> {
+        entry(|| {
+            Ok(self
+                .inner
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .as_ref()
+                .is_some_and(|p| p.is_lost()))
+        })
+    }
+}
+"""
 
 
 # ---- Java -------------------------------------------------------------------------------------
@@ -739,6 +848,7 @@ impl {cls} {{
 J_ANSWERS = {"none": ("()", "()", "void"), "bool": ("jboolean", "JNI_FALSE", "boolean"),
              "count": ("jlong", "0", "long"), "signed": ("jlong", "0", "long"),
              "permit?": ("jstring", "std::ptr::null_mut()", "String"),
+             "permits?": ("jlong", "0", "long"),
              "leader?": ("jobjectArray", "std::ptr::null_mut()", "String[]"),
              "texts": ("jobjectArray", "std::ptr::null_mut()", "String[]")}
 
@@ -759,14 +869,15 @@ def java_file(t: dict) -> str:
     ops, locs = ops_for(t, "java"), locals_for(t, "java")
     waits = any(op.get("waits") for op in ops)
     answers = {op["answer"] for op in ops if not op.get("waits")}
+    leases = any(op["answer"] in ("permits", "permits?") for op in ops)
     arrays = bool(answers & {"leader?", "texts"})
     core_uses = [core] + (["Wait"] if uses_wait(t) else []) + (
         ["count_from_i64"] if uses_count(t) else []
-    )
-    sys_uses = ["jlong"] + (["jboolean", "JNI_FALSE"] if "bool" in answers else []) + (
+    ) + (["Permits"] if leases else [])
+    sys_uses = ["jlong"] + (["jboolean", "JNI_FALSE"] if "bool" in answers or leases else []) + (
         ["jobjectArray"] if arrays else []
     ) + (["jstring"] if "permit?" in answers else [])
-    convert_uses = ["block", "string"] + (["jbool"] if "bool" in answers else []) + (
+    convert_uses = ["block", "string"] + (["jbool"] if "bool" in answers or leases else []) + (
         ["string_array"] if arrays else []
     ) + (["java_string"] if "permit?" in answers else [])
     objects = ["JClass", "JString"] + (["JObject"] if waits else [])
@@ -828,10 +939,24 @@ pub extern "system" fn Java_io_polylock_Native_{jname}Free<'l>(
     }})
 }}
 """
+    if leases:
+        s += JAVA_LEASES.replace("CORE", core)
     for loc in locs:
-        if loc["answer"] != "term?":
+        if loc["answer"] not in ("term?", "permits"):
             sys.exit(f"{t['table']}: {loc['name']}: Java has no local {loc['answer']} (yet)")
         java_name = f"{jname}{camel(loc['name'], True)}"
+        if loc["answer"] == "permits":
+            s += "\n" + doc_lines(loc["doc"] + " Local: no round trip.", "")
+            s += f"""#[no_mangle]
+pub extern "system" fn Java_io_polylock_Native_{java_name}<'l>(
+    mut env: JNIEnv<'l>,
+    _: JClass<'l>,
+    {name}: jlong,
+) -> jlong {{
+    entry(&mut env, 0, |_| Ok(jlong::from(handle({name})?.{loc['name']}())))
+}}
+"""
+            continue
         s += "\n" + doc_lines(loc["doc"] + " -1 for none. Local: no round trip.", "")
         s += f"""#[no_mangle]
 pub extern "system" fn Java_io_polylock_Native_{java_name}<'l>(
@@ -893,6 +1018,10 @@ pub extern "system" fn Java_io_polylock_Native_{java_name}<'l>(
                     f"                let _ = inner.{op['undo']}(&id).await;\n"
                     "            }))"
                 )
+            elif answer == "permits":
+                done_doc = "with 1, or a lease handle when `lease` (TIMEOUT when the wait ran out)"
+                params += "    lease: jboolean,\n"
+                won = f"let p = {call}.await?;\n            Ok(taken(inner, p, lease != JNI_FALSE))"
             else:
                 sys.exit(f"{t['table']}: {op['name']}: Java waits answer bool, leadership or permit")
             s += doc_lines(f"Started: completes `future` {done_doc}; returns the cancel handle.", "")
@@ -912,6 +1041,9 @@ pub extern "system" fn Java_io_polylock_Native_{java_name}Async<'l>(
         else:
             ty, default, _ = J_ANSWERS[answer]
             ret = "" if answer == "none" else f" -> {ty}"
+            if answer == "permits?":
+                params += "    lease: jboolean,\n"
+                parse += "        let giver = handle(" + name + ")?.clone();\n"
             conv = {
                 "none": f"block(async move {{ {call}.await }})",
                 "bool": f"Ok(jbool(block(async move {{ {call}.await }})?))",
@@ -920,6 +1052,10 @@ pub extern "system" fn Java_io_polylock_Native_{java_name}Async<'l>(
                 "permit?": f"match block(async move {{ {call}.await }})? {{\n"
                 "            Some(p) => java_string(env, &p.id),\n"
                 "            None => Ok(std::ptr::null_mut()),\n        }",
+                "permits?": f"match block(async move {{ {call}.await }})? {{\n"
+                "            None => Ok(0),\n"
+                "            Some(p) if lease != JNI_FALSE => Ok(LeaseHandle::into_raw(giver, p)),\n"
+                "            Some(_) => Ok(1),\n        }",
                 "leader?": f"match block(async move {{ {call}.await }})? {{\n"
                 "            Some(l) => string_array(env, &[l.identity, l.term.to_string()]),\n"
                 "            None => Ok(std::ptr::null_mut()),\n        }",
@@ -942,6 +1078,88 @@ pub extern "system" fn Java_io_polylock_Native_{java_name}<'l>(
     return s
 
 
+# A `Lease`'s native side, for a table whose operations answer `permits`: the permits of one
+# acquire, given back exactly (ZooKeeper, etcd: those leases, not any of this client's).
+JAVA_LEASES = """
+/// The permits of one acquire, behind a Java `Lease` (a `Box<LeaseHandle>` as a `long`).
+struct LeaseHandle {
+    semaphore: CORE,
+    permits: Permits,
+}
+
+impl LeaseHandle {
+    fn into_raw(semaphore: CORE, permits: Permits) -> jlong {
+        Box::into_raw(Box::new(LeaseHandle { semaphore, permits })) as jlong
+    }
+
+    /// Take back a handle from `into_raw`.
+    ///
+    /// # Safety
+    /// `lease` came from `into_raw` and is taken back once.
+    unsafe fn from_raw(lease: jlong) -> Box<LeaseHandle> {
+        // SAFETY: see above.
+        unsafe { Box::from_raw(lease as *mut LeaseHandle) }
+    }
+
+    async fn give_back(self) -> Result<()> {
+        self.permits.release(&self.semaphore).await
+    }
+}
+
+/// What Java gets for permits taken: 1, or a lease handle when `lease` is true; given back if the
+/// call was cancelled meanwhile.
+fn taken(semaphore: CORE, p: Permits, lease: bool) -> Won {
+    if lease {
+        let handle = LeaseHandle::into_raw(semaphore, p);
+        // SAFETY: run only if Java never takes (or refuses) the handle, which it then forgets.
+        Won::value(handle).give_back(async move {
+            let _ = unsafe { LeaseHandle::from_raw(handle) }.give_back().await;
+        })
+    } else {
+        Won::value(1).give_back(async move {
+            let _ = p.release(&semaphore).await;
+        })
+    }
+}
+
+/// Give back a lease's permits (exactly its own leases on ZooKeeper and etcd) and free its
+/// handle, which is freed however the release ends.
+#[no_mangle]
+pub extern "system" fn Java_io_polylock_Native_leaseReturn<'l>(
+    mut env: JNIEnv<'l>,
+    _: JClass<'l>,
+    lease: jlong,
+) {
+    entry(&mut env, (), |_| {
+        if lease == 0 {
+            return Ok(());
+        }
+        // SAFETY: a handle from a try or a wait that Java returns once (Lease.close is
+        // idempotent).
+        let handle = unsafe { LeaseHandle::from_raw(lease) };
+        block(async move { handle.give_back().await })
+    })
+}
+
+/// Whether a lease's permits were lost (ZooKeeper, etcd: its session ended). Local.
+#[no_mangle]
+pub extern "system" fn Java_io_polylock_Native_leaseIsLost<'l>(
+    mut env: JNIEnv<'l>,
+    _: JClass<'l>,
+    lease: jlong,
+) -> jboolean {
+    entry(&mut env, JNI_FALSE, |_| {
+        if lease == 0 {
+            return Ok(JNI_FALSE);
+        }
+        // SAFETY: a live handle (Java checks that the lease is not returned, under its lock).
+        let handle = unsafe { &*(lease as *const LeaseHandle) };
+        Ok(jbool(handle.permits.is_lost()))
+    })
+}
+"""
+
+
 def javadoc(text: str) -> str:
     """A Javadoc comment at the class body's indent, on one line when it fits in 100 columns."""
     one = f"    /** {text} */\n"
@@ -957,26 +1175,43 @@ def java_natives(t: dict) -> str:
     s += f"    static native long {jname}New(long client, String name{extra});\n\n"
     s += f"    static native void {jname}Free(long {jname});\n"
     for loc in locals_for(t, "java"):
-        s += "\n" + javadoc(loc["doc"] + " -1 for none; local.")
+        none = " -1 for none;" if loc["answer"] == "term?" else ""
+        s += "\n" + javadoc(loc["doc"] + f"{none} local.")
         s += f"    static native long {jname}{camel(loc['name'], True)}(long {jname});\n"
     for op in ops_for(t, "java"):
         args = "".join(
             f", {J_ARGS[a['kind']][1]} {camel(java_arg(a))}" for a in op.get("args", [])
         )
         java_name = f"{jname}{camel(op['name'], True)}"
+        if op["answer"] in ("permits", "permits?"):
+            args += ", boolean lease"
         if op.get("waits"):
             done = {
                 "bool": "with 1 (true) or 0 (false)",
                 "leadership": "with the term, or 0 when the wait ran out",
                 "permit": "with the permit's id as its text (TIMEOUT when the wait ran out)",
+                "permits": "with 1, or a lease handle when {@code lease} (TIMEOUT when the wait"
+                " ran out)",
             }[op["answer"]]
             s += "\n" + javadoc(
                 op["doc"] + f" Completes {{@code future}} {done}; returns the cancel handle."
             )
             s += f"    static native long {java_name}Async(long {jname}{args}, NativeFuture future);\n"
         else:
-            s += "\n" + javadoc(op["doc"])
+            doc = op["doc"] + (
+                " 0 if not taken, else 1, or a lease handle when {@code lease}."
+                if op["answer"] == "permits?"
+                else ""
+            )
+            s += "\n" + javadoc(doc)
             s += f"    static native {J_ANSWERS[op['answer']][2]} {java_name}(long {jname}{args});\n"
+    if any(op["answer"] == "permits" for op in ops_for(t, "java")):
+        s += "\n" + javadoc(
+            "Gives back a lease's own permits and frees the handle (always, however it ends)."
+        )
+        s += "    static native void leaseReturn(long lease);\n"
+        s += "\n" + javadoc("Whether a lease's permits were lost; local.")
+        s += "    static native boolean leaseIsLost(long lease);\n"
     return s
 
 

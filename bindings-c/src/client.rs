@@ -247,3 +247,40 @@ pub unsafe extern "C" fn polylock_client_free(client: *mut polylock_client) {
         POLYLOCK_OK
     });
 }
+
+/// Make a handle for `name` with `make` and store it in `*out`.
+///
+/// # Safety
+/// `client` is NULL or live; `name` NULL or NUL-terminated; `out` NULL or writable.
+pub(crate) unsafe fn new_handle<T>(
+    client: *mut polylock_client,
+    name: *const c_char,
+    out: *mut *mut T,
+    make: impl FnOnce(&polylock::Client, &str) -> polylock::Result<T>,
+) -> polylock_result {
+    boundary(|| {
+        if out.is_null() {
+            return null("out");
+        }
+        // SAFETY: `out` is writable (caller contract).
+        unsafe { *out = std::ptr::null_mut() };
+        // SAFETY: caller contract.
+        let c = match unsafe { client_ref(client) } {
+            Ok(c) => c,
+            Err(r) => return r,
+        };
+        // SAFETY: caller contract.
+        let n = match unsafe { text(name, "name") } {
+            Ok(n) => n,
+            Err(r) => return r,
+        };
+        match make(c, n) {
+            Ok(h) => {
+                // SAFETY: checked above.
+                unsafe { *out = Box::into_raw(Box::new(h)) };
+                POLYLOCK_OK
+            }
+            Err(e) => fail(&e),
+        }
+    })
+}

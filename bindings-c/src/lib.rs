@@ -22,14 +22,13 @@ mod gen;
 mod lock;
 mod observe;
 mod result;
-mod semaphore;
 
 pub use bench::*;
 pub use client::*;
 pub use gen::election::*;
 pub use gen::latch::*;
 pub use gen::permit_semaphore::*;
+pub use gen::semaphore::*;
 pub use lock::*;
 pub use observe::*;
 pub use result::*;
-pub use semaphore::*;

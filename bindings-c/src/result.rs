@@ -55,6 +55,9 @@ pub const POLYLOCK_UPGRADE_NOT_SUPPORTED: polylock_result = 14;
 pub const POLYLOCK_NOT_REPLICATED: polylock_result = 15;
 // END generated (errors)
 
+/// Room for a permit id: 32 hexadecimal characters and the NUL.
+pub const POLYLOCK_PERMIT_ID_LEN: usize = 33;
+
 thread_local! {
     static LAST_ERROR: RefCell<String> = const { RefCell::new(String::new()) };
 }

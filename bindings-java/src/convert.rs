@@ -56,16 +56,6 @@ pub(crate) fn kind_word(number: jint) -> Option<&'static str> {
         .map(|(_, k)| k.word())
 }
 
-/// A number of permits (at least 1; core refuses 0 with its own message).
-pub(crate) fn permits(v: jint) -> Result<u32> {
-    u32::try_from(v).map_err(|_| {
-        Error::new(
-            ErrorKind::InvalidArgument,
-            format!("permits must be at least 1, got {v}"),
-        )
-    })
-}
-
 /// A new Java string of `s`, handed back to Java.
 pub(crate) fn java_string(env: &mut JNIEnv, s: &str) -> Result<jstring> {
     env.new_string(s).map(|s| s.into_raw()).map_err(jni_error)

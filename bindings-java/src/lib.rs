@@ -19,9 +19,8 @@
 //! - `client`: connecting, closing and freeing a client, its queries, its lost-hold stream;
 //! - `lock`: the calls on one lock of any kind (a lock, a mutex, either half of a read-write
 //!   lock);
-//! - `semaphore`: the calls on a semaphore (counting, or of expiring permits) and its leases;
 //! - `gen`: the calls generated from the tables of `core/api/` (`python3 scripts/gen-bindings.py`):
-//!   the count-down latch;
+//!   the count-down latch, the election and both semaphores (with a counting semaphore's leases);
 //! - `metrics`: the process's metrics snapshot for `MetricFamily` and the Micrometer binder, and
 //!   the Prometheus text of the process or of one client;
 //! - `log`: the core's log events handed to SLF4J through `Logs.log`;
@@ -38,5 +37,4 @@ mod jvm;
 mod lock;
 mod log;
 mod metrics;
-mod semaphore;
 mod wait;

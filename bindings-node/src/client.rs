@@ -14,9 +14,9 @@ use crate::driver::promise;
 use crate::gen::election::NativeElection;
 use crate::gen::latch::NativeLatch;
 use crate::gen::permit_semaphore::NativePermitSemaphore;
+use crate::gen::semaphore::NativeSemaphore;
 use crate::lock::NativeLock;
 use crate::outcome::{failed, outcome, sync_err};
-use crate::semaphore::NativeSemaphore;
 
 /// The connect options that are not durations (index.js checked their types).
 #[napi(object)]

@@ -18,7 +18,6 @@ pub mod gen;
 pub mod lock;
 pub mod observe;
 pub mod outcome;
-pub mod semaphore;
 mod uv;
 
 use napi::bindgen_prelude::*;

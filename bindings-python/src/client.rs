@@ -9,8 +9,8 @@ use crate::errors::err;
 use crate::gen::election::NativeElection;
 use crate::gen::latch::NativeLatch;
 use crate::gen::permit_semaphore::NativePermitSemaphore;
+use crate::gen::semaphore::NativeSemaphore;
 use crate::lock::NativeLock;
-use crate::semaphore::NativeSemaphore;
 
 /// The options of a connect, a tuple (checked here): durations in seconds (the watchdog timeout,
 /// connect timeout, command timeout, session timeout and fair wait timeout), then the lock-name

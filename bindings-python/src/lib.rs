@@ -14,7 +14,6 @@ mod gen;
 mod lock;
 mod log;
 mod metrics;
-mod semaphore;
 
 use pyo3::prelude::*;
 
@@ -56,7 +55,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<call::NativeCall>()?;
     m.add_class::<aio_driver::LoopDriver>()?;
     m.add_class::<aio_driver::Awaited>()?;
-    m.add_class::<semaphore::NativeSemaphore>()?;
+    m.add_class::<gen::semaphore::NativeSemaphore>()?;
     m.add_class::<gen::permit_semaphore::NativePermitSemaphore>()?;
     m.add_class::<gen::latch::NativeLatch>()?;
     m.add_class::<gen::election::NativeElection>()?;

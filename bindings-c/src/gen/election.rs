@@ -7,12 +7,11 @@ use std::ffi::c_char;
 
 use polylock::{Election, Wait};
 
-use crate::client::polylock_client;
+use crate::client::{new_handle, polylock_client};
 use crate::result::{
     boundary, null, on, polylock_result, put, put_leader, put_texts, term_or_timeout, text,
     POLYLOCK_OK,
 };
-use crate::semaphore::new_handle;
 
 /// A candidate in a leader election (Curator's LeaderLatch on ZooKeeper, etcd's
 /// concurrency.Election, a Redisson lock plus a leader record on Redis). Opaque and thread-safe; it

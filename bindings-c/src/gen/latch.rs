@@ -7,9 +7,8 @@ use std::ffi::c_char;
 
 use polylock::{CountDownLatch, Wait};
 
-use crate::client::polylock_client;
+use crate::client::{new_handle, polylock_client};
 use crate::result::{boundary, on, polylock_result, POLYLOCK_OK, POLYLOCK_TIMEOUT};
-use crate::semaphore::new_handle;
 
 /// A count-down latch (Redisson's RCountDownLatch on Redis, a Curator SharedCount on ZooKeeper).
 /// Opaque and thread-safe; it keeps its client alive.

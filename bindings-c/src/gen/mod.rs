@@ -3,3 +3,4 @@
 pub(crate) mod election;
 pub(crate) mod latch;
 pub(crate) mod permit_semaphore;
+pub(crate) mod semaphore;

@@ -7,12 +7,11 @@ use std::ffi::c_char;
 
 use polylock::{PermitExpirableSemaphore, Wait};
 
-use crate::client::polylock_client;
+use crate::client::{new_handle, polylock_client};
 use crate::result::{
     boundary, null, on, polylock_result, set_last_error, text, POLYLOCK_INVALID_ARGUMENT,
-    POLYLOCK_OK,
+    POLYLOCK_OK, POLYLOCK_PERMIT_ID_LEN,
 };
-use crate::semaphore::{new_handle, POLYLOCK_PERMIT_ID_LEN};
 
 /// A semaphore of expiring permits (Redisson's RPermitExpirableSemaphore; Redis only). Opaque and
 /// thread-safe; it keeps its client alive.

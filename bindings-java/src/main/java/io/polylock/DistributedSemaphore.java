@@ -41,8 +41,8 @@ import java.util.concurrent.TimeUnit;
  * with an {@link IllegalArgumentException}, as negative numbers are. Errors of the server are
  * {@link PolylockException}s.
  *
- * <p>This object holds no native memory (a {@link Lease} does, until it is returned); creating
- * one per request is cheap, and {@link #close()} only stops this handle and its listeners.
+ * <p>This object holds the native semaphore, freed by {@link #close()} or once it is unreachable
+ * (a {@link Lease} holds a little native memory too, until it is returned).
  */
 public final class DistributedSemaphore implements AutoCloseable {
     /** Hears that permits this client held were lost (ZooKeeper: its session ended, or the client closed). */
@@ -52,13 +52,20 @@ public final class DistributedSemaphore implements AutoCloseable {
     }
 
     private final PolylockClient client;
+    /** The native semaphore (the core's, made once). */
+    private final NativeHandle handle;
     private final String name;
     private final CopyOnWriteArrayList<Listener> listeners = new CopyOnWriteArrayList<>();
     private final LostRoute route;
     private volatile boolean closed;
 
-    DistributedSemaphore(PolylockClient client, String name) {
+    /**
+     * Over the native semaphore {@code nativeSemaphore} ({@link Native#semaphoreNew}), which it
+     * owns from here on.
+     */
+    DistributedSemaphore(PolylockClient client, String name, long nativeSemaphore) {
         this.client = client;
+        this.handle = NativeHandle.own(nativeSemaphore, this, Native::semaphoreFree, "semaphore");
         this.name = name;
         this.route = new LostRoute(name, Native.KIND_PERMIT, this::fireLost);
     }
@@ -79,9 +86,9 @@ public final class DistributedSemaphore implements AutoCloseable {
     public boolean trySetPermits(int permits) {
         long h = enter();
         try {
-            return Native.semaphoreTrySetPermits(h, name, permits);
+            return Native.semaphoreTrySetPermits(h, permits);
         } finally {
-            client.exit();
+            exit();
         }
     }
 
@@ -89,9 +96,9 @@ public final class DistributedSemaphore implements AutoCloseable {
     public void addPermits(int permits) {
         long h = enter();
         try {
-            Native.semaphoreAddPermits(h, name, permits);
+            Native.semaphoreAddPermits(h, permits);
         } finally {
-            client.exit();
+            exit();
         }
     }
 
@@ -99,9 +106,9 @@ public final class DistributedSemaphore implements AutoCloseable {
     public int availablePermits() {
         long h = enter();
         try {
-            return clamp(Native.semaphoreAvailable(h, name));
+            return clamp(Native.semaphoreAvailablePermits(h));
         } finally {
-            client.exit();
+            exit();
         }
     }
 
@@ -112,9 +119,9 @@ public final class DistributedSemaphore implements AutoCloseable {
     public int drainPermits() {
         long h = enter();
         try {
-            return clamp(Native.semaphoreDrain(h, name));
+            return clamp(Native.semaphoreDrainPermits(h));
         } finally {
-            client.exit();
+            exit();
         }
     }
 
@@ -125,9 +132,9 @@ public final class DistributedSemaphore implements AutoCloseable {
     public int heldPermits() {
         long h = enter();
         try {
-            return Native.semaphoreHeld(h, name);
+            return clamp(Native.semaphoreHeldPermits(h));
         } finally {
-            client.exit();
+            exit();
         }
     }
 
@@ -200,9 +207,9 @@ public final class DistributedSemaphore implements AutoCloseable {
     public void release(int permits) {
         long h = enter();
         try {
-            Native.semaphoreRelease(h, name, permits);
+            Native.semaphoreRelease(h, permits);
         } finally {
-            client.exit();
+            exit();
         }
     }
 
@@ -342,14 +349,15 @@ public final class DistributedSemaphore implements AutoCloseable {
     }
 
     /**
-     * Stop using this handle: later calls throw {@code INVALID_STATE} and its listeners are
-     * removed. Permits and leases stay taken. Idempotent.
+     * Stop using this handle: later calls throw {@code INVALID_STATE}, its listeners are removed
+     * and its native semaphore is freed. Permits and leases stay taken. Idempotent.
      */
     @Override
     public void close() {
         closed = true;
         listeners.clear();
         client.removeListening(route);
+        handle.close();
     }
 
     @Override
@@ -379,9 +387,17 @@ public final class DistributedSemaphore implements AutoCloseable {
         }
     }
 
+    /**
+     * Count a call in flight on the native semaphore and on the client (whose close waits for it);
+     * the semaphore handle it uses.
+     */
     private long enter() {
         checkOpen();
-        return client.enter();
+        return handle.enter(client);
+    }
+
+    private void exit() {
+        handle.exit(client);
     }
 
     /**
@@ -399,7 +415,7 @@ public final class DistributedSemaphore implements AutoCloseable {
             // One try first, except on ZooKeeper, where a try queues on the semaphore's internal
             // mutex like a wait does: a try and then a wait would queue twice.
             if (waitMs == 0 || !client.queuesWaiters()) {
-                long got = Native.semaphoreTryAcquire(h, name, permits, lease);
+                long got = Native.semaphoreTryAcquire(h, permits, lease);
                 if (got != 0 || waitMs == 0) {
                     return got;
                 }
@@ -412,11 +428,11 @@ public final class DistributedSemaphore implements AutoCloseable {
                 }
             }
             NativeFuture future = new NativeFuture();
-            long cancel = Native.semaphoreAcquireAsync(h, name, permits, remaining, lease, future);
+            long cancel = Native.semaphoreAcquireAsync(h, permits, remaining, lease, future);
             NativeFuture done = Waits.await(future, cancel, interruptible);
             return done.succeeded() ? done.value() : 0;
         } finally {
-            client.exit();
+            exit();
         }
     }
 

@@ -251,31 +251,57 @@ final class Native {
 
     // ---- counting semaphores ----
 
-    static native void validateSemaphore(long client, String name);
+    // BEGIN generated from core/api/semaphore.toml by `python3 scripts/gen-bindings.py`: do not edit
+    // A counting semaphore (Redisson's RSemaphore on Redis, Curator's InterProcessSemaphoreV2 on
+    // ZooKeeper, a lease per permit on etcd). On Redis permits belong to nobody: anyone may release
+    // them, and a crashed holder's permits are not given back (the semaphore of expiring permits
+    // gives them back). On ZooKeeper and etcd they are leases of this client, freed when its
+    // session ends. A native handle: semaphoreNew .. semaphoreFree.
+    static native long semaphoreNew(long client, String name);
 
-    static native boolean semaphoreTrySetPermits(long client, String name, int permits);
+    static native void semaphoreFree(long semaphore);
 
-    static native void semaphoreAddPermits(long client, String name, int delta);
+    /** How many permits this client holds (its leases on ZooKeeper and etcd; 0 on Redis). local. */
+    static native long semaphoreHeldPermits(long semaphore);
 
-    static native long semaphoreAvailable(long client, String name);
+    /** Set the number of permits if nobody set it yet; true if this call set it. */
+    static native boolean semaphoreTrySetPermits(long semaphore, long permits);
 
-    /** One try: 0 if not taken, else 1, or a lease handle when {@code lease}. */
-    static native long semaphoreTryAcquire(long client, String name, int permits, boolean lease);
+    /** Add permits, or take free ones away with a negative `delta`. */
+    static native void semaphoreAddPermits(long semaphore, long delta);
 
-    /** Completes {@code future} with 1, or a lease handle when {@code lease}. */
-    static native long semaphoreAcquireAsync(long client, String name, int permits, long waitMs, boolean lease,
-            NativeFuture future);
+    /**
+     * Take `permits` permits (at least 1) at once, waiting up to the wait; nothing is taken when it
+     * runs out. On ZooKeeper and etcd they are leases of this client. Completes {@code future} with
+     * 1, or a lease handle when {@code lease} (TIMEOUT when the wait ran out); returns the cancel
+     * handle.
+     */
+    static native long semaphoreAcquireAsync(long semaphore, long permits, long waitMs, boolean lease, NativeFuture future);
 
-    static native void semaphoreRelease(long client, String name, int permits);
+    /**
+     * One try for `permits` permits (all or none). 0 if not taken, else 1, or a lease handle when
+     * {@code lease}.
+     */
+    static native long semaphoreTryAcquire(long semaphore, long permits, boolean lease);
 
-    static native long semaphoreDrain(long client, String name);
+    /**
+     * Give back `permits` permits (at least 1). Redis: anyone may. ZooKeeper and etcd: that many of
+     * this client's leases, NOT_OWNER if it holds fewer.
+     */
+    static native void semaphoreRelease(long semaphore, long permits);
 
-    static native int semaphoreHeld(long client, String name);
+    /** The permits free now. */
+    static native long semaphoreAvailablePermits(long semaphore);
+
+    /** Take every permit free now; how many (on ZooKeeper and etcd, leases of this client). */
+    static native long semaphoreDrainPermits(long semaphore);
 
     /** Gives back a lease's own permits and frees the handle (always, however it ends). */
     static native void leaseReturn(long lease);
 
+    /** Whether a lease's permits were lost; local. */
     static native boolean leaseIsLost(long lease);
+    // END generated (semaphore)
 
     // ---- semaphores of expiring permits ----
     // BEGIN generated from core/api/permit_semaphore.toml by `python3 scripts/gen-bindings.py`: do not edit

@@ -171,8 +171,13 @@ public final class PolylockClient implements AutoCloseable {
      *     ZooKeeper path
      */
     public DistributedSemaphore getSemaphore(String name) {
-        validateSemaphore(name);
-        return new DistributedSemaphore(this, name);
+        Objects.requireNonNull(name, "name");
+        long h = enter();
+        try {
+            return new DistributedSemaphore(this, name, Native.semaphoreNew(h, name));
+        } finally {
+            exit();
+        }
     }
 
     /**
@@ -224,16 +229,6 @@ public final class PolylockClient implements AutoCloseable {
         long h = enter();
         try {
             return new DistributedCountDownLatch(name, Native.latchNew(h, name));
-        } finally {
-            exit();
-        }
-    }
-
-    private void validateSemaphore(String name) {
-        Objects.requireNonNull(name, "name");
-        long h = enter();
-        try {
-            Native.validateSemaphore(h, name);
         } finally {
             exit();
         }

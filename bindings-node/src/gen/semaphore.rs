@@ -1,31 +1,28 @@
-//! `NativeSemaphore` (RSemaphore / InterProcessSemaphoreV2): every call settles a Promise from
-//! polylock's runtime; waiting calls take a `CancelToken` (for `AbortSignal`). `PermitsSlot` keeps
-//! the permits of one acquire, so that their hold gives back exactly those (ZooKeeper: those
-//! leases). (`NativePermitSemaphore` is generated from core/api/permit_semaphore.toml.)
+// Generated from core/api/semaphore.toml by `python3 scripts/gen-bindings.py`: do not edit; change the
+// table or the generator and run it again (CI fails on a difference).
+//! `NativeSemaphore`: A counting semaphore (Redisson's RSemaphore on Redis, Curator's
+//! InterProcessSemaphoreV2 on ZooKeeper, a lease per permit on etcd). On Redis permits belong to
+//! nobody: anyone may release them, and a crashed holder's permits are not given back (the
+//! semaphore of expiring permits gives them back). On ZooKeeper and etcd they are leases of this
+//! client, freed when its session ends. Every call settles a Promise from polylock's runtime;
+//! waiting calls take a `CancelToken` (for `AbortSignal`).
 
 use std::sync::{Arc, Mutex};
 
 use napi::bindgen_prelude::*;
 use napi_derive::napi;
-use polylock::{ErrorKind, Permits, Semaphore};
+use polylock::{ErrorKind, Permits, Semaphore, Wait};
 
 use crate::boundary::entry;
 use crate::cancel::{aborted, CancelToken, Ran};
-use crate::convert::wait_arg;
 use crate::driver::promise;
 use crate::outcome::{done, failed, number, outcome, sync_err};
 
-fn count(v: f64, what: &str) -> Result<u32> {
-    if !(v.is_finite() && v >= 1.0 && v.fract() == 0.0 && v <= u32::MAX as f64) {
-        return Err(sync_err(polylock::Error::new(
-            ErrorKind::InvalidArgument,
-            format!("{what} must be a whole number of at least 1, got {v}"),
-        )));
-    }
-    Ok(v as u32)
-}
-
-/// A semaphore (see `index.js`).
+/// A counting semaphore (Redisson's RSemaphore on Redis, Curator's InterProcessSemaphoreV2 on
+/// ZooKeeper, a lease per permit on etcd). On Redis permits belong to nobody: anyone may release
+/// them, and a crashed holder's permits are not given back (the semaphore of expiring permits gives
+/// them back). On ZooKeeper and etcd they are leases of this client, freed when its session ends.
+/// The JS class over it is in `index.js`.
 #[napi]
 pub struct NativeSemaphore {
     inner: Semaphore,
@@ -39,26 +36,28 @@ impl NativeSemaphore {
 
 #[napi]
 impl NativeSemaphore {
-    /// The semaphore's name.
+    /// The name.
     #[napi(getter)]
     pub fn name(&self) -> Result<String> {
         entry(|| Ok(self.inner.name().to_string()))
     }
 
-    /// True when permits taken are leases of this client (ZooKeeper).
+    /// True when the permits taken are leases of this client (ZooKeeper, etcd), false when they
+    /// belong to nobody (Redis). Local: no round trip.
     #[napi(getter)]
     pub fn holds_permits(&self) -> Result<bool> {
         entry(|| Ok(self.inner.holds_permits()))
     }
 
-    /// Set the number of permits if nobody set it yet: `value` says whether this call did.
+    /// Set the number of permits if nobody set it yet; true if this call set it.
     #[napi]
-    pub fn try_set_permits<'e>(&self, env: &'e Env, permits: u32) -> Result<Object<'e>> {
+    pub fn try_set_permits<'e>(&self, env: &'e Env, permits: f64) -> Result<Object<'e>> {
         entry(|| {
-            let s = self.inner.clone();
+            let permits = polylock::args::permits_from_f64(permits, "permits").map_err(sync_err)?;
+            let inner = self.inner.clone();
             promise(env, async move {
-                match s.try_set_permits(permits).await {
-                    Ok(set) => outcome(set, None),
+                match inner.try_set_permits(permits).await {
+                    Ok(v) => outcome(v, None),
                     Err(e) => failed(&e),
                 }
             })
@@ -69,13 +68,13 @@ impl NativeSemaphore {
     #[napi]
     pub fn add_permits<'e>(&self, env: &'e Env, delta: i64) -> Result<Object<'e>> {
         entry(|| {
-            let s = self.inner.clone();
-            promise(env, async move { done(s.add_permits(delta).await) })
+            let inner = self.inner.clone();
+            promise(env, async move { done(inner.add_permits(delta).await) })
         })
     }
 
-    /// Take `permits` permits: `value` true when taken (and put in `slot`), false when
-    /// `waitMs` ran out.
+    /// Take `permits` permits (at least 1) at once, waiting up to the wait; nothing is taken when
+    /// it runs out. On ZooKeeper and etcd they are leases of this client.
     #[napi]
     pub fn acquire<'e>(
         &self,
@@ -86,14 +85,15 @@ impl NativeSemaphore {
         slot: Option<&PermitsSlot>,
     ) -> Result<Object<'e>> {
         entry(|| {
-            let (permits, wait) = (count(permits, "permits")?, wait_arg(wait_ms)?);
-            let (s, token) = (self.inner.clone(), CancelToken::state_of(token));
+            let permits = polylock::args::permits_from_f64(permits, "permits").map_err(sync_err)?;
+            let wait = Wait::from_millis_f64(wait_ms, "waitMs").map_err(sync_err)?;
+            let (inner, token) = (self.inner.clone(), CancelToken::state_of(token));
             let slot = slot.map(|slot| slot.inner.clone());
             promise(env, async move {
-                match token.run(s.acquire(permits, wait)).await {
+                match token.run(inner.acquire(permits, wait)).await {
                     Ran::Aborted => aborted(),
                     Ran::AbortedAfter(p) => {
-                        let _ = p.release(&s).await;
+                        let _ = p.release(&inner).await;
                         aborted()
                     }
                     Ran::Done(Ok(p)) => {
@@ -109,40 +109,42 @@ impl NativeSemaphore {
         })
     }
 
-    /// Give back `permits` permits.
+    /// Give back `permits` permits (at least 1). Redis: anyone may. ZooKeeper and etcd: that many
+    /// of this client's leases, NOT_OWNER if it holds fewer.
     #[napi]
     pub fn release<'e>(&self, env: &'e Env, permits: f64) -> Result<Object<'e>> {
         entry(|| {
-            let (permits, s) = (count(permits, "permits")?, self.inner.clone());
-            promise(env, async move { done(s.release(permits).await) })
+            let permits = polylock::args::permits_from_f64(permits, "permits").map_err(sync_err)?;
+            let inner = self.inner.clone();
+            promise(env, async move { done(inner.release(permits).await) })
         })
     }
 
-    /// The permits free now (`number`).
+    /// The permits free now.
     #[napi]
     pub fn available_permits<'e>(&self, env: &'e Env) -> Result<Object<'e>> {
         entry(|| {
-            let s = self.inner.clone();
+            let inner = self.inner.clone();
             promise(env, async move {
-                number(s.available_permits().await.map(|n| n as f64))
+                number(inner.available_permits().await.map(|n| n as f64))
             })
         })
     }
 
-    /// Take every permit free now; how many (`number`).
+    /// Take every permit free now; how many (on ZooKeeper and etcd, leases of this client).
     #[napi]
     pub fn drain_permits<'e>(&self, env: &'e Env) -> Result<Object<'e>> {
         entry(|| {
-            let s = self.inner.clone();
+            let inner = self.inner.clone();
             promise(env, async move {
-                number(s.drain_permits().await.map(|n| n as f64))
+                number(inner.drain_permits().await.map(|n| n as f64))
             })
         })
     }
 }
 
-/// The permits of one acquire (filled by `NativeSemaphore::acquire`), given back exactly: on
-/// ZooKeeper the leases that acquire took, not any of this client's.
+/// The permits of one acquire (filled by `NativeSemaphore::acquire`), given back exactly: on ZooKeeper and
+/// etcd the leases that acquire took, not any of this client's.
 #[napi]
 pub struct PermitsSlot {
     inner: Arc<Mutex<Option<Permits>>>,
@@ -182,7 +184,7 @@ impl PermitsSlot {
         })
     }
 
-    /// True once a lease of these permits was lost (ZooKeeper; never on Redis).
+    /// True once a lease of these permits was lost (ZooKeeper, etcd; never on Redis).
     #[napi(getter)]
     pub fn is_lost(&self) -> Result<bool> {
         entry(|| {
