@@ -443,6 +443,56 @@ polylock_result polylock_latch_wait(polylock_latch *latch, int64_t wait_ms);
 polylock_result polylock_latch_delete(polylock_latch *latch, bool *out);
 
 /*
+ The fencing token of `owner`'s current hold, none if it holds nothing (or its hold was lost). 0
+ on an SQL client whose URL says `fencing=none`. The token goes to `*out`; `POLYLOCK_NOT_OWNER`
+ when there is none. Local: no round trip.
+ */
+polylock_result polylock_lock_fencing_token(polylock_lock *lock, uint64_t owner, uint64_t *out);
+
+/*
+ Why `owner`'s hold of the lock was lost, in `*out`: 0 while it is not lost (held, or not held at
+ all), else one of `POLYLOCK_LOST_*`. A lost hold stays lost until its owner releases it (which
+ returns `POLYLOCK_LOCK_LOST`). Callable from a lost callback. Local: no round trip.
+ */
+polylock_result polylock_lock_lost_reason(polylock_lock *lock, uint64_t owner, uint32_t *out);
+
+/*
+ Acquire (or re-enter) the lock for `owner`. `lease_ms`: `POLYLOCK_WATCHDOG` (-1: renewed while
+ the client lives) or a positive lease in ms after which the lock expires. `POLYLOCK_TIMEOUT`
+ when it was not acquired in time. `wait_ms`: -1 forever, 0 one try, a positive number of ms.
+ Blocks the calling thread.
+ */
+polylock_result polylock_lock_acquire(polylock_lock *lock, uint64_t owner, int64_t wait_ms, int64_t lease_ms);
+
+/*
+ Release one hold of `owner`: NOT_OWNER if it holds nothing, LOCK_LOST if its hold was lost
+ meanwhile (the hold is then forgotten).
+ */
+polylock_result polylock_lock_release(polylock_lock *lock, uint64_t owner);
+
+/*
+ How many times `owner` holds the lock (0 if not at all). The answer goes to `*out`.
+ */
+polylock_result polylock_lock_hold_count(polylock_lock *lock, uint64_t owner, uint32_t *out);
+
+/*
+ Whether anybody holds the lock (asks the server). The answer goes to `*out`.
+ */
+polylock_result polylock_lock_is_locked(polylock_lock *lock, bool *out);
+
+/*
+ Delete the lock whoever holds it and wake its waiters (Redisson's forceUnlock).
+ */
+polylock_result polylock_lock_force_unlock(polylock_lock *lock);
+
+/*
+ The remaining lease of whoever holds the lock: `POLYLOCK_LEASE_NOT_HELD` (-2) if nobody holds
+ it, `POLYLOCK_LEASE_NO_EXPIRY` (-1) if it is held with no expiry (ZooKeeper, SQL session locks),
+ else the milliseconds left (Redis's `PTTL`, Redisson's `remainTimeToLive`). It goes to `*out`.
+ */
+polylock_result polylock_lock_remaining_lease_ms(polylock_lock *lock, int64_t *out);
+
+/*
  A semaphore of expiring permits for `name` (Redis; `POLYLOCK_UNSUPPORTED` on ZooKeeper, etcd and
  SQL). Free it with `polylock_permit_semaphore_free`.
  */
@@ -592,58 +642,6 @@ void polylock_lock_free(polylock_lock *lock);
  thread of this process (unlike pthread ids). Any other `uint64_t` works as an owner too.
  */
 uint64_t polylock_owner_current_thread(void);
-
-/*
- Acquire (or re-enter) the lock for `owner`.
-
- `wait_ms`: `POLYLOCK_WAIT_FOREVER` (-1), `POLYLOCK_NO_WAIT` (0, one attempt), or a positive
- number of ms. `lease_ms`: `POLYLOCK_WATCHDOG` (-1) or a positive lease in ms after which the
- lock expires (no watchdog). Returns `POLYLOCK_TIMEOUT` when the lock was not acquired in time.
- Blocks the calling thread.
- */
-polylock_result polylock_lock_acquire(polylock_lock *lock, uint64_t owner, int64_t wait_ms, int64_t lease_ms);
-
-/*
- Release one hold of `owner`. `POLYLOCK_NOT_OWNER` if it holds nothing, `POLYLOCK_LOCK_LOST` if
- its hold was lost meanwhile (the hold is then forgotten).
- */
-polylock_result polylock_lock_release(polylock_lock *lock, uint64_t owner);
-
-/*
- How many times `owner` holds the lock (0 if not at all), in `*out`.
- */
-polylock_result polylock_lock_hold_count(polylock_lock *lock, uint64_t owner, uint32_t *out);
-
-/*
- Whether anybody holds the lock, in `*out` (asks the server).
- */
-polylock_result polylock_lock_is_locked(polylock_lock *lock, bool *out);
-
-/*
- The fencing token of `owner`'s current hold, in `*out`; `POLYLOCK_NOT_OWNER` if it holds
- nothing (or its hold was lost). No round trip. 0 on an SQL client whose URL says
- `fencing=none`.
- */
-polylock_result polylock_lock_fencing_token(polylock_lock *lock, uint64_t owner, uint64_t *out);
-
-/*
- Remaining lease of whoever holds the lock, in `*out`: `POLYLOCK_LEASE_NOT_HELD` (-2) if
- nobody holds it, `POLYLOCK_LEASE_NO_EXPIRY` (-1) if it is held with no expiry (ZooKeeper, SQL
- session locks), else the milliseconds left (Redis's `PTTL`, Redisson's `remainTimeToLive`).
- */
-polylock_result polylock_lock_remaining_lease_ms(polylock_lock *lock, int64_t *out);
-
-/*
- Why `owner`'s hold of the lock was lost, in `*out`: 0 while it is not lost (held, or not held
- at all), else one of `POLYLOCK_LOST_*`. A lost hold stays lost until its owner releases it
- (which returns `POLYLOCK_LOCK_LOST`). No round trip; callable from a lost callback.
- */
-polylock_result polylock_lock_lost_reason(polylock_lock *lock, uint64_t owner, uint32_t *out);
-
-/*
- Delete the lock whoever holds it and wake its waiters (Redisson's forceUnlock).
- */
-polylock_result polylock_lock_force_unlock(polylock_lock *lock);
 
 /*
  Register `cb` to be called when a hold of this lock (its name and kind) by an owner of its

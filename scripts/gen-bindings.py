@@ -38,13 +38,13 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 API = ROOT / "core" / "api"
 COMMAND = "python3 scripts/gen-bindings.py"
 
-ARG_KINDS = {"count", "wait", "term", "permits", "delta", "lease", "id"}
+ARG_KINDS = {"count", "wait", "term", "permits", "delta", "lease", "id", "owner", "change"}
 ANSWERS = {
     "none", "bool", "count", "signed", "leadership", "leader?", "texts", "change", "permit",
-    "permit?", "permits", "permits?",
+    "permit?", "permits", "permits?", "held", "released", "holds", "lease_left", "duration",
 }
-LOCAL_ANSWERS = {"text", "term?", "bool", "permits"}
-WAITING_ANSWERS = {"bool", "leadership", "change", "permit", "permits"}
+LOCAL_ANSWERS = {"text", "term?", "bool", "permits", "token?", "reason?"}
+WAITING_ANSWERS = {"bool", "leadership", "change", "permit", "permits", "held"}
 RUNTIMES = ("c", "python", "node", "java")
 
 
@@ -65,7 +65,7 @@ def load(path: pathlib.Path) -> dict:
     with path.open("rb") as f:
         t = tomllib.load(f)
     where = path.relative_to(ROOT)
-    for key in ("name", "class", "core", "open", "doc", "op"):
+    for key in ("name", "class", "core", "doc", "op") + (() if t.get("handle") == "hand" else ("open",)):
         if key not in t:
             sys.exit(f"{where}: no '{key}'")
     for op in t["op"]:
@@ -76,7 +76,7 @@ def load(path: pathlib.Path) -> dict:
             sys.exit(f"{where}: {op['name']}: unknown answer '{op['answer']}'")
         if op.get("waits") and op["answer"] not in WAITING_ANSWERS:
             sys.exit(f"{where}: {op['name']}: a waiting operation answers one of {WAITING_ANSWERS}")
-        if op.get("undo") and op["answer"] not in ("leadership", "permit", "permits"):
+        if op.get("undo") and op["answer"] not in ("leadership", "permit", "permits", "held"):
             sys.exit(f"{where}: {op['name']}: undo is for a call that wins a leadership or permits")
     for loc in t.get("local", []):
         if loc["answer"] not in LOCAL_ANSWERS:
@@ -131,12 +131,32 @@ def article(word: str) -> str:
     return "an" if word[0] in "aeiou" else "a"
 
 
+def for_runtime(t: dict, runtime: str) -> bool:
+    """Whether `t` is generated for `runtime` (its `runtimes`, every one by default)."""
+    return runtime in t.get("runtimes", RUNTIMES)
+
+
 def ops_for(t: dict, runtime: str) -> list[dict]:
+    if not for_runtime(t, runtime):
+        return []
     return [op for op in t["op"] if runtime in op.get("only", RUNTIMES)]
 
 
 def locals_for(t: dict, runtime: str) -> list[dict]:
+    if not for_runtime(t, runtime):
+        return []
     return [loc for loc in t.get("local", []) if runtime in loc.get("only", RUNTIMES)]
+
+
+def hand(t: dict) -> bool:
+    """Whether the handle (its struct, its constructors) is written by hand: only the calls are
+    generated."""
+    return t.get("handle") == "hand"
+
+
+def local_call(loc: dict) -> str:
+    """The core method a local calls, with its arguments."""
+    return f"{loc.get('call', loc['name'])}({call_args(loc)})"
 
 
 def open_args(t: dict) -> list[dict]:
@@ -179,17 +199,40 @@ def c_file(t: dict) -> str:
         else []
     )
     result_uses += ["null", "put"] if locs else []
+    local_answers = {loc["answer"] for loc in locs}
+    result_uses += (
+        ["set_last_error", "POLYLOCK_NOT_OWNER"] if "token?" in local_answers else []
+    )
     result_uses += ["term_or_timeout"] if answers & {"leadership", "change"} else []
     result_uses += ["put_leader"] if "leader?" in answers else []
     result_uses += ["put_texts"] if "texts" in answers else []
     s = header(t["table"])
     s += doc_lines(f"`{handle}`: {t['doc']}", "", "//!")
     s += "\n"
-    s += "use std::ffi::c_char;\n\n"
-    s += f"use polylock::{{{', '.join(sorted(core_uses))}}};\n\n"
+    if not hand(t) or uses_kind(ops, "id"):
+        s += "use std::ffi::c_char;\n\n"
+    if hand(t):
+        core_uses.remove(t["core"])
+    if core_uses:
+        s += f"use polylock::{{{', '.join(sorted(core_uses))}}};\n\n"
+    if hand(t):
+        # The calls alone: the helpers they use, read from their text.
+        body = c_calls(t, ops, locs)
+        result_uses = [u for u in dict.fromkeys(result_uses) if re.search(rf"\b{u}\b", body)]
+        s += f"use crate::{name}::{handle};\n"
+        s += f"use crate::result::{{{', '.join(result_uses)}}};\n\n"
+        return s + body
     s += "use crate::client::{new_handle, polylock_client};\n"
     s += f"use crate::result::{{{', '.join(dict.fromkeys(result_uses))}}};\n\n"
-    s += doc_lines(f"{t['doc']} Opaque and thread-safe; it keeps its client alive.", "")
+    s += c_handle_part(t)
+    s += c_calls(t, ops, locs)
+    return s
+
+
+def c_handle_part(t: dict) -> str:
+    """The handle's struct, its `_new` and its `_free`."""
+    name, handle = t["name"], f"polylock_{t['name']}"
+    s = doc_lines(f"{t['doc']} Opaque and thread-safe; it keeps its client alive.", "")
     s += f"pub struct {handle} {{\n    inner: {t['core']},\n}}\n\n"
     s += doc_lines(
         t.get("new_doc", f"A {name} handle for `name` (a znode path on ZooKeeper).")
@@ -237,20 +280,45 @@ pub unsafe extern "C" fn {handle}_free({name}: *mut {handle}) {{
     }});
 }}
 """
+    return s
+
+
+def c_calls(t: dict, ops: list[dict], locs: list[dict]) -> str:
+    """The C functions of the table's locals and operations."""
+    name, handle = t["name"], f"polylock_{t['name']}"
+    s = ""
     for loc in locs:
-        s += "\n" + doc_lines(loc["doc"] + " Local: no round trip.", "")
+        out_ty = {"bool": "bool", "token?": "u64", "reason?": "u32"}[loc["answer"]]
+        params = "".join(f"    {a['name']}: u64,\n" for a in loc.get("args", []))
+        value = f"h.inner.{local_call(loc)}"
+        if loc["answer"] == "token?":
+            body = f"""match {value} {{
+            // SAFETY: caller contract on `out`.
+            Some(v) => unsafe {{ put(out, v) }},
+            None if out.is_null() => null("out"),
+            None => {{
+                set_last_error("{loc['c_none']}");
+                POLYLOCK_NOT_OWNER
+            }}
+        }}"""
+            doc = loc.get("c_doc", loc["doc"] + " The token goes to `*out`; `POLYLOCK_NOT_OWNER` when there is none.")
+        else:
+            if loc["answer"] == "reason?":
+                value += ".map_or(0, |r| r.number())"
+            body = f"// SAFETY: caller contract on `out`.\n        unsafe {{ put(out, {value}) }}"
+            doc = loc.get("c_doc", loc["doc"])
+        s += "\n" + doc_lines(doc + " Local: no round trip.", "")
         s += f"""#[no_mangle]
 pub unsafe extern "C" fn {handle}_{loc['name']}(
     {name}: *mut {handle},
-    out: *mut bool,
+{params}    out: *mut {out_ty},
 ) -> polylock_result {{
     boundary(|| {{
         // SAFETY: caller contract.
         let Some(h) = (unsafe {{ {name}.as_ref() }}) else {{
             return null("{name}");
         }};
-        // SAFETY: caller contract on `out`.
-        unsafe {{ put(out, h.inner.{loc['name']}()) }}
+        {body}
     }})
 }}
 """
@@ -258,7 +326,7 @@ pub unsafe extern "C" fn {handle}_{loc['name']}(
         params = [f"{name}: *mut {handle}"]
         parse, pre = [], ""
         for a in op.get("args", []):
-            if a["kind"] in ("count", "term"):
+            if a["kind"] in ("count", "term", "owner"):
                 params.append(f"{a['name']}: u64")
             elif a["kind"] == "permits":
                 params.append(f"{a['name']}: u32")
@@ -283,18 +351,24 @@ pub unsafe extern "C" fn {handle}_{loc['name']}(
         doc = op.get("c_doc", op["doc"])
         if any(a["kind"] == "wait" for a in op.get("args", [])):
             doc += " " + C_WAIT_DOC
-        answer = op["answer"]
+        answer = op.get("c_answer", op["answer"])
         value = f"inner.{core_call(op)}.await"
         after = None
         if op.get("false_is_timeout"):
             doc += " `POLYLOCK_OK` when true, `POLYLOCK_TIMEOUT` when false."
             out_decl, out_arg = "let mut answer = false;", "&mut answer"
-        elif answer == "none":
+        elif answer == "none" and op["answer"] == "none":
             out_decl, out_arg = "let mut answer = ();", "&mut answer"
-        elif answer == "permits":
-            # C gives permits back by number (polylock_semaphore_release), so the Permits go.
+        elif answer in ("permits", "held", "released", "none"):
+            # Nothing to answer but OK (C gives permits back by number, with
+            # polylock_semaphore_release).
             out_decl, out_arg = "let mut answer = ();", "&mut answer"
             value = f"{value}.map(drop)"
+        elif answer == "lease_left":
+            params.append("out: *mut i64")
+            doc += " It goes to `*out`."
+            out_decl, out_arg = None, "out"
+            value = f"Ok({value}?.as_millis_code())"
         elif answer in ("leadership", "change"):
             params.append("out_term: *mut u64")
             doc += C_ANSWER_DOCS[answer]
@@ -338,7 +412,7 @@ pub unsafe extern "C" fn {handle}_{loc['name']}(
             after = ("// SAFETY: forwarded contract on the out-parameters.\n"
                      "    unsafe { put_texts(r, &answer, buf, len, out_len, out_count) }")
         else:
-            out_ty = {"bool": "bool", "signed": "i64"}.get(answer, "u64")
+            out_ty = {"bool": "bool", "signed": "i64", "holds": "u32"}.get(answer, "u64")
             params.append(f"out: *mut {out_ty}")
             doc += " The answer goes to `*out`."
             out_decl, out_arg = None, "out"
@@ -371,6 +445,7 @@ pub unsafe extern "C" fn {handle}_{loc['name']}(
 # ---- Python -----------------------------------------------------------------------------------
 
 PY_TYPES = {"count": ("u64", "int"), "wait": ("Option<f64>", "Optional[float]"),
+            "owner": ("u64", "int"), "change": ("&str, seconds: Option<f64>", "str, seconds: Optional[float]"),
             "term": ("u64", "int"), "permits": ("u32", "int"), "delta": ("i64", "int"),
             "lease": ("Option<f64>", "Optional[float]"), "id": ("String", "str")}
 PY_ANSWERS = {
@@ -381,15 +456,24 @@ PY_ANSWERS = {
     "permit": ("Option<String>", "Optional[str]"),
     "permit?": ("Option<String>", "Optional[str]"),
     "permits": ("bool", "bool"),
+    "held": ("bool", "bool"),
+    "released": ("()", "None"),
+    "holds": ("u32", "int"),
+    "lease_left": ("Option<f64>", "Optional[float]"),
+    "duration": ("f64", "float"),
     "leadership": ("Option<u64>", "Optional[int]"),
     "leader?": ("Option<(String, u64)>", "Optional[tuple[str, int]]"),
     "texts": ("Vec<String>", "list[str]"),
     "change": ("(bool, Option<(String, u64)>)", "tuple[bool, Optional[tuple[str, int]]]"),
 }
 PY_LOCALS = {"text": ("String", "str"), "term?": ("Option<u64>", "Optional[int]"),
-             "bool": ("bool", "bool"), "permits": ("u32", "int")}
+             "bool": ("bool", "bool"), "permits": ("u32", "int"),
+             "token?": ("Option<u64>", "Optional[int]"),
+             "reason?": ("Option<&'static str>", "Optional[str]")}
 # How each answer goes from the core's value `v` to Python's.
 PY_CONVERT = {
+    "lease_left": "v.as_secs()",
+    "duration": "v.as_secs_f64()",
     "leadership": "v.map(|l| l.term)",
     "leader?": "v.map(|l| (l.identity, l.term))",
     "change": "match v { Some(now) => (true, now.map(|l| (l.identity, l.term))), None => (false, None) }",
@@ -405,8 +489,8 @@ def python_file(t: dict) -> str:
     ops = ops_for(t, "python")
     waits = any(op.get("waits") for op in ops)
     asyncs = any(python_async(op) for op in ops)
-    permits = any(op["answer"] in ("permit", "permits") for op in ops)
-    core_uses = [t["core"]] + (["Wait"] if uses_wait(t) else []) + (
+    permits = any(op["answer"] in ("permit", "permits", "held") for op in ops)
+    core_uses = ([] if hand(t) else [t["core"]]) + (["Wait"] if uses_wait(t) else []) + (
         ["ErrorKind"] if permits else []
     )
     s = header(t["table"])
@@ -425,14 +509,17 @@ def python_file(t: dict) -> str:
     if call_uses:
         s += f"use crate::call::{{{', '.join(call_uses)}}};\n"
     s += "use crate::convert::blocking;\n"
-    errors = (["err"] if uses_wait(t) or uses_kind(ops, "lease") else []) + (
+    errors = (["err"] if uses_wait(t) or uses_kind(ops, "lease") or uses_kind(ops, "change") else []) + (
         ["to_py"] if waits else []
     )
     if errors:
         s += f"use crate::errors::{{{', '.join(errors)}}};\n"
+    if hand(t):
+        s += f"use crate::{t['name']}::{cls};\n"
     s += "\n"
-    s += doc_lines(t["doc"], "")
-    s += f"""#[pyclass(frozen, module = "polylock._native")]
+    if not hand(t):
+        s += doc_lines(t["doc"], "")
+        s += f"""#[pyclass(frozen, module = "polylock._native")]
 pub(crate) struct {cls} {{
     inner: {t['core']},
 }}
@@ -443,7 +530,8 @@ impl {cls} {{
     }}
 }}
 
-#[pymethods]
+"""
+    s += f"""#[pymethods]
 impl {cls} {{
     #[getter]
     fn name(&self) -> String {{
@@ -452,9 +540,15 @@ impl {cls} {{
 """
     for loc in locals_for(t, "python"):
         ty = PY_LOCALS[loc["answer"]][0]
-        value = f"self.inner.{loc['name']}()" + (".to_string()" if loc["answer"] == "text" else "")
+        value = f"self.inner.{local_call(loc)}" + {
+            "text": ".to_string()", "reason?": ".map(|r| r.name())"
+        }.get(loc["answer"], "")
         s += "\n" + doc_lines(loc["doc"] + " Local: no round trip.", "    ")
-        s += f"    #[getter]\n    fn {loc['name']}(&self) -> {ty} {{\n        {value}\n    }}\n"
+        if loc.get("args"):
+            params = "".join(f", {a['name']}: {PY_TYPES[a['kind']][0]}" for a in loc["args"])
+            s += f"    fn {loc['name']}(&self{params}) -> {ty} {{\n        {value}\n    }}\n"
+        else:
+            s += f"    #[getter]\n    fn {loc['name']}(&self) -> {ty} {{\n        {value}\n    }}\n"
     for op in ops:
         args = op.get("args", [])
         params = "".join(f", {a['name']}: {PY_TYPES[a['kind']][0]}" for a in args)
@@ -462,8 +556,12 @@ impl {cls} {{
             f"        let {a['name']} = Wait::from_secs({a['name']}, \"timeout\").map_err(err)?;\n"
             if a["kind"] == "wait"
             else f"        let {a['name']} = polylock::args::lease_secs({a['name']}, \"lease\").map_err(err)?;\n"
+            if a["kind"] == "lease"
+            else f"        let seconds = polylock::args::lease_secs(seconds, \"seconds\").map_err(err)?;\n"
+            f"        let {a['name']} = polylock::args::lease_change({a['name']}, seconds, \"a number of seconds\")\n"
+            "            .map_err(err)?;\n"
             for a in args
-            if a["kind"] in ("wait", "lease")
+            if a["kind"] in ("wait", "lease", "change")
         )
         answer = op["answer"]
         ret = PY_ANSWERS[answer][0]
@@ -476,7 +574,14 @@ impl {cls} {{
             s += f"    fn {op['name']}(&self, py: Python<'_>{params}) -> PyResult<{ret}> {{\n"
             s += parse
             s += "        let inner = self.inner.clone();\n"
-            if answer in ("permit", "permits"):
+            if op.get("python_never"):
+                s += f"""        if wait == Wait::Never {{
+            // One try, on the blocking path.
+            return blocking(py, async move {{ inner.{op['python_never']}.await }})
+                .map(|got| got.is_some());
+        }}
+"""
+            if answer in ("permit", "permits", "held"):
                 got = "Ok(p) => Ok(Some(p.id))" if answer == "permit" else "Ok(_) => Ok(true)"
                 lost = "Ok(None)" if answer == "permit" else "Ok(false)"
                 s += f"""        match interruptible(py, async move {{ {call}.await }})? {{
@@ -498,6 +603,8 @@ impl {cls} {{
             if conv:
                 s += f"        let v = blocking(py, async move {{ {call}.await }})?;\n"
                 s += f"        Ok({conv})\n    }}\n"
+            elif answer == "released":
+                s += f"        blocking(py, async move {{ {call}.await }}).map(|_| ())\n    }}\n"
             else:
                 s += f"        blocking(py, async move {{ {call}.await }})\n    }}\n"
         if python_async(op):
@@ -539,8 +646,19 @@ impl {cls} {{
                     ),
                     Err(e) if e.kind() == ErrorKind::Timeout => Outcome::Value(Reply::Bool(false)),
 """
-            elif answer == "none":
-                arms = "                    Ok(()) => Outcome::Value(Reply::Bool(true)),\n"
+            elif answer == "held":
+                arms = f"""                    Ok(_) => Outcome::Taken(
+                        Reply::Bool(true),
+                        Box::new(move || {{
+                            Box::pin(async move {{
+                                let _ = inner.{op['undo']}(owner).await;
+                            }})
+                        }}),
+                    ),
+                    Err(e) if e.kind() == ErrorKind::Timeout => Outcome::Value(Reply::Bool(false)),
+"""
+            elif answer in ("none", "released"):
+                arms = "                    Ok(_) => Outcome::Value(Reply::Bool(true)),\n"
             elif op.get("undo"):
                 arms = f"""                    Ok(Some(_)) => Outcome::Taken(
                         Reply::Bool(true),
@@ -574,7 +692,12 @@ def python_stub(t: dict) -> str:
     cls = f"Native{t['class']}"
     s = f"class {cls}:\n    @property\n    def name(self) -> str: ...\n"
     for loc in locals_for(t, "python"):
-        s += f"    @property\n    def {loc['name']}(self) -> {PY_LOCALS[loc['answer']][1]}: ...\n"
+        ret = PY_LOCALS[loc["answer"]][1]
+        if loc.get("args"):
+            params = "".join(f", {a['name']}: {PY_TYPES[a['kind']][1]}" for a in loc["args"])
+            s += f"    def {loc['name']}(self{params}) -> {ret}: ...\n"
+        else:
+            s += f"    @property\n    def {loc['name']}(self) -> {ret}: ...\n"
     for op in ops_for(t, "python"):
         args = op.get("args", [])
         params = "".join(f", {a['name']}: {PY_TYPES[a['kind']][1]}" for a in args)
@@ -594,28 +717,43 @@ def python_stub(t: dict) -> str:
 def node_file(t: dict) -> str:
     cls = f"Native{t['class']}"
     ops = ops_for(t, "node")
-    waits = any(op.get("waits") for op in ops)
     answers = {op["answer"] for op in ops}
-    counts = any(a["kind"] in ("count", "term") for op in ops for a in op.get("args", []))
-    core_uses = [t["core"]] + (["Wait"] if uses_wait(t) else []) + (
-        ["count_from_f64"] if counts else []
-    ) + (["ErrorKind"] if answers & {"permit", "permits"} else []) + (
-        ["Permits"] if "permits" in answers else []
-    )
-    outcome_uses = sorted(
-        {"failed"}
-        | (
-            {"outcome"}
-            if answers & {"bool", "leadership", "change", "texts", "permit", "permits"}
-            else set()
-        )
-        | ({"outcome_text"} if "permit" in answers else set())
-        | ({"done"} if "none" in answers else set())
-        | ({"number"} if answers & {"count", "signed"} else set())
-        | ({"leader_outcome"} if answers & {"leader?", "change"} else set())
-        | ({"Outcome"} if answers & {"change", "texts"} else set())
-        | ({"sync_err"} if any(op.get("args") for op in ops) else set())
-    )
+    if hand(t):
+        body = ""
+    else:
+        body = doc_lines(f"{t['doc']} The JS class over it is in `index.js`.", "")
+        body += f"""#[napi]
+pub struct {cls} {{
+    inner: {t['core']},
+}}
+
+impl {cls} {{
+    pub(crate) fn new(inner: {t['core']}) -> {cls} {{
+        {cls} {{ inner }}
+    }}
+}}
+
+"""
+    body += f"""#[napi]
+impl {cls} {{
+    /// The name.
+    #[napi(getter)]
+    pub fn name(&self) -> Result<String> {{
+        entry(|| Ok(self.inner.name().to_string()))
+    }}
+"""
+    body += node_calls(t, ops)
+    if "permits" in answers:
+        body += NODE_PERMITS_SLOT.replace("NATIVE", cls)
+    # The imports: what the text above uses.
+    def used(names: list[str]) -> list[str]:
+        return [n for n in names if re.search(rf"\b{re.escape(n)}\b", body)]
+
+    core_uses = used(["count_from_f64", "ErrorKind", "Permits", "Wait"] + (
+        [] if hand(t) else [t["core"]]
+    ))
+    outcome_uses = used(["answer", "done", "failed", "leader_outcome", "number", "outcome",
+                         "outcome_text", "sync_err", "Outcome"])
     s = header(t["table"])
     s += doc_lines(
         f"`{cls}`: {t['doc']} Every call settles a Promise from polylock's runtime; waiting calls "
@@ -627,41 +765,41 @@ def node_file(t: dict) -> str:
     if "permits" in answers:
         s += "use std::sync::{Arc, Mutex};\n\n"
     s += "use napi::bindgen_prelude::*;\nuse napi_derive::napi;\n"
-    s += f"use polylock::{{{', '.join(sorted(core_uses))}}};\n\n"
-    s += "use crate::boundary::entry;\n"
-    if waits:
-        s += "use crate::cancel::{aborted, CancelToken, Ran};\n"
+    if core_uses:
+        s += f"use polylock::{{{', '.join(sorted(core_uses))}}};\n"
+    s += "\nuse crate::boundary::entry;\n"
+    cancel = used(["aborted", "CancelToken", "Ran"])
+    if cancel:
+        s += f"use crate::cancel::{{{', '.join(cancel)}}};\n"
     s += "use crate::driver::promise;\n"
-    s += f"use crate::outcome::{{{', '.join(outcome_uses)}}};\n\n"
-    s += doc_lines(f"{t['doc']} The JS class over it is in `index.js`.", "")
-    s += f"""#[napi]
-pub struct {cls} {{
-    inner: {t['core']},
-}}
+    if hand(t):
+        s += f"use crate::{t['name']}::{cls};\n"
+    s += f"use crate::outcome::{{{', '.join(sorted(outcome_uses, key=str.lower))}}};\n\n"
+    return s + body
 
-impl {cls} {{
-    pub(crate) fn new(inner: {t['core']}) -> {cls} {{
-        {cls} {{ inner }}
-    }}
-}}
 
-#[napi]
-impl {cls} {{
-    /// The name.
-    #[napi(getter)]
-    pub fn name(&self) -> Result<String> {{
-        entry(|| Ok(self.inner.name().to_string()))
-    }}
-"""
+def node_calls(t: dict, ops: list[dict]) -> str:
+    """The napi methods of the table's locals and operations (the impl block's end included)."""
+    s = ""
     for loc in locals_for(t, "node"):
+        call = f"self.inner.{local_call(loc)}"
         ty, value = {
-            "text": ("String", f"self.inner.{loc['name']}().to_string()"),
-            "term?": ("Option<f64>", f"self.inner.{loc['name']}().map(|t| t as f64)"),
-            "bool": ("bool", f"self.inner.{loc['name']}()"),
+            "text": ("String", f"{call}.to_string()"),
+            "term?": ("Option<f64>", f"{call}.map(|t| t as f64)"),
+            "token?": ("Option<f64>", f"{call}.map(|t| t as f64)"),
+            "reason?": ("Option<String>", f"{call}.map(|r| r.name().to_string())"),
+            "bool": ("bool", call),
         }[loc["answer"]]
         s += "\n" + doc_lines(loc["doc"] + " Local: no round trip.", "    ")
-        s += f"    #[napi(getter)]\n    pub fn {loc['name']}(&self) -> Result<{ty}> {{\n"
-        s += f"        entry(|| Ok({value}))\n    }}\n"
+        if loc.get("args"):
+            # Owners: a JS number (index.js makes them).
+            params = "".join(f", {a['name']}: f64" for a in loc["args"])
+            parse = "".join(f"let {a['name']} = {a['name']} as u64; " for a in loc["args"])
+            s += f"    #[napi]\n    pub fn {loc['name']}(&self{params}) -> Result<{ty}> {{\n"
+            s += f"        entry(|| {{ {parse}Ok({value}) }})\n    }}\n"
+        else:
+            s += f"    #[napi(getter)]\n    pub fn {loc['name']}(&self) -> Result<{ty}> {{\n"
+            s += f"        entry(|| Ok({value}))\n    }}\n"
     for op in ops:
         args = op.get("args", [])
         params, parse = "", ""
@@ -680,6 +818,17 @@ impl {cls} {{
                 )
             elif a["kind"] == "delta":
                 params += f", {a['name']}: i64"
+            elif a["kind"] == "owner":
+                params += f", {a['name']}: f64"
+                parse += f"            let {a['name']} = {a['name']} as u64;\n"
+            elif a["kind"] == "change":
+                params += f", {a['name']}: String, amount_ms: Option<f64>"
+                parse += (
+                    "            let amount = polylock::args::lease_millis_f64(amount_ms, \"ms\")"
+                    ".map_err(sync_err)?;\n"
+                    f"            let {a['name']} = polylock::args::lease_change(&{a['name']}, amount, \"ms\")"
+                    ".map_err(sync_err)?;\n"
+                )
             elif a["kind"] == "id":
                 params += f", {a['name']}: String"
             elif a["kind"] == "lease":
@@ -705,7 +854,16 @@ impl {cls} {{
             s += "            let (inner, token) = (self.inner.clone(), CancelToken::state_of(token));\n"
             if slot:
                 s += "            let slot = slot.map(|slot| slot.inner.clone());\n"
-            if answer == "permits":
+            if answer == "held":
+                aborted_arms = (
+                    "                    Ran::Aborted => aborted(),\n"
+                    "                    Ran::AbortedAfter(_) => {\n"
+                    "                        // Aborted as it arrived: give it back.\n"
+                    f"                        let _ = inner.{op['undo']}(owner).await;\n"
+                    "                        aborted()\n"
+                    "                    }\n"
+                )
+            elif answer == "permits":
                 aborted_arms = (
                     "                    Ran::Aborted => aborted(),\n"
                     "                    Ran::AbortedAfter(p) => {\n"
@@ -733,6 +891,9 @@ impl {cls} {{
                 aborted_arms = "                    Ran::Aborted | Ran::AbortedAfter(_) => aborted(),\n"
             done_arms = {
                 "bool": "                    Ran::Done(Ok(v)) => outcome(v, None),\n",
+                "held": "                    Ran::Done(Ok(_)) => outcome(true, None),\n"
+                "                    Ran::Done(Err(e)) if e.kind() == ErrorKind::Timeout => "
+                "outcome(false, None),\n",
                 "permits": "                    Ran::Done(Ok(p)) => {\n"
                 "                        if let Some(slot) = slot {\n"
                 "                            *slot.lock().unwrap_or_else(|e| e.into_inner()) = Some(p);\n"
@@ -752,10 +913,13 @@ impl {cls} {{
                 "                    },\n"
                 "                    Ran::Done(Ok(None)) => outcome(false, None),\n",
             }[answer]
-            s += f"""            promise(env, async move {{
-                match token.run({call}).await {{
+            matched = f"""match token.run({call}).await {{
 {aborted_arms}{done_arms}                    Ran::Done(Err(e)) => failed(&e),
-                }}
+                }}"""
+            if op.get("node_bare"):
+                matched = f"answer({matched})"
+            s += f"""            promise(env, async move {{
+                {matched}
             }})
         }})
     }}
@@ -775,12 +939,27 @@ impl {cls} {{
                     f"match {call}.await {{ Ok(v) => Outcome {{ text: Some(v.join(\"\\0\")), "
                     "..outcome(true, None) }, Err(e) => failed(&e) }"
                 )
+            elif answer == "released":
+                settle = (
+                    f"match {call}.await {{ Ok(r) => outcome(r == polylock::Released::Freed, None), "
+                    "Err(e) => failed(&e) }"
+                )
+            elif answer == "lease_left":
+                settle = (
+                    f"match {call}.await {{ Ok(left) => outcome(left.is_held(), "
+                    "Some(left.as_millis_code() as f64)), Err(e) => failed(&e) }"
+                )
+            elif answer == "duration":
+                settle = (
+                    f"match {call}.await {{ Ok(d) => outcome(true, Some(d.as_millis() as f64)), "
+                    "Err(e) => failed(&e) }"
+                )
             else:
                 settle = f"match {call}.await {{ Ok(v) => outcome(v, None), Err(e) => failed(&e) }}"
+            if op.get("node_bare"):
+                settle = f"answer({settle})"
             s += f"            promise(env, async move {{ {settle} }})\n        }})\n    }}\n"
     s += "}\n"
-    if "permits" in answers:
-        s += NODE_PERMITS_SLOT.replace("NATIVE", cls)
     return s
 
 
@@ -1450,23 +1629,27 @@ def outputs(tables: list[dict]) -> dict[pathlib.Path, str]:
     makers = {"c": c_file, "python": python_file, "node": node_file, "java": java_file}
     for binding, make in makers.items():
         gen = ROOT / f"bindings-{binding}" / "src" / "gen"
-        mods = "".join(f"pub(crate) mod {t['table']};\n" for t in tables)
+        mine = [t for t in tables if for_runtime(t, binding)]
+        mods = "".join(f"pub(crate) mod {t['table']};\n" for t in mine)
         listing = (
             f"//! The glue generated from the tables of core/api/ by `{COMMAND}`: do not edit.\n\n"
         )
         out[gen / "mod.rs"] = listing + mods
-        for t in tables:
+        for t in mine:
             out[gen / f"{t['table']}.rs"] = make(t)
     for path in list(out):
         out[path] = rustfmt(out[path], path)
     # The hand-written files with a generated section per table.
     sections = [
-        (ROOT / "bindings-python/python/polylock/_native.pyi", python_stub, "#", ""),
-        (ROOT / "bindings-java/src/main/java/io/polylock/Native.java", java_natives, "//", "    "),
+        (ROOT / "bindings-python/python/polylock/_native.pyi", python_stub, "#", "", "python"),
+        (ROOT / "bindings-java/src/main/java/io/polylock/Native.java", java_natives, "//", "    ",
+         "java"),
     ]
-    for path, make, comment, indent in sections:
+    for path, make, comment, indent, binding in sections:
         text = path.read_text()
         for t in tables:
+            if not for_runtime(t, binding):
+                continue
             text = section(text, str(path.relative_to(ROOT)), t["table"], make(t), comment, indent)
         out[path] = text
     return out

@@ -28,7 +28,7 @@ pub unsafe extern "C" fn polylock_bench_rust_pairs(
             Ok(l) => l,
             Err(r) => return r,
         };
-        let lk = l.lock.clone();
+        let lk = l.inner.clone();
         if on_caller_thread {
             let mut v = Vec::with_capacity(n as usize);
             for _ in 0..n {

@@ -27,6 +27,7 @@ pub use bench::*;
 pub use client::*;
 pub use gen::election::*;
 pub use gen::latch::*;
+pub use gen::lock::*;
 pub use gen::permit_semaphore::*;
 pub use gen::semaphore::*;
 pub use lock::*;

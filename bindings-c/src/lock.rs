@@ -1,23 +1,24 @@
 //! `polylock_lock`: one handle for every lock-like primitive (a reentrant lock, a mutex, either
-//! half of a read-write lock, a fair lock, a multi-lock, a RedLock client's lock), acquiring,
-//! releasing, queries and lost callbacks.
+//! half of a read-write lock, a fair lock, a multi-lock, a RedLock client's lock): making and
+//! freeing it, and its lost callbacks. Its calls (acquiring, releasing, queries) are generated
+//! from core/api/lock.toml (`src/gen/lock.rs`).
 
 use std::ffi::{c_char, c_void, CString};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::{Arc, Mutex};
 
-use polylock::{runtime, AcquireOptions, Client, HoldKind, Lock, LockKind, MultiLock};
+use polylock::{runtime, Client, HoldKind, Lock, LockKind, MultiLock};
 
 use crate::client::{client_ref, polylock_client};
 use crate::result::{
-    block, boundary, fail, lease_arg, null, polylock_result, set_last_error, text, wait_arg,
-    POLYLOCK_INVALID_ARGUMENT, POLYLOCK_NOT_OWNER, POLYLOCK_OK,
+    boundary, fail, null, polylock_result, set_last_error, text, POLYLOCK_INVALID_ARGUMENT,
+    POLYLOCK_OK,
 };
 
 /// A handle on one named lock (opaque). Thread-safe. It keeps its client alive: freeing the client
 /// first is allowed, the lock keeps working until it is freed too.
 pub struct polylock_lock {
-    pub(crate) lock: Lock,
+    pub(crate) inner: Lock,
     name: CString,
     /// Where this handle's holds are reported lost: its client with its name and kind (for a
     /// multi-lock, each member's).
@@ -123,7 +124,7 @@ unsafe fn new_lock(
                         name: Arc::from(n),
                         kind: HoldKind::Lock(lock.kind()),
                     }],
-                    lock,
+                    inner: lock,
                     callbacks: Arc::default(),
                     listening: Mutex::new(None),
                 };
@@ -203,7 +204,7 @@ pub unsafe extern "C" fn polylock_multi_lock_new(
             // SAFETY: `locks` has `n` entries, each NULL or a live handle (caller contract).
             match unsafe { lock_ref(*locks.add(i)) } {
                 Ok(l) => {
-                    members.push(l.lock.clone());
+                    members.push(l.inner.clone());
                     sources.extend(l.sources.iter().cloned());
                 }
                 Err(r) => return r,
@@ -213,7 +214,7 @@ pub unsafe extern "C" fn polylock_multi_lock_new(
             Ok(lock) => {
                 let handle = polylock_lock {
                     name: CString::new(lock.name()).expect("member names have no NUL"),
-                    lock,
+                    inner: lock,
                     sources,
                     callbacks: Arc::default(),
                     listening: Mutex::new(None),
@@ -291,43 +292,6 @@ pub(crate) unsafe fn lock_ref<'a>(
     unsafe { lock.as_ref() }.ok_or_else(|| null("lock"))
 }
 
-/// Acquire (or re-enter) the lock for `owner`.
-///
-/// `wait_ms`: `POLYLOCK_WAIT_FOREVER` (-1), `POLYLOCK_NO_WAIT` (0, one attempt), or a positive
-/// number of ms. `lease_ms`: `POLYLOCK_WATCHDOG` (-1) or a positive lease in ms after which the
-/// lock expires (no watchdog). Returns `POLYLOCK_TIMEOUT` when the lock was not acquired in time.
-/// Blocks the calling thread.
-#[no_mangle]
-pub unsafe extern "C" fn polylock_lock_acquire(
-    lock: *mut polylock_lock,
-    owner: u64,
-    wait_ms: i64,
-    lease_ms: i64,
-) -> polylock_result {
-    boundary(|| {
-        // SAFETY: caller contract.
-        let l = match unsafe { lock_ref(lock) } {
-            Ok(l) => l,
-            Err(r) => return r,
-        };
-        let wait = match wait_arg(wait_ms) {
-            Ok(w) => w,
-            Err(r) => return r,
-        };
-        let lease = match lease_arg(lease_ms, "lease_ms") {
-            Ok(l) => l,
-            Err(r) => return r,
-        };
-        let lk = l.lock.clone();
-        let acquired =
-            block(async move { lk.acquire(owner, AcquireOptions { wait, lease }).await });
-        match acquired {
-            Ok(_) => POLYLOCK_OK,
-            Err(e) => fail(&e),
-        }
-    })
-}
-
 /// Start the tasks that call the handle's lost callbacks: one per client it reports on, reading
 /// that client's one stream of lost holds, so that every hold of the handle's name and kind is
 /// watched, also one taken before the first callback was registered.
@@ -344,7 +308,7 @@ fn listen(l: &polylock_lock) {
             clients.push(&s.client);
         }
     }
-    let multi = l.lock.is_multi();
+    let multi = l.inner.is_multi();
     for client in clients {
         let mut events = client.lost_events();
         let mut stopped = stopped.clone();
@@ -356,7 +320,7 @@ fn listen(l: &polylock_lock) {
             .collect();
         let callbacks = Arc::downgrade(&l.callbacks);
         let name = l.name.clone();
-        let lock = l.lock.clone();
+        let lock = l.inner.clone();
         runtime::handle().spawn(async move {
             use tokio::sync::broadcast::error::RecvError;
             loop {
@@ -405,177 +369,6 @@ fn listen(l: &polylock_lock) {
             }
         });
     }
-}
-
-/// Release one hold of `owner`. `POLYLOCK_NOT_OWNER` if it holds nothing, `POLYLOCK_LOCK_LOST` if
-/// its hold was lost meanwhile (the hold is then forgotten).
-#[no_mangle]
-pub unsafe extern "C" fn polylock_lock_release(
-    lock: *mut polylock_lock,
-    owner: u64,
-) -> polylock_result {
-    boundary(|| {
-        // SAFETY: caller contract.
-        let l = match unsafe { lock_ref(lock) } {
-            Ok(l) => l,
-            Err(r) => return r,
-        };
-        let lk = l.lock.clone();
-        match block(async move { lk.release(owner).await }) {
-            Ok(_) => POLYLOCK_OK,
-            Err(e) => fail(&e),
-        }
-    })
-}
-
-/// The shared shape of the query functions: check `out` and `lock`, run `query` on the runtime
-/// with the caller blocked, store its answer in `*out`.
-unsafe fn query_into<T, F>(
-    lock: *mut polylock_lock,
-    out: *mut T,
-    query: impl FnOnce(Lock) -> F,
-) -> polylock_result
-where
-    T: Send + 'static,
-    F: std::future::Future<Output = polylock::Result<T>> + Send + 'static,
-{
-    boundary(|| {
-        if out.is_null() {
-            return null("out");
-        }
-        // SAFETY: caller contract.
-        let l = match unsafe { lock_ref(lock) } {
-            Ok(l) => l,
-            Err(r) => return r,
-        };
-        match block(query(l.lock.clone())) {
-            Ok(v) => {
-                // SAFETY: checked above.
-                unsafe { *out = v };
-                POLYLOCK_OK
-            }
-            Err(e) => fail(&e),
-        }
-    })
-}
-
-/// How many times `owner` holds the lock (0 if not at all), in `*out`.
-#[no_mangle]
-pub unsafe extern "C" fn polylock_lock_hold_count(
-    lock: *mut polylock_lock,
-    owner: u64,
-    out: *mut u32,
-) -> polylock_result {
-    // SAFETY: forwarded contract.
-    unsafe { query_into(lock, out, move |l| async move { l.hold_count(owner).await }) }
-}
-
-/// Whether anybody holds the lock, in `*out` (asks the server).
-#[no_mangle]
-pub unsafe extern "C" fn polylock_lock_is_locked(
-    lock: *mut polylock_lock,
-    out: *mut bool,
-) -> polylock_result {
-    // SAFETY: forwarded contract.
-    unsafe { query_into(lock, out, |l| async move { l.is_locked().await }) }
-}
-
-/// The fencing token of `owner`'s current hold, in `*out`; `POLYLOCK_NOT_OWNER` if it holds
-/// nothing (or its hold was lost). No round trip. 0 on an SQL client whose URL says
-/// `fencing=none`.
-#[no_mangle]
-pub unsafe extern "C" fn polylock_lock_fencing_token(
-    lock: *mut polylock_lock,
-    owner: u64,
-    out: *mut u64,
-) -> polylock_result {
-    boundary(|| {
-        if out.is_null() {
-            return null("out");
-        }
-        // SAFETY: caller contract.
-        let l = match unsafe { lock_ref(lock) } {
-            Ok(l) => l,
-            Err(r) => return r,
-        };
-        match l.lock.fencing_token(owner) {
-            Some(t) => {
-                // SAFETY: checked above.
-                unsafe { *out = t };
-                POLYLOCK_OK
-            }
-            None => {
-                set_last_error("this owner holds no live hold of the lock");
-                POLYLOCK_NOT_OWNER
-            }
-        }
-    })
-}
-
-/// Remaining lease of whoever holds the lock, in `*out`: `POLYLOCK_LEASE_NOT_HELD` (-2) if
-/// nobody holds it, `POLYLOCK_LEASE_NO_EXPIRY` (-1) if it is held with no expiry (ZooKeeper, SQL
-/// session locks), else the milliseconds left (Redis's `PTTL`, Redisson's `remainTimeToLive`).
-#[no_mangle]
-pub unsafe extern "C" fn polylock_lock_remaining_lease_ms(
-    lock: *mut polylock_lock,
-    out: *mut i64,
-) -> polylock_result {
-    // SAFETY: forwarded contract.
-    unsafe {
-        query_into(lock, out, |l| async move {
-            Ok(l.remaining_lease().await?.as_millis_code())
-        })
-    }
-}
-
-/// Why `owner`'s hold of the lock was lost, in `*out`: 0 while it is not lost (held, or not held
-/// at all), else one of `POLYLOCK_LOST_*`. A lost hold stays lost until its owner releases it
-/// (which returns `POLYLOCK_LOCK_LOST`). No round trip; callable from a lost callback.
-#[no_mangle]
-pub unsafe extern "C" fn polylock_lock_lost_reason(
-    lock: *mut polylock_lock,
-    owner: u64,
-    out: *mut u32,
-) -> polylock_result {
-    boundary(|| {
-        if out.is_null() {
-            return null("out");
-        }
-        // SAFETY: caller contract.
-        let l = match unsafe { lock_ref(lock) } {
-            Ok(l) => l,
-            Err(r) => return r,
-        };
-        let reason = l
-            .lock
-            .members()
-            .iter()
-            .find_map(|m| match m.lost_signal(owner).map(|s| s.state()) {
-                Some(polylock::HoldState::Lost(r)) => Some(r.number()),
-                _ => None,
-            })
-            .unwrap_or(0);
-        // SAFETY: checked above.
-        unsafe { *out = reason };
-        POLYLOCK_OK
-    })
-}
-
-/// Delete the lock whoever holds it and wake its waiters (Redisson's forceUnlock).
-#[no_mangle]
-pub unsafe extern "C" fn polylock_lock_force_unlock(lock: *mut polylock_lock) -> polylock_result {
-    boundary(|| {
-        // SAFETY: caller contract.
-        let l = match unsafe { lock_ref(lock) } {
-            Ok(l) => l,
-            Err(r) => return r,
-        };
-        let lk = l.lock.clone();
-        match block(async move { lk.force_unlock().await }) {
-            Ok(_) => POLYLOCK_OK,
-            Err(e) => fail(&e),
-        }
-    })
 }
 
 /// Register `cb` to be called when a hold of this lock (its name and kind) by an owner of its

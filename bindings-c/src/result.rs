@@ -5,9 +5,7 @@ use std::cell::RefCell;
 use std::ffi::{c_char, CStr};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
-use std::time::Duration;
-
-use polylock::{runtime, Error, ErrorKind, Wait};
+use polylock::{runtime, Error, ErrorKind};
 
 /// A result code: `POLYLOCK_OK` (0) or one of the `POLYLOCK_*` error codes. Values never change
 /// meaning; new codes get new numbers.
@@ -115,16 +113,6 @@ pub(crate) unsafe fn text<'a>(p: *const c_char, what: &str) -> Result<&'a str, p
         set_last_error(&format!("{what} is not valid UTF-8"));
         POLYLOCK_INVALID_ARGUMENT
     })
-}
-
-/// A lease argument in ms: -1 for none (the watchdog's), a positive value (core's convention).
-pub(crate) fn lease_arg(v: i64, what: &str) -> Result<Option<Duration>, polylock_result> {
-    polylock::args::lease_millis(v, what).map_err(|e| fail(&e))
-}
-
-/// A `wait_ms` argument: -1 forever, 0 one try, a positive number of ms (core's convention).
-pub(crate) fn wait_arg(wait_ms: i64) -> Result<Wait, polylock_result> {
-    Wait::from_millis(wait_ms, "wait_ms").map_err(|e| fail(&e))
 }
 
 /// Store `v` in `*out` (checked for NULL).

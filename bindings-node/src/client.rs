@@ -6,10 +6,10 @@ use std::sync::{Arc, Mutex};
 use napi::bindgen_prelude::*;
 use napi::threadsafe_function::{ThreadsafeFunction, ThreadsafeFunctionCallMode};
 use napi_derive::napi;
+use polylock::args::millis_f64 as ms;
 use polylock::{runtime, Client, ClientOptions};
 
 use crate::boundary::entry;
-use crate::convert::ms;
 use crate::driver::promise;
 use crate::gen::election::NativeElection;
 use crate::gen::latch::NativeLatch;

@@ -12,7 +12,6 @@
 mod boundary;
 pub mod cancel;
 pub mod client;
-pub mod convert;
 mod driver;
 pub mod gen;
 pub mod lock;

@@ -1,9 +1,9 @@
-//! Python arguments to core's types (core's `args` parses them): seconds to durations, the wait
-//! and lease of an acquire; and running a short call with the GIL released.
+//! Python arguments to core's types (core's `args` parses them): seconds to durations, text; and
+//! running a short call with the GIL released.
 
 use std::time::Duration;
 
-use polylock::{runtime, Wait};
+use polylock::runtime;
 use pyo3::prelude::*;
 use pyo3::types::PyString;
 
@@ -12,16 +12,6 @@ use crate::errors::{err, to_py};
 /// A positive number of seconds (core's convention).
 pub(crate) fn seconds(v: f64, what: &str) -> PyResult<Duration> {
     polylock::args::secs(v, what).map_err(err)
-}
-
-/// `None` waits forever, `0` tries once, a positive number waits that many seconds.
-pub(crate) fn wait_arg(wait: Option<f64>) -> PyResult<Wait> {
-    Wait::from_secs(wait, "timeout").map_err(err)
-}
-
-/// `None` is the watchdog's lease, a positive number a fixed lease in seconds.
-pub(crate) fn lease_arg(lease: Option<f64>) -> PyResult<Option<Duration>> {
-    polylock::args::lease_secs(lease, "lease").map_err(err)
 }
 
 /// Run a short call on the runtime with the GIL released.

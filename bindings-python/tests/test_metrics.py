@@ -330,8 +330,10 @@ def test_records_of_an_exiting_process_reach_logging_and_exit_is_clean():
                         pass
                 except Exception:
                     return
-        threading.Thread(target=spin, daemon=True).start()
+        # Before the spinning thread logs: print writes its words one by one, and a record
+        # written between them would break the line.
         print("NAME", name, flush=True)
+        threading.Thread(target=spin, daemon=True).start()
         """
     )
     assert out.returncode == 0, out.stderr

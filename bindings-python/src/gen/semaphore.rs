@@ -117,7 +117,7 @@ impl NativeSemaphore {
         Ok(NativeCall::start(
             async move {
                 match inner.release(permits).await {
-                    Ok(()) => Outcome::Value(Reply::Bool(true)),
+                    Ok(_) => Outcome::Value(Reply::Bool(true)),
                     Err(e) => Outcome::Error(e),
                 }
             },

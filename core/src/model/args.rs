@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use super::error::{Error, Result};
 use super::options::{check_duration, Wait};
+use super::outcome::LeaseChange;
 
 impl Wait {
     /// A wait as C and Java pass it: -1 forever, 0 one try, a positive number of milliseconds
@@ -96,6 +97,21 @@ pub fn lease_millis_f64(v: Option<f64>, what: &str) -> Result<Option<Duration>> 
     v.map(|v| millis_f64(v, what)).transpose()
 }
 
+/// A change of a fixed lease as the bindings name it: `how` is `add` (`amount` more), `set`
+/// (`amount` from now) or `reset` (its original length from now; `amount` unused).
+pub fn lease_change(how: &str, amount: Option<Duration>, what: &str) -> Result<LeaseChange> {
+    let amount = || amount.ok_or_else(|| Error::invalid(format!("a lease change needs {what}")));
+    match how {
+        "add" => Ok(LeaseChange::Add(amount()?)),
+        "set" => Ok(LeaseChange::Set(amount()?)),
+        "reset" => Ok(LeaseChange::Reset),
+        other => Err(Error::invalid(format!(
+            "unknown lease change '{}' (add, set or reset)",
+            crate::model::shown::escape(other)
+        ))),
+    }
+}
+
 /// A count as C, Java and Python pass it: a whole number, not negative.
 pub fn count_from_i64(v: i64, what: &str) -> Result<u64> {
     u64::try_from(v).map_err(|_| Error::invalid(format!("{what} must not be negative, got {v}")))
@@ -137,6 +153,32 @@ pub fn permits_from_f64(v: f64, what: &str) -> Result<u32> {
 mod tests {
     use super::*;
     use crate::model::error::ErrorKind;
+
+    #[test]
+    fn lease_changes_by_name() {
+        let d = Duration::from_secs(2);
+        assert_eq!(
+            lease_change("add", Some(d), "s").unwrap(),
+            LeaseChange::Add(d)
+        );
+        assert_eq!(
+            lease_change("set", Some(d), "s").unwrap(),
+            LeaseChange::Set(d)
+        );
+        assert_eq!(
+            lease_change("reset", None, "s").unwrap(),
+            LeaseChange::Reset
+        );
+        for (how, amount) in [
+            ("add", None),
+            ("set", None),
+            ("grow", Some(d)),
+            ("", Some(d)),
+        ] {
+            let e = lease_change(how, amount, "seconds").unwrap_err();
+            assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{how}: {e}");
+        }
+    }
 
     #[test]
     fn waits_in_each_runtimes_convention() {

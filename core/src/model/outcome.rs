@@ -119,6 +119,15 @@ impl RemainingLease {
         self != RemainingLease::NotHeld
     }
 
+    /// Python's encoding: `None` not held, infinity with no expiry, else the seconds left.
+    pub fn as_secs(self) -> Option<f64> {
+        match self {
+            RemainingLease::NotHeld => None,
+            RemainingLease::NoExpiry => Some(f64::INFINITY),
+            RemainingLease::Expires(d) => Some(d.as_secs_f64()),
+        }
+    }
+
     /// The C and Java encoding (Redis's `PTTL`, Redisson's `remainTimeToLive`): -2 not held, -1
     /// held with no expiry, else the milliseconds left.
     pub fn as_millis_code(self) -> i64 {

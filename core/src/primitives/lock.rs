@@ -10,7 +10,7 @@ use crate::backend::UnlockReply;
 use crate::hold::ClientCore;
 use crate::model::error::Result;
 use crate::model::kind::LockKind;
-use crate::model::lost::LostSignal;
+use crate::model::lost::{HoldState, LostReason, LostSignal};
 use crate::model::options::AcquireOptions;
 use crate::model::outcome::{Acquired, LeaseChange, LockStatus, Released, RemainingLease};
 use crate::model::owner::OwnerId;
@@ -53,6 +53,15 @@ impl Lock {
         match &self.0 {
             Inner::One(l) => l.kind(),
             Inner::Many(_) => LockKind::Reentrant,
+        }
+    }
+
+    /// The kind's name as every binding shows it: `reentrant`, `mutex`, `read`, `write`, `fair`,
+    /// or `multi` for a multi-lock.
+    pub fn kind_name(&self) -> &'static str {
+        match &self.0 {
+            Inner::One(l) => l.kind().name(),
+            Inner::Many(_) => "multi",
         }
     }
 
@@ -183,6 +192,22 @@ impl Lock {
     /// member's hold is lost.
     pub fn lost_signal(&self, owner: OwnerId) -> Option<LostSignal> {
         each!(self, l => l.lost_signal(owner))
+    }
+
+    /// True if `owner`'s hold was lost and not yet released (local).
+    pub fn is_lost(&self, owner: OwnerId) -> bool {
+        self.lost_signal(owner).is_some_and(|s| s.is_lost())
+    }
+
+    /// Why `owner`'s hold was lost (a multi-lock: the first member's that was), or `None` while
+    /// it is not lost (held, or not held at all). Local; a lost hold stays lost until released.
+    pub fn lost_reason(&self, owner: OwnerId) -> Option<LostReason> {
+        self.members()
+            .iter()
+            .find_map(|m| match m.lost_signal(owner).map(|s| s.state()) {
+                Some(HoldState::Lost(r)) => Some(r),
+                _ => None,
+            })
     }
 
     /// The server's view of the lock: mode, holders with counts, the remaining lease, and the
