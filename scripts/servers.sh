@@ -193,19 +193,27 @@ start_cluster() {
   exit 1
 }
 
+# Stop the process of a pid file and wait (up to 10 s) until it is gone, then drop the file: what
+# comes after (removing its folder, which a sentinel rewrites as it exits) finds it ended.
+stop_pid() {
+  local pidfile=$1 pid
+  [ -f "$pidfile" ] || return 0
+  pid=$(cat "$pidfile")
+  kill "$pid" 2>/dev/null || true
+  for _ in $(seq 1 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+  rm -f "$pidfile"
+}
+
 stop() {
-  local zkpid="$state/zk-$zk_port/zookeeper.pid"
-  if [ -f "$zkpid" ]; then kill "$(cat "$zkpid")" 2>/dev/null || true; rm -f "$zkpid"; fi
-  local port pidfile
+  stop_pid "$state/zk-$zk_port/zookeeper.pid"
+  local port
   for port in $sentinel_ports; do
-    pidfile="$state/sentinel-$port/sentinel.pid"
-    if [ -f "$pidfile" ]; then kill "$(cat "$pidfile")" 2>/dev/null || true; fi
+    stop_pid "$state/sentinel-$port/sentinel.pid"
     rm -rf "$state/sentinel-$port" # its config was rewritten by the sentinel: start afresh
   done
   for port in $redis_port $redlock_ports $sentinel_master $((sentinel_master + 1)) \
     $((sentinel_master + 2)) $cluster_ports; do
-    pidfile="$state/redis-$port/redis.pid"
-    if [ -f "$pidfile" ]; then kill "$(cat "$pidfile")" 2>/dev/null || true; rm -f "$pidfile"; fi
+    stop_pid "$state/redis-$port/redis.pid"
   done
   # Without persistence a cluster node restarts empty: forget the old cluster so it is made again.
   for port in $cluster_ports; do rm -f "$state/redis-$port/nodes-$port.conf"; done
@@ -303,14 +311,8 @@ SQL
 
 # Every MariaDB this script started (the default one and any extra set of start-sql).
 stop_mysql() {
-  local pidfile pid
-  for pidfile in "$state"/mariadb-*/mariadbd.pid; do
-    [ -f "$pidfile" ] || continue
-    pid=$(cat "$pidfile")
-    kill "$pid" 2>/dev/null || true
-    for _ in $(seq 1 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-    rm -f "$pidfile"
-  done
+  local pidfile
+  for pidfile in "$state"/mariadb-*/mariadbd.pid; do stop_pid "$pidfile"; done
 }
 
 pg_up() { "$(pg_bin)/pg_isready" -q -h 127.0.0.1 -p "$pg_port" -t 2 >/dev/null 2>&1; }
@@ -415,14 +417,8 @@ start_pgbouncers() { start_pgbouncer session "$pgb_session_port"; start_pgbounce
 
 # Every PgBouncer this script started (in front of any PostgreSQL of start-sql).
 stop_pgbouncers() {
-  local pidfile pid
-  for pidfile in "$state"/pgbouncer-*/pgbouncer.pid; do
-    [ -f "$pidfile" ] || continue
-    pid=$(cat "$pidfile")
-    kill "$pid" 2>/dev/null || true
-    for _ in $(seq 1 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-    rm -f "$pidfile"
-  done
+  local pidfile
+  for pidfile in "$state"/pgbouncer-*/pgbouncer.pid; do stop_pid "$pidfile"; done
 }
 
 # The folder of the running MariaDB's certificate (started by another checkout's servers.sh, it
@@ -549,10 +545,9 @@ start_etcd() {
 }
 
 stop_etcd() {
-  local port pidfile
+  local port
   for port in $etcd_port $etcd_secure_port $etcd_cluster_ports; do
-    pidfile="$state/etcd-$port/etcd.pid"
-    if [ -f "$pidfile" ]; then kill "$(cat "$pidfile")" 2>/dev/null || true; rm -f "$pidfile"; fi
+    stop_pid "$state/etcd-$port/etcd.pid"
   done
 }
 
