@@ -1025,6 +1025,8 @@ impl PermitsSlot {
 # ---- Java -------------------------------------------------------------------------------------
 
 J_ANSWERS = {"none": ("()", "()", "void"), "bool": ("jboolean", "JNI_FALSE", "boolean"),
+             "holds": ("jint", "0", "int"), "released": ("jint", "0", "int"),
+             "lease_left": ("jlong", "-2", "long"),
              "count": ("jlong", "0", "long"), "signed": ("jlong", "0", "long"),
              "permit?": ("jstring", "std::ptr::null_mut()", "String"),
              "permits?": ("jlong", "0", "long"),
@@ -1034,32 +1036,39 @@ J_ANSWERS = {"none": ("()", "()", "void"), "bool": ("jboolean", "JNI_FALSE", "bo
 
 # The Java spelling of each argument kind: (its JNI type, its type in Native.java).
 J_ARGS = {"count": ("jlong", "long"), "term": ("jlong", "long"), "permits": ("jlong", "long"),
+          "owner": ("jlong", "long"),
           "delta": ("jlong", "long"), "lease": ("jlong", "long"), "wait": ("jlong", "long"),
           "id": ("JString<'l>", "String")}
 
 
 def java_arg(a: dict) -> str:
     """An argument's name on the Rust side of a JNI entry point."""
-    return {"wait": "wait_ms", "lease": "lease_ms"}.get(a["kind"], a["name"])
+    return {"wait": "wait_ms", "lease": "lease_ms", "owner": "owner_id"}.get(a["kind"], a["name"])
 
 
 def java_file(t: dict) -> str:
     name, core, jname = t["name"], t["core"], camel(t["name"])
     ops, locs = ops_for(t, "java"), locals_for(t, "java")
-    waits = any(op.get("waits") for op in ops)
-    answers = {op["answer"] for op in ops if not op.get("waits")}
     leases = any(op["answer"] in ("permits", "permits?") for op in ops)
-    arrays = bool(answers & {"leader?", "texts"})
-    core_uses = [core] + (["Wait"] if uses_wait(t) else []) + (
-        ["count_from_i64"] if uses_count(t) else []
-    ) + (["Permits"] if leases else [])
-    sys_uses = ["jlong"] + (["jboolean", "JNI_FALSE"] if "bool" in answers or leases else []) + (
-        ["jobjectArray"] if arrays else []
-    ) + (["jstring"] if "permit?" in answers else [])
-    convert_uses = ["block", "string"] + (["jbool"] if "bool" in answers or leases else []) + (
-        ["string_array"] if arrays else []
-    ) + (["java_string"] if "permit?" in answers else [])
-    objects = ["JClass", "JString"] + (["JObject"] if waits else [])
+    body = f"""
+{doc_lines(f"The {name.replace('_', ' ')} behind a handle from `{jname}New` (NativeHandle keeps it alive during the call).", "")}pub(crate) fn handle<'a>(handle: jlong) -> Result<&'a {core}> {{
+    borrow(handle, "{t.get('closed', f'this {name} handle')}")
+}}
+"""
+    if not hand(t):
+        body += java_handle_part(t)
+    if leases:
+        body += JAVA_LEASES.replace("CORE", core)
+    body += java_locals(t, locs)
+    body += java_ops(t, ops)
+
+    def used(names: list[str]) -> list[str]:
+        return [n for n in names if re.search(rf"\b{re.escape(n)}\b", body)]
+
+    objects = used(["JClass", "JObject", "JString"])
+    sys_uses = used(["jboolean", "jint", "jlong", "jobjectArray", "jstring", "JNI_FALSE"])
+    core_uses = used([core, "Permits", "Released", "Wait", "count_from_i64"])
+    convert_uses = used(["block", "java_string", "jbool", "owner", "string", "string_array"])
     s = header(t["table"])
     s += doc_lines(
         f"The JNI entry points of `Native.{jname}*`: {t['doc']} {article(name).capitalize()} "
@@ -1073,23 +1082,27 @@ def java_file(t: dict) -> str:
     s += f"use jni::sys::{{{', '.join(sorted(sys_uses, key=str.lower))}}};\n"
     s += "use jni::JNIEnv;\n"
     s += f"use polylock::{{{', '.join(sorted(core_uses, key=lambda u: (u[0].islower(), u)))}}};\n\n"
-    s += "use crate::client::client;\n"
+    if "client(" in body:
+        s += "use crate::client::client;\n"
     s += f"use crate::convert::{{{', '.join(sorted(convert_uses))}}};\n"
     s += "use crate::error::{entry, Result};\n"
-    s += "use crate::handle::{borrow, free, into_handle};\n"
-    if waits:
-        s += "use crate::wait::{start, Won};\n"
+    s += f"use crate::handle::{{{', '.join(used(['borrow', 'free', 'into_handle']))}}};\n"
+    wait_uses = used(["start", "Won"])
+    if wait_uses:
+        s += f"use crate::wait::{{{', '.join(wait_uses)}}};\n"
+    return s + body
+
+
+def java_handle_part(t: dict) -> str:
+    """`<name>New` and `<name>Free`."""
+    name, core, jname = t["name"], t["core"], camel(t["name"])
     extra_params = "".join(f"    {a['name']}: JString<'l>,\n" for a in open_args(t))
     parse_open = "".join(
         f"        let {a['name']} = string(env, &{a['name']}, \"{a.get('what', a['name'])}\")?;\n"
         for a in open_args(t)
     )
     open_call = ", ".join(["&name"] + [f"&{a['name']}" for a in open_args(t)])
-    s += f"""
-{doc_lines(f"The {name.replace('_', ' ')} behind a handle from `{jname}New` (NativeHandle keeps it alive during the call).", "")}pub(crate) fn handle<'a>(handle: jlong) -> Result<&'a {core}> {{
-    borrow(handle, "{t.get('closed', f'this {name} handle')}")
-}}
-
+    return f"""
 /// {article(name).capitalize()} {name.replace('_', ' ')} for `name` on the client `client`; its handle.
 #[no_mangle]
 pub extern "system" fn Java_io_polylock_Native_{jname}New<'l>(
@@ -1118,36 +1131,54 @@ pub extern "system" fn Java_io_polylock_Native_{jname}Free<'l>(
     }})
 }}
 """
-    if leases:
-        s += JAVA_LEASES.replace("CORE", core)
+
+
+# The Java form of each local answer: (JNI type, default, Native.java type, the value from the
+# core's `v`, what the doc adds).
+J_LOCALS = {
+    "term?": ("jlong", "-1", "long", "v.map_or(-1, |v| v.min(i64::MAX as u64) as jlong)", " -1 for none."),
+    "token?": ("jlong", "-1", "long", "v.map_or(-1, |v| v.min(i64::MAX as u64) as jlong)", " -1 for none."),
+    "permits": ("jlong", "0", "long", "jlong::from(v)", ""),
+    "bool": ("jboolean", "JNI_FALSE", "boolean", "jbool(v)", ""),
+    "text": ("jstring", "std::ptr::null_mut()", "String", "java_string(env, &v)", ""),
+}
+
+
+def java_locals(t: dict, locs: list[dict]) -> str:
+    name, jname = t["name"], camel(t["name"])
+    s = ""
     for loc in locs:
-        if loc["answer"] not in ("term?", "permits"):
+        if loc["answer"] not in J_LOCALS:
             sys.exit(f"{t['table']}: {loc['name']}: Java has no local {loc['answer']} (yet)")
+        ty, default, _, value, more = J_LOCALS[loc["answer"]]
         java_name = f"{jname}{camel(loc['name'], True)}"
-        if loc["answer"] == "permits":
-            s += "\n" + doc_lines(loc["doc"] + " Local: no round trip.", "")
-            s += f"""#[no_mangle]
-pub extern "system" fn Java_io_polylock_Native_{java_name}<'l>(
-    mut env: JNIEnv<'l>,
-    _: JClass<'l>,
-    {name}: jlong,
-) -> jlong {{
-    entry(&mut env, 0, |_| Ok(jlong::from(handle({name})?.{loc['name']}())))
-}}
-"""
-            continue
-        s += "\n" + doc_lines(loc["doc"] + " -1 for none. Local: no round trip.", "")
+        params = "".join(f"    {java_arg(a)}: {J_ARGS[a['kind']][0]},\n" for a in loc.get("args", []))
+        parse = "".join(
+            f"        let {a['name']} = owner({java_arg(a)})?;\n" for a in loc.get("args", [])
+        )
+        get = f"handle({name})?.{local_call(loc)}" + (
+            ".to_string()" if loc["answer"] == "text" else ""
+        )
+        env_arg = "env" if loc["answer"] == "text" else "_"
+        s += "\n" + doc_lines(loc["doc"] + f"{more} Local: no round trip.", "")
         s += f"""#[no_mangle]
 pub extern "system" fn Java_io_polylock_Native_{java_name}<'l>(
     mut env: JNIEnv<'l>,
     _: JClass<'l>,
     {name}: jlong,
-) -> jlong {{
-    entry(&mut env, -1, |_| {{
-        Ok(handle({name})?.{loc['name']}().map_or(-1, |v| v.min(i64::MAX as u64) as jlong))
+{params}) -> {ty} {{
+    entry(&mut env, {default}, |{env_arg}| {{
+{parse}        let v = {get};
+        {value if loc["answer"] == "text" else f"Ok({value})"}
     }})
 }}
 """
+    return s
+
+
+def java_ops(t: dict, ops: list[dict]) -> str:
+    name, jname = t["name"], camel(t["name"])
+    s = ""
     for op in ops:
         args = op.get("args", [])
         params, parse = "", ""
@@ -1168,14 +1199,25 @@ pub extern "system" fn Java_io_polylock_Native_{java_name}<'l>(
                 parse += f"        let {a['name']} = string(env, &{a['name']}, \"permit id\")?;\n"
             elif a["kind"] == "wait":
                 parse += f"        let {a['name']} = Wait::from_millis(wait_ms, \"wait time\")?;\n"
+            elif a["kind"] == "owner":
+                parse += f"        let {a['name']} = owner({java_arg(a)})?;\n"
         call = f"inner.{core_call(op)}"
         java_name = f"{jname}{camel(op['name'], True)}"
         answer = op["answer"]
         s += "\n" + doc_lines(op["doc"], "")
+        asyncs = []
         if op.get("waits"):
             if answer == "bool":
                 done_doc = "with 1 (true) or 0 (false)"
                 won = f"Ok(Won::value(i64::from({call}.await?)))"
+            elif answer == "held":
+                done_doc = "with the fencing token (TIMEOUT when the wait ran out)"
+                won = (
+                    f"let a = {call}.await?;\n"
+                    "            Ok(Won::value(a.fencing_token as i64).give_back(async move {\n"
+                    f"                let _ = inner.{op['undo']}(owner).await;\n"
+                    "            }))"
+                )
             elif answer == "leadership":
                 done_doc = "with the term, or 0 when the wait ran out"
                 undo = (
@@ -1202,21 +1244,8 @@ pub extern "system" fn Java_io_polylock_Native_{java_name}<'l>(
                 params += "    lease: jboolean,\n"
                 won = f"let p = {call}.await?;\n            Ok(taken(inner, p, lease != JNI_FALSE))"
             else:
-                sys.exit(f"{t['table']}: {op['name']}: Java waits answer bool, leadership or permit")
-            s += doc_lines(f"Started: completes `future` {done_doc}; returns the cancel handle.", "")
-            s += f"""#[no_mangle]
-pub extern "system" fn Java_io_polylock_Native_{java_name}Async<'l>(
-    mut env: JNIEnv<'l>,
-    _: JClass<'l>,
-    {name}: jlong,
-{params}    future: JObject<'l>,
-) -> jlong {{
-    entry(&mut env, 0, |env| {{
-{parse}        let inner = handle({name})?.clone();
-        start(env, &future, async move {{ {won} }})
-    }})
-}}
-"""
+                sys.exit(f"{t['table']}: {op['name']}: Java waits answer bool, held, leadership or permit")
+            asyncs.append((done_doc, won))
         else:
             ty, default, _ = J_ANSWERS[answer]
             ret = "" if answer == "none" else f" -> {ty}"
@@ -1228,6 +1257,11 @@ pub extern "system" fn Java_io_polylock_Native_{java_name}Async<'l>(
                 "bool": f"Ok(jbool(block(async move {{ {call}.await }})?))",
                 "count": f"Ok(block(async move {{ {call}.await }})?.min(i64::MAX as u64) as jlong)",
                 "signed": f"block(async move {{ {call}.await }})",
+                "holds": f"Ok(block(async move {{ {call}.await }})?.min(i32::MAX as u32) as jint)",
+                "released": f"Ok(match block(async move {{ {call}.await }})? {{\n"
+                "            Released::StillHeld(n) => n.min(i32::MAX as u32) as jint,\n"
+                "            Released::Freed => 0,\n        })",
+                "lease_left": f"block(async move {{ Ok({call}.await?.as_millis_code()) }})",
                 "permit?": f"match block(async move {{ {call}.await }})? {{\n"
                 "            Some(p) => java_string(env, &p.id),\n"
                 "            None => Ok(std::ptr::null_mut()),\n        }",
@@ -1251,6 +1285,34 @@ pub extern "system" fn Java_io_polylock_Native_{java_name}<'l>(
     entry(&mut env, {default}, |{env_arg}| {{
 {parse}        let inner = handle({name})?.clone();
         {conv}
+    }})
+}}
+"""
+            if op.get("java_async"):
+                won = {
+                    "bool": f"Ok(Won::value(i64::from({call}.await?)))",
+                    "released": f"Ok(Won::value(match {call}.await? {{\n"
+                    "                Released::StillHeld(n) => i64::from(n),\n"
+                    "                Released::Freed => 0,\n            }))",
+                }[answer]
+                done_doc = {
+                    "bool": "with 1 (true) or 0 (false)",
+                    "released": "with the holds the owner keeps",
+                }[answer]
+                s += "\n" + doc_lines(f"The same, started on the runtime.", "")
+                asyncs.append((done_doc, won))
+        for done_doc, won in asyncs:
+            s += doc_lines(f"Started: completes `future` {done_doc}; returns the cancel handle.", "")
+            s += f"""#[no_mangle]
+pub extern "system" fn Java_io_polylock_Native_{java_name}Async<'l>(
+    mut env: JNIEnv<'l>,
+    _: JClass<'l>,
+    {name}: jlong,
+{params}    future: JObject<'l>,
+) -> jlong {{
+    entry(&mut env, 0, |env| {{
+{parse}        let inner = handle({name})?.clone();
+        start(env, &future, async move {{ {won} }})
     }})
 }}
 """
@@ -1349,14 +1411,22 @@ def javadoc(text: str) -> str:
 
 def java_natives(t: dict) -> str:
     jname = camel(t["name"])
-    s = doc_lines(f"{t['doc']} A native handle: {jname}New .. {jname}Free.", "    ", "//")
-    extra = "".join(f", String {camel(a['name'])}" for a in open_args(t))
-    s += f"    static native long {jname}New(long client, String name{extra});\n\n"
-    s += f"    static native void {jname}Free(long {jname});\n"
-    for loc in locals_for(t, "java"):
-        none = " -1 for none;" if loc["answer"] == "term?" else ""
-        s += "\n" + javadoc(loc["doc"] + f"{none} local.")
-        s += f"    static native long {jname}{camel(loc['name'], True)}(long {jname});\n"
+    if hand(t):
+        s = doc_lines(f"{t['doc']} On a handle from {jname}New.", "    ", "//")
+    else:
+        s = doc_lines(f"{t['doc']} A native handle: {jname}New .. {jname}Free.", "    ", "//")
+        extra = "".join(f", String {camel(a['name'])}" for a in open_args(t))
+        s += f"    static native long {jname}New(long client, String name{extra});\n\n"
+        s += f"    static native void {jname}Free(long {jname});\n"
+    for i, loc in enumerate(locals_for(t, "java")):
+        _, _, ty, _, more = J_LOCALS[loc["answer"]]
+        args = "".join(
+            f", {J_ARGS[a['kind']][1]} {camel(java_arg(a))}" for a in loc.get("args", [])
+        )
+        if i or not hand(t):
+            s += "\n"
+        s += javadoc(loc["doc"] + f"{more} Local.")
+        s += f"    static native {ty} {jname}{camel(loc['name'], True)}(long {jname}{args});\n"
     for op in ops_for(t, "java"):
         args = "".join(
             f", {J_ARGS[a['kind']][1]} {camel(java_arg(a))}" for a in op.get("args", [])
@@ -1367,6 +1437,7 @@ def java_natives(t: dict) -> str:
         if op.get("waits"):
             done = {
                 "bool": "with 1 (true) or 0 (false)",
+                "held": "with the fencing token (TIMEOUT when the wait ran out)",
                 "leadership": "with the term, or 0 when the wait ran out",
                 "permit": "with the permit's id as its text (TIMEOUT when the wait ran out)",
                 "permits": "with 1, or a lease handle when {@code lease} (TIMEOUT when the wait"
@@ -1377,13 +1448,22 @@ def java_natives(t: dict) -> str:
             )
             s += f"    static native long {java_name}Async(long {jname}{args}, NativeFuture future);\n"
         else:
-            doc = op["doc"] + (
-                " 0 if not taken, else 1, or a lease handle when {@code lease}."
-                if op["answer"] == "permits?"
-                else ""
-            )
+            doc = op["doc"] + {
+                "permits?": " 0 if not taken, else 1, or a lease handle when {@code lease}.",
+                "lease_left": " -2 when nobody holds it, -1 when held with no expiry, else the ms"
+                " left.",
+            }.get(op["answer"], "")
             s += "\n" + javadoc(doc)
             s += f"    static native {J_ANSWERS[op['answer']][2]} {java_name}(long {jname}{args});\n"
+            if op.get("java_async"):
+                done = {"bool": "1 (true) or 0 (false)", "released": "the holds the owner keeps"}[
+                    op["answer"]
+                ]
+                s += "\n" + javadoc(
+                    f"The same, started: completes {{@code future}} with {done}; returns the cancel"
+                    " handle."
+                )
+                s += f"    static native long {java_name}Async(long {jname}{args}, NativeFuture future);\n"
     if any(op["answer"] == "permits" for op in ops_for(t, "java")):
         s += "\n" + javadoc(
             "Gives back a lease's own permits and frees the handle (always, however it ends)."

@@ -23,12 +23,6 @@ const KINDS: [(jint, HoldKind); 6] = [
     (5, HoldKind::Lock(LockKind::Fair)),
 ];
 
-/// Not a kind of hold: the `kind` argument of a lock native whose `handle` argument is a lock
-/// handle of this library (a multi-lock, made by `multiLockNew`), not a client handle; `name` is
-/// then not read. Twin of `Native.LOCK_HANDLE`; outside the numbers of `KINDS`, so that no kind
-/// ever takes it.
-pub(crate) const LOCK_HANDLE: jint = 1000;
-
 /// The lock kind of a `kind` argument (a permit's number is not one).
 pub(crate) fn lock_kind(number: jint) -> Result<LockKind> {
     match KINDS.iter().find(|(n, _)| *n == number) {

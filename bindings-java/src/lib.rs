@@ -17,10 +17,11 @@
 //! - `jvm`: the remembered `JavaVM` and calls into Java from runtime threads;
 //! - `convert`: Java arguments to core values (strings, durations, owners, lock kinds);
 //! - `client`: connecting, closing and freeing a client, its queries, its lost-hold stream;
-//! - `lock`: the calls on one lock of any kind (a lock, a mutex, either half of a read-write
-//!   lock);
+//! - `lock`: a lock's handle (made per kind, or over other locks as a multi-lock), the kind its
+//!   holds are reported with, and the one try before a wait;
 //! - `gen`: the calls generated from the tables of `core/api/` (`python3 scripts/gen-bindings.py`):
-//!   the count-down latch, the election and both semaphores (with a counting semaphore's leases);
+//!   the count-down latch, the election, both semaphores (with a counting semaphore's leases) and
+//!   the calls on a lock;
 //! - `metrics`: the process's metrics snapshot for `MetricFamily` and the Micrometer binder, and
 //!   the Prometheus text of the process or of one client;
 //! - `log`: the core's log events handed to SLF4J through `Logs.log`;

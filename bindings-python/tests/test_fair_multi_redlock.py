@@ -130,6 +130,27 @@ async def two_orders(client: polylock.Client) -> None:
     assert count == 100
 
 
+def test_a_multi_lock_is_lost_as_soon_as_a_member_is() -> None:
+    """A multi-lock's `lost` reads its members' holds: true at the first look after a member's
+    hold is known lost (its own signal says "held" until its task has looked)."""
+    c = polylock.connect(REDIS, watchdog_timeout=1.5)
+    try:
+        a, b = c.lock(unique("multi-lost-a")), c.lock(unique("multi-lost-b"))
+        both = polylock.MultiLock([a, b])
+        assert both.acquire(timeout=5)
+        assert not both.lost and not a.lost
+        redis.Redis.from_url(REDIS).delete(a.name)
+        deadline = time.monotonic() + 20  # the watchdog finds it at its next renewal (0.5 s)
+        while not a.lost and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert a.lost, "the member's hold was not found lost"
+        assert both.lost and both.lost_reason == "DELETED"
+        with pytest.raises(polylock.LockLostError):
+            both.release()
+    finally:
+        c.close()
+
+
 def test_multi_lock_bad_input(client: polylock.Client) -> None:
     a = client.lock(unique("bad"))
     for bad in ([], [a, a]):

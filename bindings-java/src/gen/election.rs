@@ -60,9 +60,8 @@ pub extern "system" fn Java_io_polylock_Native_electionTerm<'l>(
     election: jlong,
 ) -> jlong {
     entry(&mut env, -1, |_| {
-        Ok(handle(election)?
-            .term()
-            .map_or(-1, |v| v.min(i64::MAX as u64) as jlong))
+        let v = handle(election)?.term();
+        Ok(v.map_or(-1, |v| v.min(i64::MAX as u64) as jlong))
     })
 }
 

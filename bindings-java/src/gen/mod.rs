@@ -2,5 +2,6 @@
 
 pub(crate) mod election;
 pub(crate) mod latch;
+pub(crate) mod lock;
 pub(crate) mod permit_semaphore;
 pub(crate) mod semaphore;

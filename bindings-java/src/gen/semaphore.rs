@@ -137,7 +137,8 @@ pub extern "system" fn Java_io_polylock_Native_semaphoreHeldPermits<'l>(
     semaphore: jlong,
 ) -> jlong {
     entry(&mut env, 0, |_| {
-        Ok(jlong::from(handle(semaphore)?.held_permits()))
+        let v = handle(semaphore)?.held_permits();
+        Ok(jlong::from(v))
     })
 }
 

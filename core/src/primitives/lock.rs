@@ -194,9 +194,25 @@ impl Lock {
         each!(self, l => l.lost_signal(owner))
     }
 
-    /// True if `owner`'s hold was lost and not yet released (local).
+    /// Whether `owner` has a hold of the lock, kept or lost and not yet released (local); for a
+    /// multi-lock, a hold of every member.
+    pub fn has_hold(&self, owner: OwnerId) -> bool {
+        self.members()
+            .iter()
+            .all(|m| m.lost_signal(owner).is_some())
+    }
+
+    /// True if `owner`'s hold was lost and not yet released (local); for a multi-lock, a hold of
+    /// every member, one of them lost. Read from the members' own signals: a multi-lock's
+    /// [`Lock::lost_signal`] is made afresh per call and says "held" until its task has looked
+    /// at them.
     pub fn is_lost(&self, owner: OwnerId) -> bool {
-        self.lost_signal(owner).is_some_and(|s| s.is_lost())
+        let signals: Option<Vec<LostSignal>> = self
+            .members()
+            .iter()
+            .map(|m| m.lost_signal(owner))
+            .collect();
+        signals.is_some_and(|s| s.iter().any(|s| s.is_lost()))
     }
 
     /// Why `owner`'s hold was lost (a multi-lock: the first member's that was), or `None` while

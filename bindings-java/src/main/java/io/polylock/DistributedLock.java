@@ -70,16 +70,13 @@ public final class DistributedLock implements Lock, AutoCloseable {
 
     /** The client of a named lock; null for a multi-lock. */
     private final PolylockClient client;
-    /**
-     * The native lock (the core lock, made once), which every native call takes with {@code
-     * Native.LOCK_HANDLE}.
-     */
+    /** The native lock (the core lock, made once), which every native call takes. */
     private final NativeHandle handle;
     private final String name;
-    /** One of {@code Native.KIND_*}, or {@code Native.LOCK_HANDLE} for a multi-lock. */
+    /** One of {@code Native.KIND_*}, or {@code Native.MULTI} for a multi-lock. */
     private final int kind;
     /**
-     * The kind its holds' losses are reported with ({@link Native#holdKind}): {@link #kind}, but
+     * The kind its holds' losses are reported with ({@link Native#lockHoldKind}): {@link #kind}, but
      * the ordinary lock's for a fair lock on ZooKeeper; unused for a multi-lock.
      */
     private final int holdKind;
@@ -103,8 +100,8 @@ public final class DistributedLock implements Lock, AutoCloseable {
         this.kind = kind;
         long h = handle.enter();
         try {
-            this.holdKind = Native.holdKind(h, null, Native.LOCK_HANDLE);
-            this.queuesWaiters = Native.validate(h, null, Native.LOCK_HANDLE);
+            this.holdKind = Native.lockHoldKind(h);
+            this.queuesWaiters = Native.lockQueuesWaiters(h);
         } catch (RuntimeException e) {
             handle.close();
             throw e;
@@ -118,13 +115,13 @@ public final class DistributedLock implements Lock, AutoCloseable {
     private DistributedLock(List<DistributedLock> members, long nativeLock) {
         this.client = null;
         this.handle = NativeHandle.own(nativeLock, this, Native::lockFree, "multi-lock");
-        this.kind = Native.LOCK_HANDLE;
+        this.kind = Native.MULTI;
         this.holdKind = -1;
         this.members = members;
         long h = handle.enter();
         try {
-            this.name = Native.lockName(h, null, Native.LOCK_HANDLE);
-            this.queuesWaiters = Native.validate(h, null, Native.LOCK_HANDLE);
+            this.name = Native.lockName(h);
+            this.queuesWaiters = Native.lockQueuesWaiters(h);
         } catch (RuntimeException e) {
             handle.close();
             throw e;
@@ -150,20 +147,15 @@ public final class DistributedLock implements Lock, AutoCloseable {
         List<DistributedLock> given = new ArrayList<>(locks);
         int n = given.size();
         long[] handles = new long[n];
-        String[] names = new String[n];
-        int[] kinds = new int[n];
         for (int i = 0; i < n; i++) {
-            DistributedLock l = given.get(i);
-            Objects.requireNonNull(l, "locks[" + i + "]");
-            names[i] = l.name;
-            kinds[i] = Native.LOCK_HANDLE;
+            Objects.requireNonNull(given.get(i), "locks[" + i + "]");
         }
         int entered = 0;
         try {
             for (; entered < n; entered++) {
                 handles[entered] = given.get(entered).enter();
             }
-            long nativeLock = Native.multiLockNew(handles, names, kinds);
+            long nativeLock = Native.multiLockNew(handles);
             return new DistributedLock(Collections.unmodifiableList(given), nativeLock);
         } finally {
             for (int i = 0; i < entered; i++) {
@@ -395,7 +387,7 @@ public final class DistributedLock implements Lock, AutoCloseable {
         long h = enter();
         try {
             NativeFuture future = new NativeFuture();
-            long cancel = Native.releaseAsync(h, null, Native.LOCK_HANDLE, owner, future);
+            long cancel = Native.lockReleaseAsync(h, owner, future);
             return Waits.async(future, cancel, kept -> null, null);
         } finally {
             exit();
@@ -407,7 +399,7 @@ public final class DistributedLock implements Lock, AutoCloseable {
         long h = enter();
         try {
             NativeFuture future = new NativeFuture();
-            long cancel = Native.forceUnlockAsync(h, null, Native.LOCK_HANDLE, future);
+            long cancel = Native.lockForceUnlockAsync(h, future);
             return Waits.async(future, cancel, was -> was != 0, null);
         } finally {
             exit();
@@ -420,7 +412,7 @@ public final class DistributedLock implements Lock, AutoCloseable {
         long h = enter();
         try {
             NativeFuture future = new NativeFuture();
-            long cancel = Native.acquireAsync(h, null, Native.LOCK_HANDLE, owner, waitMs, leaseMs, future);
+            long cancel = Native.lockAcquireAsync(h, owner, waitMs, leaseMs, future);
             return Waits.async(future, cancel, token -> Boolean.TRUE, Boolean.FALSE);
         } finally {
             exit();
@@ -454,7 +446,7 @@ public final class DistributedLock implements Lock, AutoCloseable {
     public boolean forceUnlock() {
         long h = enter();
         try {
-            return Native.forceUnlock(h, null, Native.LOCK_HANDLE);
+            return Native.lockForceUnlock(h);
         } finally {
             exit();
         }
@@ -466,7 +458,7 @@ public final class DistributedLock implements Lock, AutoCloseable {
     public boolean isLocked() {
         long h = enter();
         try {
-            return Native.isLocked(h, null, Native.LOCK_HANDLE);
+            return Native.lockIsLocked(h);
         } finally {
             exit();
         }
@@ -481,7 +473,7 @@ public final class DistributedLock implements Lock, AutoCloseable {
     public int getHoldCount() {
         long h = enter();
         try {
-            return Native.holdCount(h, null, Native.LOCK_HANDLE, PolylockClient.currentOwner());
+            return Native.lockHoldCount(h, PolylockClient.currentOwner());
         } finally {
             exit();
         }
@@ -491,7 +483,7 @@ public final class DistributedLock implements Lock, AutoCloseable {
     public boolean isAcquiredInThisProcess() {
         long h = enter();
         try {
-            return Native.isHeldLocally(h, null, Native.LOCK_HANDLE);
+            return Native.lockIsHeldLocally(h);
         } finally {
             exit();
         }
@@ -505,7 +497,7 @@ public final class DistributedLock implements Lock, AutoCloseable {
     public long remainTimeToLive() {
         long h = enter();
         try {
-            return Native.remainTimeToLive(h, null, Native.LOCK_HANDLE);
+            return Native.lockRemainingLease(h);
         } finally {
             exit();
         }
@@ -521,7 +513,7 @@ public final class DistributedLock implements Lock, AutoCloseable {
     public long getFencingToken() {
         long h = enter();
         try {
-            long t = Native.fencingToken(h, null, Native.LOCK_HANDLE, PolylockClient.currentOwner());
+            long t = Native.lockFencingToken(h, PolylockClient.currentOwner());
             if (t < 0) {
                 throw new NotOwnerException("lock '" + name + "' is not held by the current thread");
             }
@@ -535,7 +527,7 @@ public final class DistributedLock implements Lock, AutoCloseable {
     public boolean isLost() {
         long h = enter();
         try {
-            return Native.isLost(h, null, Native.LOCK_HANDLE, PolylockClient.currentOwner());
+            return Native.lockIsLost(h, PolylockClient.currentOwner());
         } finally {
             exit();
         }
@@ -582,7 +574,7 @@ public final class DistributedLock implements Lock, AutoCloseable {
     @Override
     public String toString() {
         switch (kind) {
-            case Native.LOCK_HANDLE:
+            case Native.MULTI:
                 return "DistributedMultiLock[" + name + "]";
             case Native.KIND_FAIR:
                 return "DistributedFairLock[" + name + "]";
@@ -655,7 +647,7 @@ public final class DistributedLock implements Lock, AutoCloseable {
                 return;
             }
             try {
-                if (!Native.hasHold(h, null, Native.LOCK_HANDLE, owner)) {
+                if (!Native.lockHasHold(h, owner)) {
                     return;
                 }
             } finally {
@@ -697,7 +689,7 @@ public final class DistributedLock implements Lock, AutoCloseable {
     private void releaseFor(long owner) {
         long h = enter();
         try {
-            Native.release(h, null, Native.LOCK_HANDLE, owner);
+            Native.lockRelease(h, owner);
         } finally {
             exit();
         }
@@ -706,7 +698,7 @@ public final class DistributedLock implements Lock, AutoCloseable {
     private long once(long leaseMs) {
         long h = enter();
         try {
-            return Native.tryAcquire(h, null, Native.LOCK_HANDLE, PolylockClient.currentOwner(), leaseMs, false);
+            return Native.lockTryAcquire(h, PolylockClient.currentOwner(), leaseMs, false);
         } finally {
             exit();
         }
@@ -741,7 +733,7 @@ public final class DistributedLock implements Lock, AutoCloseable {
             // The uncontended case costs one round trip on this thread. Not on ZooKeeper, where a
             // try and then a wait would queue twice and lose this waiter's FIFO place.
             if (waitMs == 0 || !queuesWaiters) {
-                long token = Native.tryAcquire(h, null, Native.LOCK_HANDLE, owner, leaseMs, waitMs != 0);
+                long token = Native.lockTryAcquire(h, owner, leaseMs, waitMs != 0);
                 if (token >= 0 || waitMs == 0) {
                     return token;
                 }
@@ -753,7 +745,7 @@ public final class DistributedLock implements Lock, AutoCloseable {
                 remaining = Math.max(0, Waits.remaining(waitMs, start));
             }
             NativeFuture future = new NativeFuture();
-            long cancel = Native.acquireAsync(h, null, Native.LOCK_HANDLE, owner, remaining, leaseMs, future);
+            long cancel = Native.lockAcquireAsync(h, owner, remaining, leaseMs, future);
             NativeFuture done = Waits.await(future, cancel, interruptible);
             return done.succeeded() ? done.value() : -1;
         } finally {

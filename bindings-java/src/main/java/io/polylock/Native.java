@@ -37,13 +37,8 @@ final class Native {
     /** A fair lock (Redisson {@code RFairLock}; on ZooKeeper, where every lock is fair, the ordinary lock). */
     static final int KIND_FAIR = 5;
 
-    /**
-     * Not a kind of hold: the {@code kind} of a lock native whose first argument is a lock handle
-     * ({@link #multiLockNew}, owned by a {@link NativeHandle}) instead of a client handle; the
-     * {@code name} argument is then not read. Twin of {@code LOCK_HANDLE} in convert.rs, outside
-     * the kinds' numbers.
-     */
-    static final int LOCK_HANDLE = 1000;
+    /** Not a kind of hold: a multi-lock's {@code kind} in {@link DistributedLock}, outside the kinds' numbers. */
+    static final int MULTI = 1000;
 
     /** The version of this JAR (from Maven), which the native library must match. */
     static final String JAR_VERSION;
@@ -177,10 +172,7 @@ final class Native {
 
     static native boolean queuesWaiters(long client);
 
-    // ---- every kind of lock: (client, name, kind), or (lock handle, ignored, LOCK_HANDLE) ----
-
-    /** Checks the name and kind (no round trip); true if a wait takes a queue place (no fast path). */
-    static native boolean validate(long client, String name, int kind);
+    // ---- every kind of lock: made by lockNew (client, name, kind) or multiLockNew ----
 
     /**
      * The lock handle of the lock {@code name} of {@code kind} on {@code client} (name and kind
@@ -188,41 +180,103 @@ final class Native {
      */
     static native long lockNew(long client, String name, int kind);
 
-    /**
-     * The lock handle of a multi-lock over the locks {@code (handles[i], names[i], kinds[i])};
-     * freed with {@link #lockFree} once.
-     */
-    static native long multiLockNew(long[] handles, String[] names, int[] kinds);
+    /** The lock handle of a multi-lock over the lock handles {@code locks}; freed with {@link #lockFree} once. */
+    static native long multiLockNew(long[] locks);
 
     static native void lockFree(long lock);
-
-    /** The lock's name (a multi-lock's: its members' names joined by {@code +}, in its order). */
-    static native String lockName(long client, String name, int kind);
 
     /**
      * The kind its holds are recorded, and their losses reported, with: its own, but {@code
      * KIND_LOCK} for a fair lock on ZooKeeper (the ordinary lock there); -1 for a multi-lock.
      */
-    static native int holdKind(long client, String name, int kind);
-
-    /** Whether {@code owner} has a hold, kept or lost and not yet released (a multi-lock: of every member). */
-    static native boolean hasHold(long client, String name, int kind, long owner);
+    static native int lockHoldKind(long lock);
 
     /**
-     * One attempt; {@code beforeWait}: the fast path of a waiting acquire, whose refusal the
-     * wait that follows records (metrics, debug log) instead.
+     * One attempt: the fencing token, or -1 when another owner holds the lock; {@code
+     * beforeWait}: the fast path of a waiting acquire, whose refusal the wait that follows
+     * records (metrics, debug log) instead.
      */
-    static native long tryAcquire(long client, String name, int kind, long owner, long leaseMs,
-        boolean beforeWait);
+    static native long lockTryAcquire(long lock, long owner, long leaseMs, boolean beforeWait);
 
-    static native long acquireAsync(long client, String name, int kind, long owner, long waitMs,
-            long leaseMs, NativeFuture future);
+    // BEGIN generated from core/api/lock.toml by `python3 scripts/gen-bindings.py`: do not edit
+    // A lock of any kind (reentrant, mutex, read or write half, fair, multi-lock, RedLock); every
+    // call names its owner. On a handle from lockNew.
+    /**
+     * The lock's name (a multi-lock's: its members' names joined by `+`, in the order it takes
+     * them). Local.
+     */
+    static native String lockName(long lock);
 
-    /** Start a release of one hold of {@code owner}; the future gets the holds it keeps. */
-    static native long releaseAsync(long client, String name, int kind, long owner, NativeFuture future);
+    /**
+     * Whether waiting for the lock takes a place in a queue (ZooKeeper, a fair lock, a multi-lock
+     * with such a member), where a one-try fast path before a wait would queue twice. Local.
+     */
+    static native boolean lockQueuesWaiters(long lock);
 
-    /** Start a force-unlock; the future gets 1 if the lock was held, else 0. */
-    static native long forceUnlockAsync(long client, String name, int kind, NativeFuture future);
+    /** Whether any owner of this client holds the lock. Local. */
+    static native boolean lockIsHeldLocally(long lock);
+
+    /**
+     * Whether `owner` has a hold of the lock, kept or lost and not yet released (a multi-lock: of
+     * every member): tells a multi-lock's listeners which of its members' lost holds are its own.
+     * Local.
+     */
+    static native boolean lockHasHold(long lock, long ownerId);
+
+    /**
+     * The fencing token of `owner`'s current hold, none if it holds nothing (or its hold was lost).
+     * 0 on an SQL client whose URL says `fencing=none`. -1 for none. Local.
+     */
+    static native long lockFencingToken(long lock, long ownerId);
+
+    /** True if `owner`'s hold was lost and not yet released. Local. */
+    static native boolean lockIsLost(long lock, long ownerId);
+
+    /**
+     * Acquire (or re-enter) the lock for `owner`, waiting up to the wait; true when held, false
+     * when the wait ran out. Without a lease the watchdog renews it while the client lives.
+     * Completes {@code future} with the fencing token (TIMEOUT when the wait ran out); returns the
+     * cancel handle.
+     */
+    static native long lockAcquireAsync(long lock, long ownerId, long waitMs, long leaseMs, NativeFuture future);
+
+    /**
+     * Release one hold of `owner`: NOT_OWNER if it holds nothing, LOCK_LOST if its hold was lost
+     * meanwhile (the hold is then forgotten).
+     */
+    static native int lockRelease(long lock, long ownerId);
+
+    /**
+     * The same, started: completes {@code future} with the holds the owner keeps; returns the
+     * cancel handle.
+     */
+    static native long lockReleaseAsync(long lock, long ownerId, NativeFuture future);
+
+    /** How many times `owner` holds the lock (0 if not at all). */
+    static native int lockHoldCount(long lock, long ownerId);
+
+    /** Whether anybody holds the lock (asks the server). */
+    static native boolean lockIsLocked(long lock);
+
+    /**
+     * Delete the lock whoever holds it and wake its waiters (Redisson's forceUnlock); true if it
+     * was held.
+     */
+    static native boolean lockForceUnlock(long lock);
+
+    /**
+     * The same, started: completes {@code future} with 1 (true) or 0 (false); returns the cancel
+     * handle.
+     */
+    static native long lockForceUnlockAsync(long lock, NativeFuture future);
+
+    /**
+     * The remaining lease of whoever holds the lock: not held, held with no expiry (ZooKeeper, SQL
+     * session locks), or the time left (Redis's PTTL, Redisson's remainTimeToLive). -2 when nobody
+     * holds it, -1 when held with no expiry, else the ms left.
+     */
+    static native long lockRemainingLease(long lock);
+    // END generated (lock)
 
     // ---- every waiting call (see Waits) ----
 
@@ -232,22 +286,6 @@ final class Native {
     static native void giveBack(long cancel);
 
     static native void freeCancel(long cancel);
-
-    static native int release(long client, String name, int kind, long owner);
-
-    static native int holdCount(long client, String name, int kind, long owner);
-
-    static native boolean isLocked(long client, String name, int kind);
-
-    static native boolean isHeldLocally(long client, String name, int kind);
-
-    static native long remainTimeToLive(long client, String name, int kind);
-
-    static native boolean forceUnlock(long client, String name, int kind);
-
-    static native long fencingToken(long client, String name, int kind, long owner);
-
-    static native boolean isLost(long client, String name, int kind, long owner);
 
     // ---- counting semaphores ----
 
@@ -261,7 +299,7 @@ final class Native {
 
     static native void semaphoreFree(long semaphore);
 
-    /** How many permits this client holds (its leases on ZooKeeper and etcd; 0 on Redis). local. */
+    /** How many permits this client holds (its leases on ZooKeeper and etcd; 0 on Redis). Local. */
     static native long semaphoreHeldPermits(long semaphore);
 
     /** Set the number of permits if nobody set it yet; true if this call set it. */
@@ -385,7 +423,7 @@ final class Native {
 
     /**
      * The term (a fencing token, greater for every new leader) while this candidate leads, else
-     * none. -1 for none; local.
+     * none. -1 for none. Local.
      */
     static native long electionTerm(long election);
 

@@ -58,7 +58,7 @@ class NativeTest {
         assertEquals("fair lock", Native.kindName(Native.KIND_FAIR));
         assertNull(Native.kindName(Native.KIND_FAIR + 1), "no kinds beyond the constants");
         assertNull(Native.kindName(-1));
-        assertNull(Native.kindName(Native.LOCK_HANDLE), "the lock-handle marker is no kind");
+        assertNull(Native.kindName(Native.MULTI), "the multi-lock marker is no kind");
     }
 
     @Test

@@ -155,7 +155,7 @@ class RedisSemaphoreIT extends SemaphoreCases {
         assertEquals("permit", Native.kindName(Native.KIND_PERMIT));
         long h = client.enter();
         try {
-            assertThrows(IllegalArgumentException.class, () -> Native.validate(h, name, Native.KIND_PERMIT));
+            assertThrows(IllegalArgumentException.class, () -> Native.lockNew(h, name, Native.KIND_PERMIT));
         } finally {
             client.exit();
         }
