@@ -9,11 +9,8 @@ use std::sync::{Arc, Mutex};
 
 use polylock::{runtime, Client, HoldKind, Lock, LockKind, MultiLock};
 
-use crate::client::{client_ref, polylock_client};
-use crate::result::{
-    boundary, fail, null, polylock_result, set_last_error, text, POLYLOCK_INVALID_ARGUMENT,
-    POLYLOCK_OK,
-};
+use crate::client::{new_handle, polylock_client};
+use crate::result::{boundary, fail, null, polylock_result, POLYLOCK_OK};
 
 /// A handle on one named lock (opaque). Thread-safe. It keeps its client alive: freeing the client
 /// first is allowed, the lock keeps working until it is freed too.
@@ -93,48 +90,25 @@ unsafe fn new_lock(
     client: *mut polylock_client,
     name: *const c_char,
     out: *mut *mut polylock_lock,
-    kind: Result<LockKind, polylock_result>,
+    kind: polylock::Result<LockKind>,
 ) -> polylock_result {
-    boundary(|| {
-        if out.is_null() {
-            return null("out");
-        }
-        // SAFETY: `out` is writable (caller contract).
-        unsafe { *out = std::ptr::null_mut() };
-        // SAFETY: a live client handle (caller contract).
-        let c = match unsafe { client_ref(client) } {
-            Ok(c) => c,
-            Err(r) => return r,
-        };
-        // SAFETY: NUL-terminated string (caller contract).
-        let n = match unsafe { text(name, "name") } {
-            Ok(n) => n,
-            Err(r) => return r,
-        };
-        let kind = match kind {
-            Ok(k) => k,
-            Err(r) => return r,
-        };
-        match c.lock_of_kind(n, kind) {
-            Ok(lock) => {
-                let handle = polylock_lock {
-                    name: CString::new(n).expect("validated: no NUL"),
-                    sources: vec![Source {
-                        client: c.clone(),
-                        name: Arc::from(n),
-                        kind: HoldKind::Lock(lock.kind()),
-                    }],
-                    inner: lock,
-                    callbacks: Arc::default(),
-                    listening: Mutex::new(None),
-                };
-                // SAFETY: checked above.
-                unsafe { *out = Box::into_raw(Box::new(handle)) };
-                POLYLOCK_OK
-            }
-            Err(e) => fail(&e),
-        }
-    })
+    // SAFETY: forwarded contract.
+    unsafe {
+        new_handle(client, name, out, |c, n| {
+            let lock = c.lock_of_kind(n, kind?)?;
+            Ok(polylock_lock {
+                name: CString::new(n).expect("validated: no NUL"),
+                sources: vec![Source {
+                    client: c.clone(),
+                    name: Arc::from(n),
+                    kind: HoldKind::Lock(lock.kind()),
+                }],
+                inner: lock,
+                callbacks: Arc::default(),
+                listening: Mutex::new(None),
+            })
+        })
+    }
 }
 
 /// A reentrant lock handle for `name` (a znode path on ZooKeeper). Free it with
@@ -246,12 +220,10 @@ pub unsafe extern "C" fn polylock_client_read_write_lock(
     let kind = match mode {
         POLYLOCK_READ => Ok(LockKind::Read),
         POLYLOCK_WRITE => Ok(LockKind::Write),
-        m => {
-            set_last_error(&format!(
-                "mode must be POLYLOCK_READ (1) or POLYLOCK_WRITE (2), got {m}"
-            ));
-            Err(POLYLOCK_INVALID_ARGUMENT)
-        }
+        m => Err(polylock::Error::new(
+            polylock::ErrorKind::InvalidArgument,
+            format!("mode must be POLYLOCK_READ (1) or POLYLOCK_WRITE (2), got {m}"),
+        )),
     };
     // SAFETY: forwarded contract.
     unsafe { new_lock(client, name, out, kind) }
