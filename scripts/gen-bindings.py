@@ -109,10 +109,6 @@ def uses_wait(t: dict) -> bool:
     return any(a["kind"] == "wait" for op in t["op"] for a in op.get("args", []))
 
 
-def uses_count(t: dict) -> bool:
-    return any(a["kind"] == "count" for op in t["op"] for a in op.get("args", []))
-
-
 def uses_kind(ops: list[dict], kind: str) -> bool:
     return any(a["kind"] == kind for op in ops for a in op.get("args", []))
 
