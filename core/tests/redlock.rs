@@ -465,6 +465,27 @@ async fn masters_that_answer_late_for_a_while_cost_rounds_not_an_error() {
     lock.release(me).await.unwrap();
 
     let slow = fast_again.await.unwrap();
+    // A try with no wait, too: the late rounds say nothing about the lock, so they are no "not
+    // acquired" and no error; the try answers once the masters do.
+    for p in &slow {
+        p.delay_replies(Duration::from_millis(300));
+    }
+    let fast_again = tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(400)).await;
+        for p in &slow {
+            p.delay_replies(Duration::ZERO);
+        }
+        slow
+    });
+    let tried = lock.try_acquire(me, None).await;
+    let held = tried.expect("a try during 400 ms of late answers costs rounds, not an error");
+    assert!(
+        held.is_some(),
+        "a free lock, tried once the masters answer: acquired"
+    );
+    lock.release(me).await.unwrap();
+
+    let slow = fast_again.await.unwrap();
     for p in &slow {
         p.delay_replies(Duration::from_millis(300));
     }

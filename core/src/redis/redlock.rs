@@ -13,7 +13,9 @@
 //! - A round that lost to a holder of a majority waits for a release message on any server,
 //!   bounded by the TTLs the servers reported. A round where nobody can have a majority (votes
 //!   split between contenders, servers down) tries again after a random pause that grows with
-//!   each such round, so contenders stop colliding.
+//!   each such round, so contenders stop colliding. A round in which too few servers answered
+//!   in time says nothing about the lock: it is tried again the same way, for up to the command
+//!   timeout, even by a try with no wait (as one server's slow command would be waited for).
 //! - Re-entries are counted in the client: only the first acquire and the last release reach the
 //!   servers. Release goes to every server. The watchdog renews on every server and keeps the
 //!   hold while a majority renews it; when a majority says the hold is gone it is lost, and when
@@ -444,13 +446,18 @@ impl RedLock {
                     (busy, split_pause(splits))
                 }
                 Round::Slow(e) => {
+                    // Too few answered in time: nothing is known about the lock yet, so this is
+                    // no "not acquired", even for a try with no wait. Like one server's command,
+                    // it is bounded by the command timeout, not by the wait (a try-lock on a
+                    // loaded machine failed with a connection error after one 300 ms round).
                     let since = *slow_since.get_or_insert_with(Instant::now);
-                    let out_of_time = deadline.is_some_and(|d| Instant::now() >= d);
-                    if out_of_time || since.elapsed() >= self.command_timeout {
+                    if since.elapsed() >= self.command_timeout {
                         return Err(e);
                     }
                     splits += 1;
-                    (Vec::new(), split_pause(splits))
+                    drop(woken);
+                    tokio::time::sleep(split_pause(splits)).await;
+                    continue;
                 }
             };
             let now = Instant::now();
