@@ -76,9 +76,9 @@ export type Hold = LockHold;
 // BEGIN generated from core/api/errors.toml by `python3 scripts/gen-bindings.py`: do not edit
 /** `code` is `ERR_POLYLOCK_<NAME>`: TIMEOUT, NOT_OWNER, LOCK_LOST, CONNECTION, AUTH, BACKEND,
  * INVALID_STATE, INTERNAL, PANIC, CANCELLED, UNSUPPORTED, UPGRADE_NOT_SUPPORTED,
- * NOT_REPLICATED; `number` is the kind's stable number in polylock's one error table
- * (`errorNumbers`). Each kind has its subclass below. Bad arguments are TypeError/RangeError
- * with code ERR_POLYLOCK_INVALID_ARGUMENT and number 2. */
+ * NOT_REPLICATED, STALE_TOKEN; `number` is the kind's stable number in polylock's one error
+ * table (`errorNumbers`). Each kind has its subclass below. Bad arguments are
+ * TypeError/RangeError with code ERR_POLYLOCK_INVALID_ARGUMENT and number 2. */
 export class PolylockError extends Error {
   constructor(message: string, name?: string);
   readonly code: string;
@@ -135,6 +135,11 @@ export class UpgradeNotSupportedError extends PolylockError {
 }
 /** NOT_REPLICATED (15). */
 export class NotReplicatedError extends PolylockError {
+  constructor(message: string);
+}
+/** STALE_TOKEN (16): a fenced write (`fencedWrite`, `fence.sql`) refused: its token is older
+ * than one the resource already accepted for the name, so its holder's lease had ended. */
+export class StaleTokenError extends PolylockError {
   constructor(message: string);
 }
 // END generated (errors)
@@ -288,6 +293,37 @@ export class CountDownLatch {
   delete(): Promise<boolean>;
 }
 
+/** An argument of a fenced write's command: bytes, text (UTF-8) or a number. */
+export type FenceArg = string | Buffer | Uint8Array | number | bigint;
+
+/** A reply of a fenced write's command: nil, an integer (a BigInt beyond 2^53), a status or UTF-8
+ * bulk text, other bulk bytes, or an array. */
+export type FenceReply = null | number | bigint | string | Buffer | FenceReply[];
+
+/** The fence of one name on the lock server's own Redis (`client.fence(name)`). */
+export class Fence {
+  readonly name: string;
+  /** Run `commands` (each `[name, ...args]`) atomically if `token` is not older than any token
+   * this fence accepted; their replies. A StaleTokenError, with nothing run, otherwise. */
+  write(token: number | bigint, commands: FenceArg[][]): Promise<FenceReply[]>;
+  /** The largest token this fence accepted, or null. */
+  accepted(): Promise<number | null>;
+}
+
+/** A `pg` Client or PoolClient, or a `mysql2` connection (callback or promise API). */
+export type SqlClient = { query: (...args: any[]) => any };
+
+/** Fencing at the resource for data in PostgreSQL or MySQL/MariaDB. */
+export const fence: {
+  /** The statements the guards send, by name (`postgres_guard`, `mysql_read`, ...). */
+  readonly statements: Readonly<Record<string, string>>;
+  /** Make the `polylock_fence` table (once, outside the writing transaction on MySQL). */
+  setup(client: SqlClient): Promise<void>;
+  /** Take the name's guard row with `token` in the transaction `client` is in: a
+   * StaleTokenError when a larger token was accepted (roll back then). */
+  sql(client: SqlClient, name: string, token: number | bigint): Promise<void>;
+};
+
 /** Who leads an election. */
 export interface Leader {
   identity: string;
@@ -329,6 +365,10 @@ export class Client {
   permitExpirableSemaphore(name: string): PermitExpirableSemaphore;
   countDownLatch(name: string): CountDownLatch;
   election(name: string, identity: string): Election;
+  /** The fence of `name`: fenced writes of Redis commands (Redis only). */
+  fence(name: string): Fence;
+  /** `client.fence(name).write(token, commands)`. */
+  fencedWrite(name: string, token: number | bigint, commands: FenceArg[][]): Promise<FenceReply[]>;
   /** `client.lock(name).using(fn, options)`: `fn` runs under the lock, in a section of its own;
    * `signal` aborts on a loss. */
   using<T>(name: string, fn: (signal: AbortSignal) => Promise<T> | T, options?: AcquireOptions): Promise<T>;

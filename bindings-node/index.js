@@ -33,6 +33,7 @@ const NUMBERS = Object.freeze({
   UNSUPPORTED: 13,
   UPGRADE_NOT_SUPPORTED: 14,
   NOT_REPLICATED: 15,
+  STALE_TOKEN: 16,
 });
 // END generated (errors, numbers)
 
@@ -78,6 +79,7 @@ const OperationCancelledError = kindClass('OperationCancelledError', 'CANCELLED'
 const UnsupportedError = kindClass('UnsupportedError', 'UNSUPPORTED');
 const UpgradeNotSupportedError = kindClass('UpgradeNotSupportedError', 'UPGRADE_NOT_SUPPORTED');
 const NotReplicatedError = kindClass('NotReplicatedError', 'NOT_REPLICATED');
+const StaleTokenError = kindClass('StaleTokenError', 'STALE_TOKEN');
 // END generated (errors, classes)
 
 /** The error of kind `name` (`NOT_OWNER`, ...): its subclass, or a PolylockError. */
@@ -421,6 +423,25 @@ class Client {
   countDownLatch(latchName) {
     name(latchName, 'name');
     return new CountDownLatch(call(() => this._native.countDownLatch(latchName)));
+  }
+
+  /**
+   * The fence of `fenceName` on the lock server's own Redis: fenced writes of Redis commands under
+   * a lock's fencing token (UnsupportedError on ZooKeeper, etcd, SQL and RedLock, whose data is
+   * fenced by `fence.sql` in the application's own transaction).
+   */
+  fence(fenceName) {
+    name(fenceName, 'name');
+    return new Fence(call(() => this._native.fence(fenceName)));
+  }
+
+  /**
+   * Run `commands` (each an array: the command's name, then its arguments) through the fence of
+   * `fenceName` under `token`, the fencing token of the hold the write is made under: their
+   * replies, or a StaleTokenError with nothing run when a later holder already wrote.
+   */
+  async fencedWrite(fenceName, token, commands) {
+    return this.fence(fenceName).write(token, commands);
   }
 
   /**
@@ -1157,6 +1178,144 @@ class CountDownLatch {
   }
 }
 
+/** A fencing token as the fences take it: a whole number (or a BigInt) the core then checks. */
+function tokenOf(token) {
+  if (typeof token === 'bigint') {
+    if (token > BigInt(Number.MAX_SAFE_INTEGER) || token < 0n) {
+      throw argError(RangeError, `token must be a fencing token from 1 to 2^53, got ${token}`);
+    }
+    return Number(token);
+  }
+  if (typeof token !== 'number') {
+    throw argError(TypeError, `token must be a number (a held lock's fencingToken), got ${typeof token}`);
+  }
+  return token;
+}
+
+/** One argument of a fenced write's command as bytes. */
+function argBytes(a) {
+  if (Buffer.isBuffer(a)) return a;
+  if (a instanceof Uint8Array) return Buffer.from(a);
+  if (typeof a === 'string') return Buffer.from(a, 'utf8');
+  if ((typeof a === 'number' && Number.isFinite(a)) || typeof a === 'bigint') return Buffer.from(String(a));
+  throw argError(TypeError, `a command's argument is a string, Buffer or number, got ${a === null ? 'null' : typeof a}`);
+}
+
+function commandsOf(commands) {
+  if (!Array.isArray(commands)) {
+    throw argError(TypeError, "commands must be an array of commands, each an array: [['DECR', 'stock']]");
+  }
+  return commands.map((c) => {
+    if (!Array.isArray(c)) {
+      throw argError(TypeError, "each command must be an array of its name and arguments: ['DECR', 'stock']");
+    }
+    return c.map(argBytes);
+  });
+}
+
+/**
+ * The fence of one name on the lock server's own Redis (`client.fence(name)`): fenced writes of
+ * Redis commands, refused with StaleTokenError when a larger token of the name was accepted.
+ */
+class Fence {
+  constructor(nativeFence) {
+    this._native = nativeFence;
+  }
+
+  get name() {
+    return call(() => this._native.name);
+  }
+
+  /**
+   * Run `commands` in one atomic step if `token` is not smaller than the largest token this fence
+   * accepted, recording it; their replies (null, a number, a string, a Buffer for bytes that are
+   * not UTF-8, an array). A smaller token rejects with StaleTokenError and nothing runs; the same
+   * token may write any number of times. In a Redis Cluster the keys must carry the name's hash
+   * tag (`{name}`).
+   */
+  async write(token, commands) {
+    const t = tokenOf(token);
+    const c = commandsOf(commands);
+    const r = await call(() => this._native.write(t, c));
+    if (Array.isArray(r)) return r;
+    check(r);
+    throw new InternalError('a fenced write answered neither replies nor an error');
+  }
+
+  /** The largest token this fence accepted, or null. */
+  async accepted() {
+    const o = check(await call(() => this._native.accepted()));
+    return o.value ? o.number : null;
+  }
+}
+
+/** The SQL of the fences by name (`postgres_guard`, `mysql_read`, ...), as the core has it. */
+const FENCE_STATEMENTS = Object.freeze(call(() => native.fenceSql()));
+
+/** The dialect of a `pg` or `mysql2` client, and the object to send statements on. */
+function sqlTarget(client) {
+  if (client && typeof client.query === 'function' && client.connectionParameters) {
+    return { dialect: 'postgres', conn: client };
+  }
+  if (client && typeof client.connect === 'function' && 'totalCount' in client) {
+    throw argError(TypeError, 'fence.sql takes the client your transaction runs on (await pool.connect()), not a pg Pool');
+  }
+  const conn = client && typeof client.promise === 'function' ? client.promise() : client;
+  if (conn && typeof conn.query === 'function' && typeof conn.getConnection !== 'function') {
+    return { dialect: 'mysql', conn };
+  }
+  throw argError(TypeError, 'fence.sql takes a pg Client (or a PoolClient) or a mysql2 connection, inside your transaction');
+}
+
+async function sendSql(target, what, values) {
+  const text = FENCE_STATEMENTS[what];
+  if (target.dialect === 'postgres') {
+    const r = await target.conn.query(text, values);
+    return { count: r.rowCount, rows: r.rows.map((row) => Object.values(row)) };
+  }
+  const [rows] = await target.conn.query({ sql: text, rowsAsArray: true }, values);
+  return { count: rows.affectedRows, rows: Array.isArray(rows) ? rows : [] };
+}
+
+/**
+ * Fencing at the resource for data in PostgreSQL or MySQL/MariaDB, written through the
+ * application's own `pg` or `mysql2` client: `fence.sql(client, name, token)` takes the name's
+ * guard row in the caller's transaction and rejects with StaleTokenError when a larger token was
+ * accepted (roll back then: the stale write never commits); `fence.setup(client)` makes the table.
+ */
+const fence = Object.freeze({
+  statements: FENCE_STATEMENTS,
+  async setup(client) {
+    const target = sqlTarget(client);
+    try {
+      await sendSql(target, `${target.dialect}_table`, []);
+    } catch (e) {
+      // Two sessions making it at once can collide in PostgreSQL's catalog: the table is there.
+      try {
+        await target.conn.query('SELECT token FROM polylock_fence WHERE 1 = 0');
+      } catch {
+        throw e;
+      }
+    }
+  },
+  async sql(client, fenceName, token) {
+    const target = sqlTarget(client);
+    name(fenceName, 'name');
+    const t = tokenOf(token);
+    call(() => native.fenceChecked(fenceName, t));
+    const checked = fenceName;
+    const guard = await sendSql(target, `${target.dialect}_guard`, [checked, t]);
+    if (target.dialect === 'postgres' && guard.count === 1) return;
+    const read = await sendSql(target, `${target.dialect}_read`, [checked]);
+    const accepted = read.rows.length ? Number(read.rows[0][0]) : null;
+    if (accepted !== null && accepted <= t) return;
+    throw new StaleTokenError(
+      `the fence of '${checked}' already accepted token ${accepted}; token ${t} is older: its holder's ` +
+        'lease had ended. Roll the transaction back: its writes must not commit',
+    );
+  },
+});
+
 /** A leader from an election's answer, or null. */
 function leaderOf(outcome) {
   return outcome.value && outcome.text !== null && outcome.text !== undefined
@@ -1457,6 +1616,9 @@ module.exports = {
   PermitExpirableSemaphore,
   CountDownLatch,
   Election,
+  Fence,
+  /** Fencing at the resource for SQL data: `fence.sql(client, name, token)`, `fence.setup(client)`. */
+  fence,
   // BEGIN generated from core/api/errors.toml (exports) by `python3 scripts/gen-bindings.py`: do not edit
   PolylockError,
   LockTimeoutError,
@@ -1472,6 +1634,7 @@ module.exports = {
   UnsupportedError,
   UpgradeNotSupportedError,
   NotReplicatedError,
+  StaleTokenError,
   // END generated (errors, exports)
   /** The error table: each kind's name and stable number (`{ TIMEOUT: 3, ... }`). */
   errorNumbers: NUMBERS,

@@ -11,10 +11,13 @@ py=${PYTHON:-python3}
 url=${POLYLOCK_REDIS_URL:-redis://127.0.0.1:6379}
 
 [ "${POLYLOCK_SKIP_BUILD:-}" = 1 ] || bash scripts/build.sh python
-# prometheus_client and OpenTelemetry: tests/test_metrics.py (polylock.metrics' optional libraries).
+# prometheus_client and OpenTelemetry: tests/test_metrics.py (polylock.metrics' optional libraries);
+# psycopg, psycopg2 and PyMySQL: tests/test_fence.py (the SQL guards over the users' own drivers).
 $py -m pip install --quiet --disable-pip-version-check pytest mypy redis types-redis uvloop \
+  "psycopg[binary]" psycopg2-binary PyMySQL \
   prometheus_client opentelemetry-api opentelemetry-sdk >/dev/null 2>&1 ||
   $py -m pip install --quiet --disable-pip-version-check pytest mypy redis uvloop \
+    "psycopg[binary]" psycopg2-binary PyMySQL \
     prometheus_client opentelemetry-api opentelemetry-sdk
 cd bindings-python
 $py -m pytest -q -p no:cacheprovider tests

@@ -97,6 +97,31 @@
 #define POLYLOCK_LOG_DEBUG 4
 
 /*
+ A nil reply (`GET` of a missing key).
+ */
+#define POLYLOCK_REPLY_NIL 0
+
+/*
+ An integer reply: `polylock_reply_integer`.
+ */
+#define POLYLOCK_REPLY_INTEGER 1
+
+/*
+ A bulk string reply: `polylock_reply_string`.
+ */
+#define POLYLOCK_REPLY_STRING 2
+
+/*
+ A status reply (`OK`): `polylock_reply_string`.
+ */
+#define POLYLOCK_REPLY_STATUS 3
+
+/*
+ An array reply: `polylock_reply_count` and `polylock_reply_item`.
+ */
+#define POLYLOCK_REPLY_ARRAY 4
+
+/*
  Room for a permit id: 32 hexadecimal characters and the NUL.
  */
 #define POLYLOCK_PERMIT_ID_LEN 33
@@ -112,6 +137,12 @@ typedef struct polylock_client polylock_client;
  keeps its client alive.
  */
 typedef struct polylock_election polylock_election;
+
+/*
+ A fence: fenced writes of Redis commands under a lock's fencing token (Redis only). Opaque and
+ thread-safe; it keeps its client alive.
+ */
+typedef struct polylock_fence polylock_fence;
 
 /*
  A count-down latch (Redisson's RCountDownLatch on Redis, a Curator SharedCount on ZooKeeper).
@@ -130,6 +161,12 @@ typedef struct polylock_lock polylock_lock;
  thread-safe; it keeps its client alive.
  */
 typedef struct polylock_permit_semaphore polylock_permit_semaphore;
+
+/*
+ One reply of a fenced write (`polylock_fence_write` gives the array of all of them). Opaque;
+ the items of an array belong to it.
+ */
+typedef struct polylock_reply polylock_reply;
 
 /*
  A counting semaphore (Redisson's RSemaphore on Redis, Curator's InterProcessSemaphoreV2 on
@@ -276,6 +313,13 @@ typedef void (*polylock_log_fn)(void *user, int level, const char *target, const
  */
 #define POLYLOCK_NOT_REPLICATED 15
 
+/*
+ A fenced write carried a fencing token smaller than one the resource already accepted for the
+ name: a holder whose lease ended wrote late, and the resource refused it (nothing of the write
+ was applied).
+ */
+#define POLYLOCK_STALE_TOKEN 16
+
 #ifdef __cplusplus
 extern "C" {
 #endif // __cplusplus
@@ -402,6 +446,37 @@ polylock_result polylock_election_candidates(polylock_election *election, char *
  `*out_term` (0: nobody leads), `POLYLOCK_TIMEOUT` when the wait ran out.
  */
 polylock_result polylock_election_next_change(polylock_election *election, uint64_t seen_term, int64_t wait_ms, uint64_t *out_term);
+
+/*
+ The fence of `name`: fenced writes to the lock server's own Redis (`POLYLOCK_UNSUPPORTED` on
+ ZooKeeper, etcd, SQL and RedLock; data in a SQL database is fenced by the guard row in the
+ application's own transaction). Free it with `polylock_fence_free`.
+ */
+polylock_result polylock_fence_new(polylock_client *client, const char *name, polylock_fence **out);
+
+/*
+ Free a fence handle. NULL is allowed.
+ */
+void polylock_fence_free(polylock_fence *fence);
+
+/*
+ Run the commands (each a command's name and its arguments) in one atomic step if `token` is not
+ smaller than the largest token this fence accepted, recording it; their replies, in order. A
+ smaller token fails with STALE_TOKEN and nothing runs; the same token may write any number of
+ times. In a Redis Cluster the commands' keys must carry the name's hash tag ({name}). The
+ replies go to `*out` as one array reply (a `polylock_reply` tree: read it with
+ `polylock_reply_type`, `_integer`, `_string`, `_count`, `_item`; free it with
+ `polylock_reply_free`); `out` may be NULL when they are not wanted. The commands are `ncommands`
+ commands, the i-th of `argcs[i]` arguments, all the arguments one after the other in `argv` with
+ their lengths in `argvlens` (hiredis's argv/argvlen; `argvlens` may be NULL for NUL-terminated
+ arguments).
+ */
+polylock_result polylock_fence_write(polylock_fence *fence, uint64_t token, size_t ncommands, const size_t *argcs, const char *const *argv, const size_t *argvlens, polylock_reply **out);
+
+/*
+ The largest token this fence accepted, or none. The token goes to `*out`; 0 when there is none.
+ */
+polylock_result polylock_fence_accepted(polylock_fence *fence, uint64_t *out);
 
 /*
  A latch handle for `name` (a znode path on ZooKeeper). Free it with `polylock_latch_free`.
@@ -677,6 +752,58 @@ size_t polylock_metrics(char *buf, size_t len);
  a level outside 1 to 4.
  */
 polylock_result polylock_set_log_callback(polylock_log_fn callback, void *user, int max_level);
+
+/*
+ The kind of `reply`: `POLYLOCK_REPLY_NIL`, `_INTEGER`, `_STRING`, `_STATUS` or `_ARRAY`; -1
+ for NULL.
+
+ # Safety
+ `reply` is NULL or a live reply (a root from `polylock_fence_write`, or an item of one).
+ */
+int polylock_reply_type(const polylock_reply *reply);
+
+/*
+ The integer of an integer reply (0 for any other).
+
+ # Safety
+ As `polylock_reply_type`.
+ */
+int64_t polylock_reply_integer(const polylock_reply *reply);
+
+/*
+ The bytes of a string or status reply, followed by a NUL byte, and their number (without the
+ NUL) in `*out_len` (which may be NULL); NULL for any other reply. They live as long as the
+ root reply.
+
+ # Safety
+ As `polylock_reply_type`; `out_len` NULL or writable.
+ */
+const char *polylock_reply_string(const polylock_reply *reply, size_t *out_len);
+
+/*
+ The number of items of an array reply (0 for any other).
+
+ # Safety
+ As `polylock_reply_type`.
+ */
+size_t polylock_reply_count(const polylock_reply *reply);
+
+/*
+ The item `index` of an array reply (NULL past its end or for any other reply). It belongs to
+ the root reply: never free it.
+
+ # Safety
+ As `polylock_reply_type`.
+ */
+const polylock_reply *polylock_reply_item(const polylock_reply *reply, size_t index);
+
+/*
+ Free the replies of a fenced write (the root `polylock_fence_write` gave). NULL is allowed.
+
+ # Safety
+ `reply` is NULL or a root from `polylock_fence_write`, freed once.
+ */
+void polylock_reply_free(polylock_reply *reply);
 
 /*
  Copy the static description of `r` into `buf` (at most `len` bytes, NUL-terminated when

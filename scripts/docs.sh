@@ -60,10 +60,11 @@ if { want browser || want examples; } && [ ! -f "$node_stamp" ]; then
 fi
 if want browser; then bash scripts/setup.sh browser || { echo "chromium did not install"; exit 1; }; fi
 if want reference || want examples; then bash scripts/setup.sh build || exit 1; fi
-if want examples && ! python3 -c 'import redis_lock' 2>/dev/null; then
-  python3 -m pip install --quiet --disable-pip-version-check "python-redis-lock==4.0.1" redis
+# python-redis-lock: the redis-py migration guide; psycopg: the fencing chapter's SQL guard.
+if want examples && ! python3 -c 'import redis_lock, psycopg' 2>/dev/null; then
+  python3 -m pip install --quiet --disable-pip-version-check "python-redis-lock==4.0.1" redis "psycopg[binary]"
 fi
-took "tools" "(mdBook $mdbook_version, playwright-core $playwright_version, chromium, python-redis-lock)"
+took "tools" "(mdBook $mdbook_version, playwright-core $playwright_version, chromium, python-redis-lock, psycopg)"
 
 # -- the command's reference --
 if want reference || want examples; then

@@ -38,10 +38,13 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 API = ROOT / "core" / "api"
 COMMAND = "python3 scripts/gen-bindings.py"
 
-ARG_KINDS = {"count", "wait", "term", "permits", "delta", "lease", "id", "owner", "change"}
+ARG_KINDS = {
+    "count", "wait", "term", "permits", "delta", "lease", "id", "owner", "change", "token", "commands",
+}
 ANSWERS = {
     "none", "bool", "count", "signed", "leadership", "leader?", "texts", "change", "permit",
     "permit?", "permits", "permits?", "held", "released", "holds", "lease_left", "duration",
+    "replies", "token?",
 }
 LOCAL_ANSWERS = {"text", "term?", "bool", "permits", "token?", "reason?"}
 WAITING_ANSWERS = {"bool", "leadership", "change", "permit", "permits", "held"}
@@ -114,8 +117,10 @@ def uses_kind(ops: list[dict], kind: str) -> bool:
 
 
 def call_args(op: dict) -> str:
-    """The operation's arguments as the core call takes them (an id by reference)."""
-    return ", ".join(("&" if a["kind"] == "id" else "") + a["name"] for a in op.get("args", []))
+    """The operation's arguments as the core call takes them (an id and commands by reference)."""
+    return ", ".join(
+        ("&" if a["kind"] in ("id", "commands") else "") + a["name"] for a in op.get("args", [])
+    )
 
 
 def core_call(op: dict) -> str:
@@ -125,6 +130,11 @@ def core_call(op: dict) -> str:
 
 def article(word: str) -> str:
     return "an" if word[0] in "aeiou" else "a"
+
+
+def code_of(text: str) -> str:
+    """Rust text without its comment lines (a doc's words are no use of a name)."""
+    return "\n".join(l for l in text.splitlines() if not l.lstrip().startswith("//"))
 
 
 def for_runtime(t: dict, runtime: str) -> bool:
@@ -172,6 +182,13 @@ C_ANSWER_DOCS = {
     "leader?": " `*out_has` false when there is none; otherwise its identity is copied into `buf` (at"
     " most `len` bytes, NUL-terminated when `len` > 0; the full length in `*out_len`, as snprintf"
     " counts) and its term into `*out_term`. `buf`, `out_len` and `out_term` may be NULL.",
+    "replies": " The replies go to `*out` as one array reply (a `polylock_reply` tree: read it with"
+    " `polylock_reply_type`, `_integer`, `_string`, `_count`, `_item`; free it with"
+    " `polylock_reply_free`); `out` may be NULL when they are not wanted. The commands are"
+    " `ncommands` commands, the i-th of `argcs[i]` arguments, all the arguments one after the other"
+    " in `argv` with their lengths in `argvlens` (hiredis's argv/argvlen; `argvlens` may be NULL"
+    " for NUL-terminated arguments).",
+    "token?": " The token goes to `*out`; 0 when there is none.",
     "texts": " Each is followed by a NUL byte; the list is copied into `buf` only when all of it fits"
     " in `len` bytes (else `buf` is left as it was: call again with `*out_len` bytes); `*out_len`"
     " gets the bytes the whole list takes and `*out_count` their number. `buf`, `out_len` and"
@@ -205,7 +222,7 @@ def c_file(t: dict) -> str:
     s = header(t["table"])
     s += doc_lines(f"`{handle}`: {t['doc']}", "", "//!")
     s += "\n"
-    if not hand(t) or uses_kind(ops, "id"):
+    if not hand(t) or uses_kind(ops, "id") or uses_kind(ops, "commands"):
         s += "use std::ffi::c_char;\n\n"
     if hand(t):
         core_uses.remove(t["core"])
@@ -214,11 +231,13 @@ def c_file(t: dict) -> str:
     if hand(t):
         # The calls alone: the helpers they use, read from their text.
         body = c_calls(t, ops, locs)
-        result_uses = [u for u in dict.fromkeys(result_uses) if re.search(rf"\b{u}\b", body)]
+        result_uses = [u for u in dict.fromkeys(result_uses) if re.search(rf"\b{u}\b", code_of(body))]
         s += f"use crate::{name}::{handle};\n"
         s += f"use crate::result::{{{', '.join(result_uses)}}};\n\n"
         return s + body
     s += "use crate::client::{new_handle, polylock_client};\n"
+    if "replies" in answers:
+        s += "use crate::reply::{commands, polylock_reply, put_replies};\n"
     s += f"use crate::result::{{{', '.join(dict.fromkeys(result_uses))}}};\n\n"
     s += c_handle_part(t)
     s += c_calls(t, ops, locs)
@@ -322,8 +341,17 @@ pub unsafe extern "C" fn {handle}_{loc['name']}(
         params = [f"{name}: *mut {handle}"]
         parse, pre = [], ""
         for a in op.get("args", []):
-            if a["kind"] in ("count", "term", "owner"):
+            if a["kind"] in ("count", "term", "owner", "token"):
                 params.append(f"{a['name']}: u64")
+            elif a["kind"] == "commands":
+                params += ["ncommands: usize", "argcs: *const usize", "argv: *const *const c_char",
+                           "argvlens: *const usize"]
+                pre += f"""    // SAFETY: caller contract on the arrays.
+    let {a['name']} = match unsafe {{ commands(ncommands, argcs, argv, argvlens) }} {{
+        Ok(v) => v,
+        Err(r) => return r,
+    }};
+"""
             elif a["kind"] == "permits":
                 params.append(f"{a['name']}: u32")
             elif a["kind"] == "delta":
@@ -401,6 +429,17 @@ pub unsafe extern "C" fn {handle}_{loc['name']}(
         }
     }
     r"""
+        elif answer == "replies":
+            params.append("out: *mut *mut polylock_reply")
+            doc += C_ANSWER_DOCS[answer]
+            out_decl, out_arg = "let mut answer = Vec::new();", "&mut answer"
+            after = ("// SAFETY: forwarded contract on `out`.\n"
+                     "    unsafe { put_replies(r, answer, out) }")
+        elif answer == "token?":
+            params.append("out: *mut u64")
+            doc += C_ANSWER_DOCS[answer]
+            out_decl, out_arg = None, "out"
+            value = f"Ok({value}?.unwrap_or(0))"
         elif answer == "texts":
             params += ["buf: *mut c_char", "len: usize", "out_len: *mut usize", "out_count: *mut usize"]
             doc += C_ANSWER_DOCS[answer]
@@ -443,7 +482,8 @@ pub unsafe extern "C" fn {handle}_{loc['name']}(
 PY_TYPES = {"count": ("u64", "int"), "wait": ("Option<f64>", "Optional[float]"),
             "owner": ("u64", "int"), "change": ("&str, seconds: Option<f64>", "str, seconds: Optional[float]"),
             "term": ("u64", "int"), "permits": ("u32", "int"), "delta": ("i64", "int"),
-            "lease": ("Option<f64>", "Optional[float]"), "id": ("String", "str")}
+            "lease": ("Option<f64>", "Optional[float]"), "id": ("String", "str"),
+            "token": ("i64", "int"), "commands": ("Vec<Vec<Vec<u8>>>", "list[list[bytes]]")}
 PY_ANSWERS = {
     "none": ("()", "None"),
     "bool": ("bool", "bool"),
@@ -461,6 +501,8 @@ PY_ANSWERS = {
     "leader?": ("Option<(String, u64)>", "Optional[tuple[str, int]]"),
     "texts": ("Vec<String>", "list[str]"),
     "change": ("(bool, Option<(String, u64)>)", "tuple[bool, Optional[tuple[str, int]]]"),
+    "replies": ("crate::convert::Replies", "list[Any]"),
+    "token?": ("Option<u64>", "Optional[int]"),
 }
 PY_LOCALS = {"text": ("String", "str"), "term?": ("Option<u64>", "Optional[int]"),
              "bool": ("bool", "bool"), "permits": ("u32", "int"),
@@ -473,6 +515,7 @@ PY_CONVERT = {
     "leadership": "v.map(|l| l.term)",
     "leader?": "v.map(|l| (l.identity, l.term))",
     "change": "match v { Some(now) => (true, now.map(|l| (l.identity, l.term))), None => (false, None) }",
+    "replies": "crate::convert::Replies(v)",
 }
 
 
@@ -505,7 +548,7 @@ def python_file(t: dict) -> str:
     if call_uses:
         s += f"use crate::call::{{{', '.join(call_uses)}}};\n"
     s += "use crate::convert::blocking;\n"
-    errors = (["err"] if uses_wait(t) or uses_kind(ops, "lease") or uses_kind(ops, "change") else []) + (
+    errors = (["err"] if uses_wait(t) or any(uses_kind(ops, k) for k in ("lease", "change", "token")) else []) + (
         ["to_py"] if waits else []
     )
     if errors:
@@ -553,11 +596,13 @@ impl {cls} {{
             if a["kind"] == "wait"
             else f"        let {a['name']} = polylock::args::lease_secs({a['name']}, \"lease\").map_err(err)?;\n"
             if a["kind"] == "lease"
+            else f"        let {a['name']} = polylock::args::token_from_i64({a['name']}, \"token\").map_err(err)?;\n"
+            if a["kind"] == "token"
             else f"        let seconds = polylock::args::lease_secs(seconds, \"seconds\").map_err(err)?;\n"
             f"        let {a['name']} = polylock::args::lease_change({a['name']}, seconds, \"a number of seconds\")\n"
             "            .map_err(err)?;\n"
             for a in args
-            if a["kind"] in ("wait", "lease", "change")
+            if a["kind"] in ("wait", "lease", "change", "token")
         )
         answer = op["answer"]
         ret = PY_ANSWERS[answer][0]
@@ -743,13 +788,13 @@ impl {cls} {{
         body += NODE_PERMITS_SLOT.replace("NATIVE", cls)
     # The imports: what the text above uses.
     def used(names: list[str]) -> list[str]:
-        return [n for n in names if re.search(rf"\b{re.escape(n)}\b", body)]
+        return [n for n in names if re.search(rf"\b{re.escape(n)}\b", code_of(body))]
 
     core_uses = used(["count_from_f64", "ErrorKind", "Permits", "Wait"] + (
         [] if hand(t) else [t["core"]]
     ))
     outcome_uses = used(["answer", "done", "failed", "leader_outcome", "number", "outcome",
-                         "outcome_text", "sync_err", "Outcome"])
+                         "outcome_text", "replies", "sync_err", "Outcome"])
     s = header(t["table"])
     s += doc_lines(
         f"`{cls}`: {t['doc']} Every call settles a Promise from polylock's runtime; waiting calls "
@@ -814,6 +859,21 @@ def node_calls(t: dict, ops: list[dict]) -> str:
                 )
             elif a["kind"] == "delta":
                 params += f", {a['name']}: i64"
+            elif a["kind"] == "token":
+                params += f", {a['name']}: f64"
+                parse += (
+                    f"            let {a['name']} = polylock::args::token_from_f64({a['name']}, \"{a['name']}\")"
+                    ".map_err(sync_err)?;\n"
+                )
+            elif a["kind"] == "commands":
+                # Buffers stay on the JS thread: their bytes are copied before the call.
+                params += f", {a['name']}: Vec<Vec<Buffer>>"
+                parse += (
+                    f"            let {a['name']}: Vec<Vec<Vec<u8>>> = {a['name']}\n"
+                    "                .iter()\n"
+                    "                .map(|c| c.iter().map(|a| a.to_vec()).collect())\n"
+                    "                .collect();\n"
+                )
             elif a["kind"] == "owner":
                 params += f", {a['name']}: f64"
                 parse += f"            let {a['name']} = {a['name']} as u64;\n"
@@ -950,6 +1010,13 @@ def node_calls(t: dict, ops: list[dict]) -> str:
                     f"match {call}.await {{ Ok(d) => outcome(true, Some(d.as_millis() as f64)), "
                     "Err(e) => failed(&e) }"
                 )
+            elif answer == "replies":
+                settle = f"replies({call}.await)"
+            elif answer == "token?":
+                settle = (
+                    f"match {call}.await {{ Ok(t) => outcome(t.is_some(), t.map(|t| t as f64)), "
+                    "Err(e) => failed(&e) }"
+                )
             else:
                 settle = f"match {call}.await {{ Ok(v) => outcome(v, None), Err(e) => failed(&e) }}"
             if op.get("node_bare"):
@@ -1027,14 +1094,17 @@ J_ANSWERS = {"none": ("()", "()", "void"), "bool": ("jboolean", "JNI_FALSE", "bo
              "permit?": ("jstring", "std::ptr::null_mut()", "String"),
              "permits?": ("jlong", "0", "long"),
              "leader?": ("jobjectArray", "std::ptr::null_mut()", "String[]"),
-             "texts": ("jobjectArray", "std::ptr::null_mut()", "String[]")}
+             "texts": ("jobjectArray", "std::ptr::null_mut()", "String[]"),
+             "replies": ("jobjectArray", "std::ptr::null_mut()", "Object[]"),
+             "token?": ("jlong", "0", "long")}
 
 
 # The Java spelling of each argument kind: (its JNI type, its type in Native.java).
 J_ARGS = {"count": ("jlong", "long"), "term": ("jlong", "long"), "permits": ("jlong", "long"),
           "owner": ("jlong", "long"),
           "delta": ("jlong", "long"), "lease": ("jlong", "long"), "wait": ("jlong", "long"),
-          "id": ("JString<'l>", "String")}
+          "id": ("JString<'l>", "String"), "token": ("jlong", "long"),
+          "commands": ("JObjectArray<'l>", "byte[][][]")}
 
 
 def java_arg(a: dict) -> str:
@@ -1059,12 +1129,13 @@ def java_file(t: dict) -> str:
     body += java_ops(t, ops)
 
     def used(names: list[str]) -> list[str]:
-        return [n for n in names if re.search(rf"\b{re.escape(n)}\b", body)]
+        return [n for n in names if re.search(rf"\b{re.escape(n)}\b", code_of(body))]
 
-    objects = used(["JClass", "JObject", "JString"])
+    objects = used(["JClass", "JObject", "JObjectArray", "JString"])
     sys_uses = used(["jboolean", "jint", "jlong", "jobjectArray", "jstring", "JNI_FALSE"])
     core_uses = used([core, "Permits", "Released", "Wait", "count_from_i64"])
-    convert_uses = used(["block", "java_string", "jbool", "owner", "string", "string_array"])
+    convert_uses = used(["block", "byte_commands", "java_string", "jbool", "owner", "reply_array", "string",
+                         "string_array"])
     s = header(t["table"])
     s += doc_lines(
         f"The JNI entry points of `Native.{jname}*`: {t['doc']} {article(name).capitalize()} "
@@ -1197,6 +1268,10 @@ def java_ops(t: dict, ops: list[dict]) -> str:
                 parse += f"        let {a['name']} = Wait::from_millis(wait_ms, \"wait time\")?;\n"
             elif a["kind"] == "owner":
                 parse += f"        let {a['name']} = owner({java_arg(a)})?;\n"
+            elif a["kind"] == "token":
+                parse += f"        let {a['name']} = polylock::args::token_from_i64({a['name']}, \"token\")?;\n"
+            elif a["kind"] == "commands":
+                parse += f"        let {a['name']} = byte_commands(env, &{a['name']})?;\n"
         call = f"inner.{core_call(op)}"
         java_name = f"{jname}{camel(op['name'], True)}"
         answer = op["answer"]
@@ -1269,8 +1344,12 @@ def java_ops(t: dict, ops: list[dict]) -> str:
                 "            Some(l) => string_array(env, &[l.identity, l.term.to_string()]),\n"
                 "            None => Ok(std::ptr::null_mut()),\n        }",
                 "texts": f"let v = block(async move {{ {call}.await }})?;\n        string_array(env, &v)",
+                "replies": f"let v = block(async move {{ {call}.await }})?;\n        reply_array(env, v)",
+                "token?": f"Ok(block(async move {{ {call}.await }})?.map_or(0, |t| t.min(i64::MAX as u64) as jlong))",
             }[answer]
-            needs_env = answer in ("leader?", "texts", "permit?") or uses_kind([op], "id")
+            needs_env = answer in ("leader?", "texts", "permit?", "replies") or any(
+                uses_kind([op], k) for k in ("id", "commands")
+            )
             env_arg = "env" if needs_env else "_"
             s += f"""#[no_mangle]
 pub extern "system" fn Java_io_polylock_Native_{java_name}<'l>(
@@ -1448,6 +1527,9 @@ def java_natives(t: dict) -> str:
                 "permits?": " 0 if not taken, else 1, or a lease handle when {@code lease}.",
                 "lease_left": " -2 when nobody holds it, -1 when held with no expiry, else the ms"
                 " left.",
+                "replies": " Each reply is null, a Long, a String (a status, or bulk text that is"
+                " UTF-8), a byte[] (other bulk bytes) or an Object[] (an array reply).",
+                "token?": " 0 for none.",
             }.get(op["answer"], "")
             s += "\n" + javadoc(doc)
             s += f"    static native {J_ANSWERS[op['answer']][2]} {java_name}(long {jname}{args});\n"

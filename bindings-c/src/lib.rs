@@ -21,15 +21,18 @@ mod client;
 mod gen;
 mod lock;
 mod observe;
+mod reply;
 mod result;
 
 pub use bench::*;
 pub use client::*;
 pub use gen::election::*;
+pub use gen::fence::*;
 pub use gen::latch::*;
 pub use gen::lock::*;
 pub use gen::permit_semaphore::*;
 pub use gen::semaphore::*;
 pub use lock::*;
 pub use observe::*;
+pub use reply::*;
 pub use result::*;

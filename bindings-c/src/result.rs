@@ -51,6 +51,10 @@ pub const POLYLOCK_UPGRADE_NOT_SUPPORTED: polylock_result = 14;
 /// Fewer replicas than the client asks for (the URL's `wait_replicas`) acknowledged an acquire in
 /// time (Redis `WAIT`); the lock was given back.
 pub const POLYLOCK_NOT_REPLICATED: polylock_result = 15;
+/// A fenced write carried a fencing token smaller than one the resource already accepted for the
+/// name: a holder whose lease ended wrote late, and the resource refused it (nothing of the write
+/// was applied).
+pub const POLYLOCK_STALE_TOKEN: polylock_result = 16;
 // END generated (errors)
 
 /// Room for a permit id: 32 hexadecimal characters and the NUL.

@@ -81,7 +81,7 @@ static void test_version_matches_header_and_cargo(void) {
 
 static void test_result_messages(void) {
     char buf[128];
-    for (polylock_result r = POLYLOCK_OK; r <= POLYLOCK_UPGRADE_NOT_SUPPORTED; r++) {
+    for (polylock_result r = POLYLOCK_OK; r <= POLYLOCK_STALE_TOKEN; r++) {
         size_t n = polylock_result_message(r, buf, sizeof buf);
         CHECK(n > 0 && strlen(buf) == n);
     }
@@ -1391,6 +1391,116 @@ static void test_election(void) {
     polylock_client_free(c);
 }
 
+/* ---- fencing at the resource ------------------------------------------------------------ */
+
+/* One fenced write of `n` commands given as NUL-terminated argument lists ending in NULL. */
+static polylock_result fenced(polylock_fence *f, uint64_t token, const char *const *const *cmds, size_t n,
+                              polylock_reply **out) {
+    size_t argcs[8], total = 0;
+    const char *argv[32];
+    for (size_t i = 0; i < n; i++) {
+        argcs[i] = 0;
+        for (const char *const *a = cmds[i]; *a; a++) {
+            argv[total++] = *a;
+            argcs[i]++;
+        }
+    }
+    return polylock_fence_write(f, token, n, argcs, argv, NULL, out);
+}
+
+/* A holder's late write under its old token is refused by Redis itself and nothing of it runs;
+ * replies come back as a tree; bad input is typed; a fence needs a Redis client. */
+static void test_fenced_writes(void) {
+    polylock_client *a = connect_redis(), *b = connect_redis();
+    char name[64], stock[96], none[96], fence_key[96];
+    unique(name, sizeof name, "c-fence");
+    snprintf(stock, sizeof stock, "{%s}:stock", name);
+    snprintf(none, sizeof none, "{%s}:none", name);
+    snprintf(fence_key, sizeof fence_key, "polylock_fence:{%s}", name);
+    polylock_lock *la = NULL, *lb = NULL;
+    CHECK(polylock_lock_new(a, name, &la) == POLYLOCK_OK);
+    CHECK(polylock_lock_new(b, name, &lb) == POLYLOCK_OK);
+    uint64_t me = polylock_owner_current_thread(), t1 = 0, t2 = 0, accepted = 0;
+    CHECK(polylock_lock_acquire(la, me, POLYLOCK_WAIT_FOREVER, POLYLOCK_WATCHDOG) == POLYLOCK_OK);
+    CHECK(polylock_lock_fencing_token(la, me, &t1) == POLYLOCK_OK && t1 > 0);
+    polylock_fence *fa = NULL, *fb = NULL;
+    CHECK(polylock_fence_new(a, name, &fa) == POLYLOCK_OK);
+    CHECK(polylock_fence_new(b, name, &fb) == POLYLOCK_OK);
+
+    const char *set[] = {"SET", stock, "10", NULL}, *decr[] = {"DECR", stock, NULL}, *get[] = {"GET", none, NULL};
+    const char *const *first[] = {set, decr, get};
+    polylock_reply *r = NULL;
+    CHECK(fenced(fa, t1, first, 3, &r) == POLYLOCK_OK && r != NULL);
+    CHECK(polylock_reply_type(r) == POLYLOCK_REPLY_ARRAY && polylock_reply_count(r) == 3);
+    size_t len = 0;
+    const char *ok = polylock_reply_string(polylock_reply_item(r, 0), &len);
+    CHECK(polylock_reply_type(polylock_reply_item(r, 0)) == POLYLOCK_REPLY_STATUS && ok && len == 2 && strcmp(ok, "OK") == 0);
+    CHECK(polylock_reply_type(polylock_reply_item(r, 1)) == POLYLOCK_REPLY_INTEGER);
+    CHECK(polylock_reply_integer(polylock_reply_item(r, 1)) == 9);
+    CHECK(polylock_reply_type(polylock_reply_item(r, 2)) == POLYLOCK_REPLY_NIL);
+    CHECK(polylock_reply_item(r, 3) == NULL && polylock_reply_type(NULL) == -1);
+    polylock_reply_free(r);
+    CHECK(polylock_fence_accepted(fa, &accepted) == POLYLOCK_OK && accepted == t1);
+
+    /* The holder pauses past its lease: here it is force-unlocked, and B takes the lock. */
+    CHECK(polylock_lock_force_unlock(la) == POLYLOCK_OK);
+    CHECK(polylock_lock_acquire(lb, me, POLYLOCK_WAIT_FOREVER, POLYLOCK_WATCHDOG) == POLYLOCK_OK);
+    CHECK(polylock_lock_fencing_token(lb, me, &t2) == POLYLOCK_OK && t2 > t1);
+    const char *const *one[] = {decr};
+    CHECK(fenced(fb, t2, one, 1, NULL) == POLYLOCK_OK);
+    CHECK(fenced(fb, t2, one, 1, NULL) == POLYLOCK_OK); /* the same token, again */
+    CHECK(fenced(fa, t1, one, 1, &r) == POLYLOCK_STALE_TOKEN);
+    char msg[256];
+    polylock_last_error_message(msg, sizeof msg);
+    CHECK(strstr(msg, "already accepted token") != NULL);
+    const char *get_stock[] = {"GET", stock, NULL};
+    const char *const *look[] = {get_stock};
+    r = NULL;
+    CHECK(fenced(fb, t2, look, 1, &r) == POLYLOCK_OK);
+    const char *left = polylock_reply_string(polylock_reply_item(r, 0), NULL);
+    CHECK(left && strcmp(left, "7") == 0); /* nothing of the late write ran */
+    polylock_reply_free(r);
+    CHECK(polylock_fence_accepted(fb, &accepted) == POLYLOCK_OK && accepted == t2);
+
+    /* Bad input, typed; binary arguments through argvlens. */
+    size_t argc1 = 1;
+    const char *ping[] = {"PING"};
+    CHECK(polylock_fence_write(fb, 0, 1, &argc1, ping, NULL, NULL) == POLYLOCK_INVALID_ARGUMENT);
+    CHECK(polylock_fence_write(fb, 1, 0, &argc1, ping, NULL, NULL) == POLYLOCK_INVALID_ARGUMENT);
+    CHECK(polylock_fence_write(fb, 1, 1, NULL, ping, NULL, NULL) == POLYLOCK_NULL_PARAMETER);
+    CHECK(polylock_fence_write(fb, 1, 1, &argc1, NULL, NULL, NULL) == POLYLOCK_NULL_PARAMETER);
+    CHECK(polylock_fence_write(NULL, 1, 1, &argc1, ping, NULL, NULL) == POLYLOCK_NULL_PARAMETER);
+    CHECK(polylock_fence_accepted(fb, NULL) == POLYLOCK_NULL_PARAMETER);
+    size_t argc3[] = {3, 2};
+    char bin[96];
+    snprintf(bin, sizeof bin, "{%s}:bin", name);
+    const char *argv[] = {"SET", bin, "a\0b", "GET", bin};
+    size_t lens[] = {3, strlen(bin), 3, 3, strlen(bin)};
+    r = NULL;
+    CHECK(polylock_fence_write(fb, t2, 2, argc3, argv, lens, &r) == POLYLOCK_OK);
+    const char *got = polylock_reply_string(polylock_reply_item(r, 1), &len);
+    CHECK(got && len == 3 && memcmp(got, "a\0b", 3) == 0);
+    polylock_reply_free(r);
+    const char *del[] = {"DEL", stock, bin, fence_key, NULL};
+    const char *const *clean[] = {del};
+    CHECK(fenced(fb, t2, clean, 1, NULL) == POLYLOCK_OK);
+    CHECK(polylock_lock_release(lb, me) == POLYLOCK_OK);
+
+    polylock_client *zk = NULL;
+    polylock_fence *fz = NULL;
+    CHECK(polylock_client_connect(zk_url(), &zk) == POLYLOCK_OK);
+    CHECK(polylock_fence_new(zk, "/c-fence", &fz) == POLYLOCK_UNSUPPORTED && fz == NULL);
+    polylock_client_free(zk);
+    polylock_fence_free(fa);
+    polylock_fence_free(fb);
+    polylock_fence_free(NULL);
+    polylock_reply_free(NULL);
+    polylock_lock_free(la);
+    polylock_lock_free(lb);
+    polylock_client_free(a);
+    polylock_client_free(b);
+}
+
 int main(void) {
     srand((unsigned)time(NULL));
     RUN(test_version_matches_header_and_cargo);
@@ -1419,6 +1529,7 @@ int main(void) {
     RUN(test_redlock);
     RUN(test_sql_mysql_and_postgres);
     RUN(test_election);
+    RUN(test_fenced_writes);
     printf("\n%d passed, %d failed\n", passed, failed);
     return failed ? 1 : 0;
 }

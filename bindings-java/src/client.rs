@@ -37,6 +37,39 @@ pub extern "system" fn Java_io_polylock_Native_freshOwner<'l>(
     polylock::owner::fresh() as jlong
 }
 
+/// The statements of the SQL fences as `[what, text, what, text, ...]` (`JdbcFence` sends them
+/// through the application's own JDBC connection).
+#[no_mangle]
+pub extern "system" fn Java_io_polylock_Native_fenceSql<'l>(
+    mut env: JNIEnv<'l>,
+    _: JClass<'l>,
+) -> jni::sys::jobjectArray {
+    entry(&mut env, std::ptr::null_mut(), |env| {
+        let flat: Vec<String> = polylock::fence::SQL
+            .iter()
+            .flat_map(|(what, text)| [what.to_string(), text.to_string()])
+            .collect();
+        crate::convert::string_array(env, &flat)
+    })
+}
+
+/// Check a SQL fence's name and token by the core's rules (an `InvalidArgumentException`
+/// otherwise).
+#[no_mangle]
+pub extern "system" fn Java_io_polylock_Native_fenceChecked<'l>(
+    mut env: JNIEnv<'l>,
+    _: JClass<'l>,
+    name: JString<'l>,
+    token: jlong,
+) {
+    entry(&mut env, (), |env| {
+        let name = string(env, &name, "fence name")?;
+        let token = args::token_from_i64(token, "token")?;
+        polylock::fence::checked_sql(&name, token)?;
+        Ok(())
+    })
+}
+
 /// What `Polylock.Options` gives besides durations: the names with series of their own, the
 /// service and runtime shown to operators.
 struct Shown {

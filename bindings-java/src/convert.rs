@@ -124,3 +124,78 @@ pub(crate) fn string_array(env: &mut JNIEnv, items: &[String]) -> Result<jobject
     }
     Ok(array.into_raw())
 }
+
+/// A fenced write's commands from Java's `byte[][][]` (each command its name and arguments).
+pub(crate) fn byte_commands(
+    env: &mut JNIEnv,
+    commands: &JObjectArray,
+) -> Result<Vec<Vec<Vec<u8>>>> {
+    let invalid = |what: &str| Error::new(ErrorKind::InvalidArgument, what.to_string());
+    if commands.is_null() {
+        return Err(invalid("commands must not be null"));
+    }
+    let n = env.get_array_length(commands).map_err(jni_error)?;
+    let mut out = Vec::with_capacity(n as usize);
+    for i in 0..n {
+        let command = JObjectArray::from(
+            env.get_object_array_element(commands, i)
+                .map_err(jni_error)?,
+        );
+        if command.is_null() {
+            return Err(invalid(&format!("command {i} is null")));
+        }
+        let argc = env.get_array_length(&command).map_err(jni_error)?;
+        let mut args = Vec::with_capacity(argc as usize);
+        for j in 0..argc {
+            let arg = jni::objects::JByteArray::from(
+                env.get_object_array_element(&command, j)
+                    .map_err(jni_error)?,
+            );
+            if arg.is_null() {
+                return Err(invalid(&format!("argument {j} of command {i} is null")));
+            }
+            args.push(env.convert_byte_array(&arg).map_err(jni_error)?);
+            env.delete_local_ref(arg).map_err(jni_error)?;
+        }
+        env.delete_local_ref(command).map_err(jni_error)?;
+        out.push(args);
+    }
+    Ok(out)
+}
+
+/// A fenced write's replies as a Java `Object[]`: null, a `Long`, a `String` (a status, or bulk
+/// bytes that are UTF-8), a `byte[]` (other bulk bytes) or an `Object[]` (an array reply).
+pub(crate) fn reply_array(env: &mut JNIEnv, replies: Vec<polylock::Reply>) -> Result<jobjectArray> {
+    use polylock::Reply as R;
+    let array = env
+        .new_object_array(replies.len() as i32, "java/lang/Object", JObject::null())
+        .map_err(jni_error)?;
+    for (i, r) in replies.into_iter().enumerate() {
+        let item: JObject = match r {
+            R::Nil => continue,
+            R::Int(n) => env
+                .call_static_method(
+                    "java/lang/Long",
+                    "valueOf",
+                    "(J)Ljava/lang/Long;",
+                    &[jni::objects::JValue::Long(n)],
+                )
+                .and_then(|v| v.l())
+                .map_err(jni_error)?,
+            R::Status(s) => env.new_string(s).map_err(jni_error)?.into(),
+            R::Bytes(b) => match String::from_utf8(b) {
+                Ok(s) => env.new_string(s).map_err(jni_error)?.into(),
+                Err(e) => env
+                    .byte_array_from_slice(e.as_bytes())
+                    .map_err(jni_error)?
+                    .into(),
+            },
+            // SAFETY: a local reference this call just made.
+            R::Array(items) => unsafe { JObject::from_raw(reply_array(env, items)?) },
+        };
+        env.set_object_array_element(&array, i as i32, &item)
+            .map_err(jni_error)?;
+        env.delete_local_ref(item).map_err(jni_error)?;
+    }
+    Ok(array.into_raw())
+}

@@ -12,6 +12,7 @@ use polylock::{runtime, Client, ClientOptions};
 use crate::boundary::entry;
 use crate::driver::promise;
 use crate::gen::election::NativeElection;
+use crate::gen::fence::NativeFence;
 use crate::gen::latch::NativeLatch;
 use crate::gen::permit_semaphore::NativePermitSemaphore;
 use crate::gen::semaphore::NativeSemaphore;
@@ -219,6 +220,18 @@ impl NativeClient {
             self.inner
                 .count_down_latch(&name)
                 .map(NativeLatch::new)
+                .map_err(sync_err)
+        })
+    }
+
+    /// The fence of `name`: fenced writes of Redis commands (Redis only).
+    #[napi]
+    pub fn fence(&self, name: Utf16String) -> Result<NativeFence> {
+        entry(|| {
+            let name = polylock::text_from_utf16(&name, "lock name").map_err(sync_err)?;
+            self.inner
+                .fence(&name)
+                .map(NativeFence::new)
                 .map_err(sync_err)
         })
     }

@@ -52,6 +52,29 @@ pub fn driver_name(env: Env) -> Result<&'static str> {
     })
 }
 
+/// The statements of the SQL fences by name (`postgres_guard`, `mysql_read`, ...): index.js's
+/// `fence.sql` sends them through the application's own `pg` or `mysql2` client.
+#[napi]
+pub fn fence_sql() -> Result<std::collections::HashMap<String, String>> {
+    entry(|| {
+        Ok(polylock::fence::SQL
+            .iter()
+            .map(|(what, text)| (what.to_string(), text.to_string()))
+            .collect())
+    })
+}
+
+/// Check a SQL fence's name and token by the core's rules (a synchronous error otherwise).
+#[napi]
+pub fn fence_checked(name: Utf16String, token: f64) -> Result<()> {
+    entry(|| {
+        let name = polylock::text_from_utf16(&name, "fence name").map_err(outcome::sync_err)?;
+        let token = polylock::args::token_from_f64(token, "token").map_err(outcome::sync_err)?;
+        polylock::fence::checked_sql(&name, token).map_err(outcome::sync_err)?;
+        Ok(())
+    })
+}
+
 /// The crate version.
 #[napi]
 pub fn version() -> Result<String> {

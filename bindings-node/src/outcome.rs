@@ -95,3 +95,38 @@ pub(crate) fn leader_outcome(l: Option<polylock::Leader>) -> Outcome {
         None => outcome(false, None),
     }
 }
+
+/// One reply of a fenced write as JS gets it: null, a number (a BigInt beyond 2^53), a string (a
+/// status, or bulk bytes that are UTF-8), a Buffer (other bulk bytes) or an array.
+pub(crate) struct JsReply(polylock::Reply);
+
+impl ToNapiValue for JsReply {
+    unsafe fn to_napi_value(env: napi::sys::napi_env, val: Self) -> Result<napi::sys::napi_value> {
+        use polylock::Reply as R;
+        // SAFETY (each arm): forwarded from the caller, on the environment's thread.
+        unsafe {
+            match val.0 {
+                R::Nil => Null::to_napi_value(env, Null),
+                R::Int(n) if n.unsigned_abs() <= 1 << 53 => f64::to_napi_value(env, n as f64),
+                R::Int(n) => BigInt::to_napi_value(env, BigInt::from(n)),
+                R::Status(s) => String::to_napi_value(env, s),
+                R::Bytes(b) => match String::from_utf8(b) {
+                    Ok(s) => String::to_napi_value(env, s),
+                    Err(e) => Buffer::to_napi_value(env, Buffer::from(e.into_bytes())),
+                },
+                R::Array(items) => {
+                    Vec::<JsReply>::to_napi_value(env, items.into_iter().map(JsReply).collect())
+                }
+            }
+        }
+    }
+}
+
+/// A fenced write's answer: its replies, or the outcome of its error (index.js tells them apart
+/// by `Array.isArray`).
+pub(crate) fn replies(r: polylock::Result<Vec<polylock::Reply>>) -> Either<Vec<JsReply>, Outcome> {
+    match r {
+        Ok(v) => Either::A(v.into_iter().map(JsReply).collect()),
+        Err(e) => Either::B(failed(&e)),
+    }
+}

@@ -53,7 +53,7 @@ test('section forms reject with LockTimeoutError, a PolylockError with code and 
 
 test('every kind has its error class, its code and its number', async () => {
   const table = polylock.errorNumbers;
-  assert.deepEqual(Object.values(table), Array.from({ length: 15 }, (_, i) => i + 1));
+  assert.deepEqual(Object.values(table), Array.from({ length: 16 }, (_, i) => i + 1));
   const classes = {
     TIMEOUT: polylock.LockTimeoutError,
     NOT_OWNER: polylock.NotOwnerError,
@@ -68,6 +68,7 @@ test('every kind has its error class, its code and its number', async () => {
     UNSUPPORTED: polylock.UnsupportedError,
     UPGRADE_NOT_SUPPORTED: polylock.UpgradeNotSupportedError,
     NOT_REPLICATED: polylock.NotReplicatedError,
+    STALE_TOKEN: polylock.StaleTokenError,
   };
   for (const [name, cls] of Object.entries(classes)) {
     const e = new cls('x');

@@ -7,6 +7,7 @@ use pyo3::types::PyString;
 use crate::convert::{blocking, seconds, text};
 use crate::errors::err;
 use crate::gen::election::NativeElection;
+use crate::gen::fence::NativeFence;
 use crate::gen::latch::NativeLatch;
 use crate::gen::permit_semaphore::NativePermitSemaphore;
 use crate::gen::semaphore::NativeSemaphore;
@@ -106,6 +107,11 @@ impl NativeClient {
             .count_down_latch(name)
             .map(NativeLatch::new)
             .map_err(err)
+    }
+
+    fn fence(&self, name: &Bound<'_, PyString>) -> PyResult<NativeFence> {
+        let name = &text(name, "lock name")?;
+        self.inner.fence(name).map(NativeFence::new).map_err(err)
     }
 
     fn election(

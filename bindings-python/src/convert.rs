@@ -37,3 +37,33 @@ pub(crate) fn text(s: &Bound<'_, PyString>, what: &str) -> PyResult<String> {
         .collect();
     polylock::text_from_utf16(&units, what).map_err(err)
 }
+
+/// A fenced write's replies as Python gets them: a list of None, int, bytes (a bulk string), str
+/// (a status such as "OK") and lists, as redis-py answers an `EVAL`.
+pub(crate) struct Replies(pub(crate) Vec<polylock::Reply>);
+
+fn reply(py: Python<'_>, r: polylock::Reply) -> PyResult<Bound<'_, PyAny>> {
+    use polylock::Reply as R;
+    Ok(match r {
+        R::Nil => pyo3::types::PyNone::get(py).to_owned().into_any(),
+        R::Int(n) => n.into_pyobject(py)?.into_any(),
+        R::Bytes(b) => pyo3::types::PyBytes::new(py, &b).into_any(),
+        R::Status(s) => PyString::new(py, &s).into_any(),
+        R::Array(items) => Replies(items).into_pyobject(py)?,
+    })
+}
+
+impl<'py> IntoPyObject<'py> for Replies {
+    type Target = PyAny;
+    type Output = Bound<'py, PyAny>;
+    type Error = PyErr;
+
+    fn into_pyobject(self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let items = self
+            .0
+            .into_iter()
+            .map(|r| reply(py, r))
+            .collect::<PyResult<Vec<_>>>()?;
+        Ok(pyo3::types::PyList::new(py, items)?.into_any())
+    }
+}

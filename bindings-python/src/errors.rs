@@ -21,6 +21,7 @@ pub(crate) fn error_class(kind: ErrorKind) -> &'static str {
         ErrorKind::Unsupported => "UnsupportedError",
         ErrorKind::UpgradeNotSupported => "UpgradeNotSupportedError",
         ErrorKind::NotReplicated => "NotReplicatedError",
+        ErrorKind::StaleToken => "StaleTokenError",
         _ => "InternalError",
     }
 }

@@ -30,6 +30,15 @@ fn run_cli(py: Python<'_>, argv: Vec<String>) -> u8 {
     py.detach(move || polylock::cli::main(argv))
 }
 
+/// A fence's name and token as the SQL guards take them (core's rules), or InvalidArgumentError.
+#[pyfunction]
+fn fence_checked(name: &Bound<'_, pyo3::types::PyString>, token: i64) -> PyResult<(String, i64)> {
+    let name = convert::text(name, "fence name")?;
+    let token = polylock::args::token_from_i64(token, "token").map_err(errors::err)?;
+    let (name, token) = polylock::fence::checked_sql(&name, token).map_err(errors::err)?;
+    Ok((name.to_string(), token))
+}
+
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(client::connect, m)?)?;
@@ -37,6 +46,12 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(lock::multi_lock, m)?)?;
     m.add_function(wrap_pyfunction!(fresh_owner, m)?)?;
     m.add_function(wrap_pyfunction!(run_cli, m)?)?;
+    m.add_function(wrap_pyfunction!(fence_checked, m)?)?;
+    let sql = pyo3::types::PyDict::new(m.py());
+    for (what, text) in polylock::fence::SQL {
+        sql.set_item(what, text)?;
+    }
+    m.add("FENCE_SQL", sql)?;
     m.add_function(wrap_pyfunction!(errors::error_table, m)?)?;
     m.add_function(wrap_pyfunction!(metrics::metrics_snapshot, m)?)?;
     m.add_function(wrap_pyfunction!(metrics::metrics_text, m)?)?;
@@ -58,6 +73,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<gen::semaphore::NativeSemaphore>()?;
     m.add_class::<gen::permit_semaphore::NativePermitSemaphore>()?;
     m.add_class::<gen::latch::NativeLatch>()?;
+    m.add_class::<gen::fence::NativeFence>()?;
     m.add_class::<gen::election::NativeElection>()?;
     m.add("VERSION", polylock::VERSION)?;
     Ok(())

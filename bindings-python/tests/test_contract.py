@@ -193,11 +193,12 @@ def test_synchronize_is_the_decorator_and_locked_its_older_name(client):
 
 def test_the_error_table_is_carried_with_numbers():
     table = polylock.error_table()
-    assert [n for n, _, _ in table] == list(range(1, 16))
+    assert [n for n, _, _ in table] == list(range(1, 17))
     assert all(issubclass(cls, polylock.PolylockError) for _, _, cls in table)
     names = {name: cls for _, name, cls in table}
     assert names["NOT_OWNER"] is polylock.NotOwnerError
     assert names["TIMEOUT"] is polylock.LockTimeoutError
+    assert names["STALE_TOKEN"] is polylock.StaleTokenError
     with pytest.raises(polylock.InvalidArgumentError) as caught:
         polylock.connect("nosuch://127.0.0.1:1")
     assert "docs/src/contract.md#urls" in str(caught.value)

@@ -10,8 +10,10 @@ use crate::model::kind::LockKind;
 use crate::model::lost::{LostEvent, LostReason};
 use crate::model::names::validate_name;
 use crate::model::options::ClientOptions;
+use crate::model::outcome::Reply;
 use crate::model::secret::{redact_url, userinfo_end};
 use crate::primitives::election::Election;
+use crate::primitives::fence::Fence;
 use crate::primitives::latch::CountDownLatch;
 use crate::primitives::lock::Lock;
 use crate::primitives::permit_semaphore::PermitExpirableSemaphore;
@@ -331,6 +333,37 @@ impl Client {
     pub fn count_down_latch(&self, name: &str) -> Result<CountDownLatch> {
         self.checked_name(name)?;
         CountDownLatch::new(self.core.clone(), name)
+    }
+
+    /// The fence of `name` on the lock server's own store (Redis; `Unsupported` elsewhere, where
+    /// [`fence::postgres`](crate::fence) and [`fence::mysql`](crate::fence) guard data in the
+    /// application's own database): fenced writes of Redis commands, refused with `StaleToken`
+    /// when a larger token of the name was accepted before. See [`Fence::write`].
+    pub fn fence(&self, name: &str) -> Result<Fence> {
+        self.checked_name(name)?;
+        Fence::new(self.core.clone(), name)
+    }
+
+    /// Run `commands` through the fence of `name` under the fencing token `token` (the token of
+    /// the hold the write is made under): [`Fence::write`] on [`Client::fence`].
+    ///
+    /// ```no_run
+    /// # async fn demo(client: polylock::Client) -> polylock::Result<()> {
+    /// use polylock::{owner, AcquireOptions};
+    /// let me = owner::fresh();
+    /// let held = client.lock("sale")?.acquire(me, AcquireOptions::forever()).await?;
+    /// let sold = client
+    ///     .fenced_write("sale", held.fencing_token, &[vec![b"DECR".to_vec(), b"{sale}:stock".to_vec()]])
+    ///     .await?; // a StaleToken error when a later holder of "sale" already wrote
+    /// # Ok(()) }
+    /// ```
+    pub async fn fenced_write(
+        &self,
+        name: &str,
+        token: u64,
+        commands: &[Vec<Vec<u8>>],
+    ) -> Result<Vec<Reply>> {
+        self.fence(name)?.write(token, commands).await
     }
 
     /// A lock handle of any kind (the bindings' one entry point for lock-like primitives).

@@ -51,6 +51,7 @@ mod client;
 pub mod driver;
 #[cfg(feature = "etcd")]
 mod etcd;
+pub mod fence;
 mod hold;
 pub mod log;
 pub mod metrics;
@@ -78,12 +79,13 @@ pub use crate::model::options::{
 };
 pub use crate::model::outcome::{
     Acquired, Holder, Leader, LeaseChange, LockStatus, PermitHolder, Released, RemainingLease,
-    SemaphoreStatus,
+    Reply, SemaphoreStatus,
 };
 pub use crate::model::owner::{self, OwnerId};
 pub use crate::model::secret::{redact_text, redact_url, scrub, Secret};
 pub use crate::model::shown;
 pub use crate::primitives::election::{validate_identity, Election, Leadership, MAX_IDENTITY_LEN};
+pub use crate::primitives::fence::Fence;
 pub use crate::primitives::latch::CountDownLatch;
 pub use crate::primitives::lock::Lock;
 pub use crate::primitives::lock::MultiLock;

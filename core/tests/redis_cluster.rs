@@ -222,3 +222,48 @@ async fn a_master_failover_is_followed() {
     c.close().await.unwrap();
     other.close().await.unwrap();
 }
+
+/// Fenced writes in a Cluster: keys with the name's hash tag run on the fence's node, and a
+/// stale token is refused there; a key of another slot is a clear INVALID_ARGUMENT naming the tag
+/// (Redis refuses it before anything runs).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fenced_writes_stay_in_the_fences_slot() {
+    let cluster = start().await;
+    let c = client(&cluster, Duration::from_secs(30)).await;
+    let name = unique("cluster-fence");
+    let stock = format!("{{{name}}}:stock");
+    let lock = c.lock(&name).unwrap();
+    let held = lock.acquire(1, AcquireOptions::forever()).await.unwrap();
+    let cmd = |args: &[&str]| {
+        args.iter()
+            .map(|a| a.as_bytes().to_vec())
+            .collect::<Vec<_>>()
+    };
+    let newer = held.fencing_token + 1; // as a later holder's would be
+    let r = c
+        .fenced_write(&name, newer, &[cmd(&["INCRBY", &stock, "5"])])
+        .await
+        .unwrap();
+    assert_eq!(r, vec![polylock::Reply::Int(5)]);
+    let stale = c
+        .fenced_write(&name, held.fencing_token, &[cmd(&["INCRBY", &stock, "5"])])
+        .await;
+    assert_eq!(stale.unwrap_err().kind(), polylock::ErrorKind::StaleToken);
+    // A key of another slot than the fence's (every other name but a few lands elsewhere).
+    let elsewhere = (0..100)
+        .map(|i| format!("other-{i}"))
+        .find(|k| cluster.master_of(k) != cluster.master_of(&name))
+        .expect("a key on another master");
+    let err = c
+        .fenced_write(&name, newer, &[cmd(&["SET", &elsewhere, "x"])])
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind(), polylock::ErrorKind::InvalidArgument, "{err}");
+    assert!(err.to_string().contains("hash tag"), "{err}");
+    assert_eq!(
+        cli(cluster.master_of(&elsewhere), &["EXISTS", &elsewhere]),
+        "0"
+    );
+    lock.release(1).await.unwrap();
+    c.close().await.unwrap();
+}

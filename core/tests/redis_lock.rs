@@ -726,6 +726,7 @@ fn error_table_is_stable() {
         (13, "UNSUPPORTED"),
         (14, "UPGRADE_NOT_SUPPORTED"),
         (15, "NOT_REPLICATED"),
+        (16, "STALE_TOKEN"),
     ];
     let table: Vec<(u32, &str)> = ErrorKind::ALL
         .iter()

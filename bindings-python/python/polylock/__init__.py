@@ -26,7 +26,7 @@ the record's ``lock`` attribute.
 
 from __future__ import annotations
 
-from . import _errors, _native, metrics
+from . import _errors, _native, fence, metrics
 from ._client import Client, connect, connect_redlock
 # BEGIN generated from core/api/errors.toml by `python3 scripts/gen-bindings.py`: do not edit
 from ._errors import (
@@ -42,6 +42,7 @@ from ._errors import (
     OperationCancelledError,
     PolylockConnectionError,
     PolylockError,
+    StaleTokenError,
     UnsupportedError,
     UpgradeNotSupportedError,
 )
@@ -60,5 +61,5 @@ def error_table() -> "list[tuple[int, str, type[PolylockError]]]":
     boundary, is an ``InternalError`` whose ``code`` says ``"PANIC"``; NULL_PARAMETER is C's)."""
     return [(n, name, getattr(_errors, cls)) for n, name, cls in _native.error_table()]
 
-__all__ = ["connect", "connect_redlock", "error_table", "metrics", "Client", "Lock", "MultiLock", "ReadWriteLock", "Semaphore", "PermitExpirableSemaphore", "CountDownLatch", "LostEvent", "Election", "Leader"]
+__all__ = ["connect", "connect_redlock", "error_table", "fence", "metrics", "Client", "Lock", "MultiLock", "ReadWriteLock", "Semaphore", "PermitExpirableSemaphore", "CountDownLatch", "LostEvent", "Election", "Leader"]
 __all__ += _errors.__all__

@@ -14,6 +14,7 @@ from types import TracebackType
 from typing import Any, Callable, Optional, Sequence, TypeVar, cast
 
 from . import _native
+from . import fence as _fence
 from ._errors import InvalidArgumentError, LockLostError, LockTimeoutError
 from ._lock import Lock, ReadWriteLock, _check_name, _timeout
 from ._election import Election
@@ -210,6 +211,23 @@ class Client:
         """A count-down latch (Redisson's ``RCountDownLatch`` on Redis, a SharedCount on ZooKeeper)."""
         _check_name(name)
         return CountDownLatch(self._native.count_down_latch(name))
+
+    def fence(self, name: str) -> "_fence.Fence":
+        """The fence of ``name`` on the lock server's own Redis: fenced writes of Redis commands
+        under a lock's fencing token (``UnsupportedError`` on ZooKeeper, etcd, SQL and RedLock,
+        whose data is fenced by :func:`polylock.fence.sql` in the application's transaction)."""
+        _check_name(name)
+        return _fence.Fence(self._native.fence(name))
+
+    def fenced_write(self, name: str, token: int, commands: "Sequence[_fence.Command]") -> "list[Any]":
+        """Run ``commands`` through the fence of ``name`` under ``token`` (the fencing token of
+        the hold the write is made under): their replies, or :class:`StaleTokenError` with
+        nothing run when a later holder of ``name`` already wrote. See :meth:`polylock.fence.Fence.write`.
+
+            with client.lock("sale") as lock:
+                client.fenced_write("sale", lock.fencing_token, [["DECR", "{sale}:stock"]])
+        """
+        return self.fence(name).write(token, commands)
 
     def election(self, name: str, identity: str) -> Election:
         """A candidate in the leader election ``name`` that campaigns as ``identity`` (Curator's

@@ -112,6 +112,14 @@ class NotReplicatedError(PolylockError):
     code, number = "NOT_REPLICATED", 15
 
 
+class StaleTokenError(PolylockError, RuntimeError):
+    """A fenced write carried a fencing token smaller than one the resource already accepted for the
+    name: a holder whose lease ended wrote late, and the resource refused it (nothing of the write
+    was applied)."""
+
+    code, number = "STALE_TOKEN", 16
+
+
 # END generated (errors, classes)
 
 
@@ -131,5 +139,6 @@ __all__ = [
     "UnsupportedError",
     "UpgradeNotSupportedError",
     "NotReplicatedError",
+    "StaleTokenError",
 ]
 # END generated (errors, names)

@@ -470,7 +470,7 @@ def main() -> int:
     if args.vocabulary:
         names = ["NULL_PARAMETER", "INVALID_ARGUMENT", "TIMEOUT", "NOT_OWNER", "LOCK_LOST", "CONNECTION", "AUTH",
                  "BACKEND", "INVALID_STATE", "INTERNAL", "PANIC", "CANCELLED", "UNSUPPORTED", "UPGRADE_NOT_SUPPORTED",
-                 "NOT_REPLICATED"]
+                 "NOT_REPLICATED", "STALE_TOKEN"]
         errors = [{"number": i + 1, "name": n, "says": f"exit {EXIT_OF.get(n, 70)}"} for i, n in enumerate(names)]
         print(json.dumps({"runtime": RUNTIME, "says": VOCABULARY, "errors": errors}))
         return 0

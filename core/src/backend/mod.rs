@@ -17,7 +17,7 @@ use async_trait::async_trait;
 use crate::model::error::{Error, Result};
 use crate::model::kind::{HoldKind, LockKind};
 use crate::model::options::Wait;
-use crate::model::outcome::{Leader, LockStatus, RemainingLease, SemaphoreStatus};
+use crate::model::outcome::{Leader, LockStatus, RemainingLease, Reply, SemaphoreStatus};
 use crate::model::owner::OwnerId;
 
 /// Who counts re-entries of one owner.
@@ -363,6 +363,19 @@ pub(crate) trait LatchOps: Send + Sync {
     async fn delete(&self, name: &str) -> Result<bool>;
 }
 
+/// The resource's side of fencing where the resource is the backend's own store (Redis): the
+/// largest token accepted per name, checked atomically with the protected commands.
+#[async_trait]
+pub(crate) trait FenceOps: Send + Sync {
+    /// Run `commands` (each a command and its arguments) in one atomic step if `token` is not
+    /// smaller than the largest token accepted for `name`, recording it; `StaleToken` (and
+    /// nothing run) otherwise.
+    async fn write(&self, name: &str, token: u64, commands: &[Vec<Vec<u8>>]) -> Result<Vec<Reply>>;
+
+    /// The largest token accepted for `name`, if any.
+    async fn accepted(&self, name: &str) -> Result<Option<u64>>;
+}
+
 /// A future that resolves when what it was armed on may have changed.
 pub(crate) type Change = std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>;
 
@@ -438,6 +451,16 @@ pub(crate) trait Backend: Send + Sync {
     fn latch_ops(&self) -> Result<Arc<dyn LatchOps>> {
         Err(Error::unsupported(format!(
             "{} has no count-down latch in polylock",
+            self.server()
+        )))
+    }
+
+    /// Fenced writes to the backend's own store, or `Unsupported`.
+    fn fence_ops(&self) -> Result<Arc<dyn FenceOps>> {
+        Err(Error::unsupported(format!(
+            "{} keeps no fenced data in polylock: a fenced write of Redis commands needs a \
+             Redis client; data in PostgreSQL or MySQL is fenced by polylock::fence::postgres or \
+             ::mysql (the guard row in your own transaction)",
             self.server()
         )))
     }

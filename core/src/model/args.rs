@@ -149,6 +149,27 @@ pub fn permits_from_f64(v: f64, what: &str) -> Result<u32> {
     Ok(v as u32)
 }
 
+/// A fencing token as Python and Java pass it (a signed 64-bit integer): what a fence takes
+/// (`fence::checked_token`: 1 to 2^63 - 1).
+pub fn token_from_i64(v: i64, what: &str) -> Result<u64> {
+    let t = u64::try_from(v).map_err(|_| {
+        Error::invalid(format!(
+            "{what} must be a fencing token (1 or more), got {v}"
+        ))
+    })?;
+    crate::primitives::fence::checked_token(t)
+}
+
+/// A fencing token as Node passes it: a whole JS number from 1 to 2^53.
+pub fn token_from_f64(v: f64, what: &str) -> Result<u64> {
+    if v.fract() != 0.0 || !(1.0..=9_007_199_254_740_992.0).contains(&v) {
+        return Err(Error::invalid(format!(
+            "{what} must be a fencing token (a whole number from 1 to 2^53), got {v}"
+        )));
+    }
+    Ok(v as u64)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -52,11 +52,15 @@ pub enum ErrorKind {
     /// Fewer replicas than the client asks for (the URL's `wait_replicas`) acknowledged an acquire
     /// in time (Redis `WAIT`); the lock was given back.
     NotReplicated = 15,
+    /// A fenced write carried a fencing token smaller than one the resource already accepted for
+    /// the name: a holder whose lease ended wrote late, and the resource refused it (nothing of the
+    /// write was applied).
+    StaleToken = 16,
 }
 
 impl ErrorKind {
     /// Every kind, in code order.
-    pub const ALL: [ErrorKind; 15] = [
+    pub const ALL: [ErrorKind; 16] = [
         ErrorKind::NullParameter,
         ErrorKind::InvalidArgument,
         ErrorKind::Timeout,
@@ -72,6 +76,7 @@ impl ErrorKind {
         ErrorKind::Unsupported,
         ErrorKind::UpgradeNotSupported,
         ErrorKind::NotReplicated,
+        ErrorKind::StaleToken,
     ];
 
     /// The stable upper-case name (`NOT_OWNER`); bindings derive their identifiers from it
@@ -93,6 +98,7 @@ impl ErrorKind {
             ErrorKind::Unsupported => "UNSUPPORTED",
             ErrorKind::UpgradeNotSupported => "UPGRADE_NOT_SUPPORTED",
             ErrorKind::NotReplicated => "NOT_REPLICATED",
+            ErrorKind::StaleToken => "STALE_TOKEN",
         }
     }
 
@@ -112,12 +118,9 @@ impl ErrorKind {
             ErrorKind::Panic => "a panic was caught at the language boundary",
             ErrorKind::Cancelled => "the operation was cancelled",
             ErrorKind::Unsupported => "the backend does not support this operation",
-            ErrorKind::UpgradeNotSupported => {
-                "a read lock cannot be upgraded to the write lock; release the read lock first"
-            }
-            ErrorKind::NotReplicated => {
-                "too few replicas acknowledged the acquire in time; the lock was given back"
-            }
+            ErrorKind::UpgradeNotSupported => "a read lock cannot be upgraded to the write lock; release the read lock first",
+            ErrorKind::NotReplicated => "too few replicas acknowledged the acquire in time; the lock was given back",
+            ErrorKind::StaleToken => "the fencing token is older than one the resource already accepted; the write was refused",
         }
     }
 }

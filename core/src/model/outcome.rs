@@ -161,3 +161,29 @@ pub struct Leader {
     /// The leader's term: its lock's fencing token, greater for every new leader.
     pub term: u64,
 }
+
+/// One reply of a command run by a fenced write ([`Fence::write`](crate::fence::Fence::write)),
+/// as a Lua script sees it: Redis's integer, bulk string, status, nil and array replies.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Reply {
+    /// A nil reply (`GET` of a missing key).
+    Nil,
+    /// An integer reply (`INCR`, `DECR`, `RPUSH`, ...).
+    Int(i64),
+    /// A bulk string reply (`GET`), as the bytes stored.
+    Bytes(Vec<u8>),
+    /// A status reply (`OK` of `SET`).
+    Status(String),
+    /// An array reply (`LRANGE`, `HGETALL`), its items in order.
+    Array(Vec<Reply>),
+}
+
+impl Reply {
+    /// The reply as an integer, when it is one.
+    pub fn as_int(&self) -> Option<i64> {
+        match self {
+            Reply::Int(n) => Some(*n),
+            _ => None,
+        }
+    }
+}

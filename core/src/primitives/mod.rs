@@ -3,6 +3,7 @@
 //! the count-down latch and the leader election.
 
 pub(crate) mod election;
+pub(crate) mod fence;
 pub(crate) mod latch;
 pub(crate) mod lock;
 pub(crate) mod multi;

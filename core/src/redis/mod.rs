@@ -7,6 +7,7 @@
 
 mod election;
 mod fair;
+mod fence;
 mod latch;
 mod lock;
 mod pubsub;
@@ -26,7 +27,8 @@ use redis::{RedisError, RetryMethod};
 use tokio_util::sync::CancellationToken;
 
 use crate::backend::{
-    Backend, ElectionOps, ExpirableOps, HoldOps, LatchOps, LockOps, RenewItem, SemaphoreOps,
+    Backend, ElectionOps, ExpirableOps, FenceOps, HoldOps, LatchOps, LockOps, RenewItem,
+    SemaphoreOps,
 };
 use crate::model::error::{Error, ErrorKind, Result};
 use crate::model::identity::REDIS_IDENTITY_PREFIX;
@@ -36,6 +38,7 @@ use crate::{driver, runtime};
 
 use election::{RedisElection, RedisLeader};
 use fair::RedisFairLock;
+use fence::RedisFence;
 use latch::RedisLatch;
 use lock::{Flavor, RedisLock};
 use pubsub::{SubSource, Subscriptions};
@@ -534,6 +537,7 @@ pub(crate) struct RedisBackend {
     semaphore: Arc<RedisSemaphore>,
     permits: Arc<RedisSemaphore>,
     latch: Arc<RedisLatch>,
+    fence: Arc<RedisFence>,
 }
 
 pub(crate) use redlock::{
@@ -659,6 +663,7 @@ async fn connect_backend(
         semaphore: Arc::new(RedisSemaphore::new(conn.clone(), false)),
         permits: Arc::new(RedisSemaphore::new(conn.clone(), true)),
         latch: Arc::new(RedisLatch::new(conn.clone())),
+        fence: Arc::new(RedisFence::new(conn.clone())),
         conn,
     })
 }
@@ -739,6 +744,10 @@ impl Backend for RedisBackend {
 
     fn latch_ops(&self) -> Result<Arc<dyn LatchOps>> {
         Ok(self.latch.clone())
+    }
+
+    fn fence_ops(&self) -> Result<Arc<dyn FenceOps>> {
+        Ok(self.fence.clone())
     }
 
     fn election_ops(&self) -> Result<Arc<dyn ElectionOps>> {

@@ -200,3 +200,48 @@ where
 }
 
 pub mod cases;
+
+/// Wait (up to 60 s) until the PostgreSQL session `pid` waits for a lock.
+pub async fn wait_for_pg_lock_waiter(watcher: &tokio_postgres::Client, pid: i32) {
+    let start = Instant::now();
+    while start.elapsed() < Duration::from_secs(60) {
+        let waiting: bool = watcher
+            .query_one(
+                "SELECT coalesce(bool_or(wait_event_type = 'Lock'), false) FROM pg_stat_activity \
+                 WHERE pid = $1",
+                &[&pid],
+            )
+            .await
+            .unwrap()
+            .get(0);
+        if waiting {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    panic!("PostgreSQL session {pid} never waited for a lock");
+}
+
+/// Wait (up to 60 s) until the MySQL connection `id` is in a statement on the fence table (one
+/// that waits for its row: the processlist, which a user sees of its own sessions without the
+/// PROCESS privilege that InnoDB's lock tables need).
+pub async fn wait_for_my_lock_waiter(id: u32) {
+    let mut c = my_raw().await;
+    let start = Instant::now();
+    while start.elapsed() < Duration::from_secs(60) {
+        let n: Option<i64> = c
+            .exec_first(
+                "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE ID = ? \
+                 AND INFO LIKE '%polylock_fence%'",
+                (id,),
+            )
+            .await
+            .unwrap();
+        if n.unwrap_or(0) > 0 {
+            let _ = c.disconnect().await;
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    panic!("MySQL connection {id} never reached the fence's row");
+}

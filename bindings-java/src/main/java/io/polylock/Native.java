@@ -133,6 +133,12 @@ final class Native {
 
     static native long freshOwner();
 
+    /** The SQL fences' statements: {@code [what, text, what, text, ...]}. */
+    static native String[] fenceSql();
+
+    /** Checks a SQL fence's name and token by the core's rules; throws if they are invalid. */
+    static native void fenceChecked(String name, long token);
+
     /**
      * A client handle. Durations in milliseconds; {@code metricNames} the globs of the names with
      * series of their own, {@code service} (or null) and {@code runtime} as operators see them.
@@ -449,6 +455,27 @@ final class Native {
      */
     static native String[] electionCandidates(long election);
     // END generated (election)
+
+    // BEGIN generated from core/api/fence.toml by `python3 scripts/gen-bindings.py`: do not edit
+    // A fence: fenced writes of Redis commands under a lock's fencing token (Redis only). A native
+    // handle: fenceNew .. fenceFree.
+    static native long fenceNew(long client, String name);
+
+    static native void fenceFree(long fence);
+
+    /**
+     * Run the commands (each a command's name and its arguments) in one atomic step if `token` is
+     * not smaller than the largest token this fence accepted, recording it; their replies, in
+     * order. A smaller token fails with STALE_TOKEN and nothing runs; the same token may write any
+     * number of times. In a Redis Cluster the commands' keys must carry the name's hash tag
+     * ({name}). Each reply is null, a Long, a String (a status, or bulk text that is UTF-8), a
+     * byte[] (other bulk bytes) or an Object[] (an array reply).
+     */
+    static native Object[] fenceWrite(long fence, long token, byte[][][] commands);
+
+    /** The largest token this fence accepted, or none. 0 for none. */
+    static native long fenceAccepted(long fence);
+    // END generated (fence)
 
     /**
      * Completes {@code future} when the current leadership ends: 1 when it was lost, 0 when it

@@ -234,6 +234,31 @@ public final class PolylockClient implements AutoCloseable {
         }
     }
 
+    /**
+     * The fence of {@code name} on the lock server's own Redis: fenced writes of Redis commands
+     * under a lock's fencing token (an {@link UnsupportedException} on ZooKeeper, etcd, SQL and
+     * RedLock, whose data is fenced by {@link JdbcFence} in the application's transaction).
+     */
+    public DistributedFence getFence(String name) {
+        Objects.requireNonNull(name, "name");
+        long h = enter();
+        try {
+            return new DistributedFence(name, Native.fenceNew(h, name));
+        } finally {
+            exit();
+        }
+    }
+
+    /**
+     * Run {@code commands} through the fence of {@code name} under {@code token} (the fencing
+     * token of the hold the write is made under): {@link DistributedFence#write} on {@link
+     * #getFence}. A {@link StaleTokenException}, with nothing run, when a later holder of {@code
+     * name} already wrote.
+     */
+    public List<Object> fencedWrite(String name, long token, List<? extends List<?>> commands) {
+        return getFence(name).write(token, commands);
+    }
+
     private DistributedLock newLock(String name, int kind) {
         Objects.requireNonNull(name, "name");
         long h = enter();

@@ -72,7 +72,13 @@ public class PolylockException extends RuntimeException implements PolylockError
          * Fewer replicas than the client asks for (the URL's `wait_replicas`) acknowledged an
          * acquire in time (Redis `WAIT`); the lock was given back.
          */
-        NOT_REPLICATED(15);
+        NOT_REPLICATED(15),
+        /**
+         * A fenced write carried a fencing token smaller than one the resource already accepted for
+         * the name: a holder whose lease ended wrote late, and the resource refused it (nothing of
+         * the write was applied).
+         */
+        STALE_TOKEN(16);
         // END generated (errors)
 
         private final int number;
@@ -135,6 +141,8 @@ public class PolylockException extends RuntimeException implements PolylockError
                 return new PolylockAuthException(message);
             case UPGRADE_NOT_SUPPORTED:
                 return new UpgradeNotSupportedException(message);
+            case STALE_TOKEN:
+                return new StaleTokenException(message);
             default:
                 return new PolylockException(code, message);
         }
