@@ -13,6 +13,14 @@ END, each carrying the worker's fencing token: BEGIN is accepted when its token 
 every token accepted before, WRITE and END when the token is still the largest. The resource logs
 every request with its own clock, so the checker needs no clock of the workers'.
 
+The rows that SIGSTOP a lock's holder past its lease or session also write through the real
+fences (POLYLOCK_FAULT_FENCES for the Rust and Python workers, the holder paused is one of them):
+every step of a section is also a fenced RPUSH on the run's Redis and a guarded insert in
+PostgreSQL and MariaDB (the servers of scripts/servers.sh, POLYLOCK_PG_URL and POLYLOCK_MYSQL_URL);
+the row then counts the writes each fence refused (the paused holder's late ones) and reads what
+each accepted back from the server: a token smaller than one accepted before it is a stale write
+accepted, and fails the row, as does a fence that refused nothing or a fence error.
+
 Per fault the checker prints: sections, accepted (all five requests accepted), refused by token,
 lost signals (the worker heard its hold was lost, by the signal or a LockLost error at release),
 untold (refused, yet the worker was never told), double holders (two accepted sections whose
@@ -273,6 +281,8 @@ class Worker:
     proc: Optional[subprocess.Popen] = None
     lines: list = field(default_factory=list)
 
+    fences: str = ""  # POLYLOCK_FAULT_FENCES for this worker
+
     def start(self, name: str, resource: int, seconds: float) -> None:
         args = [self.url, name, f"127.0.0.1:{resource}", str(seconds), str(WATCHDOG_MS)]
         if self.runtime == "rust":
@@ -282,8 +292,10 @@ class Worker:
         else:
             jar = str(ROOT / "bindings-java/target/polylock-0.1.0.jar")
             cmd = ["java", "-cp", f"{jar}:{TARGET / 'faults-java'}", "FaultWorker", *args]
-        env = {**os.environ, "POLYLOCK_FAULT_ELECTION": "1" if self.election else "0"}
-        self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env)
+        env = {**os.environ, "POLYLOCK_FAULT_ELECTION": "1" if self.election else "0",
+               "POLYLOCK_FAULT_FENCES": self.fences}
+        self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=None if self.fences else subprocess.DEVNULL,
+                                     text=True, env=env)
         threading.Thread(target=self._read, daemon=True).start()
 
     def _read(self) -> None:
@@ -308,6 +320,7 @@ class Round:
     fault: Callable[["Run"], None]
     urls: list  # one URL per worker, in the order of RUNTIMES
     election: bool = False  # the workers are candidates of a leader election (Rust and Python)
+    fence_redis: str = ""  # the Redis of the real fences, for a row that writes through them
 
 
 class Run:
@@ -327,9 +340,9 @@ class Run:
         raise RuntimeError("no worker entered a section")
 
 
-def pause_holder(seconds: float) -> Callable[[Run], None]:
+def pause_holder(seconds: float, among: Optional[Callable[["Worker"], bool]] = None) -> Callable[[Run], None]:
     def fault(run: Run) -> None:
-        w = run.holder()
+        w = run.holder(among)
         os.kill(w.proc.pid, signal.SIGSTOP)
         time.sleep(seconds)
         os.kill(w.proc.pid, signal.SIGCONT)
@@ -468,17 +481,114 @@ def check(round_: Round, resource: Resource, workers: list[Worker], fault_ended:
     ok = doubles == 0 and untold == 0 and rising and after > 0
     return {"fault": round_.name, "backend": round_.backend, "sections": len(sections), "accepted": len(accepted),
             "refused": refused, "lost": lost, "untold": untold, "doubles": doubles, "rising": rising,
-            "after": after, "ok": ok, "errors": errors, "by_runtime": by_runtime}
+            "after": after, "ok": ok, "errors": errors, "by_runtime": by_runtime, "fences": None}
+
+
+FENCES = ("redis", "postgres", "mysql")
+
+
+def stale_accepted(tokens: list[int]) -> int:
+    """Writes a fence accepted (in its own order) under a token smaller than one before them."""
+    top, stale = 0, 0
+    for t in tokens:
+        if t < top:
+            stale += 1
+        top = max(top, t)
+    return stale
+
+
+def fenced_logs(redis_port: int, name: str) -> dict[str, list[int]]:
+    """What each real fence accepted for `name`, in the order it accepted it, read from its server;
+    then removed (the rows, the list, the guard rows and the fence's key)."""
+    import psycopg
+
+    key = f"{{{name}}}:fenced"
+    logs = {"redis": [int(t) for t in cli(redis_port, "LRANGE", key, "0", "-1").split()]}
+    cli(redis_port, "DEL", key, f"polylock_fence:{{{name}}}")
+    with psycopg.connect(os.environ["POLYLOCK_PG_URL"].split("?")[0]) as pg:
+        logs["postgres"] = [r[0] for r in pg.execute(
+            "SELECT token FROM polylock_faults_fenced WHERE name = %s ORDER BY id", (name,))]
+        pg.execute("DELETE FROM polylock_faults_fenced WHERE name = %s", (name,))
+        pg.execute("DELETE FROM polylock_fence WHERE name = %s", (name,))
+    my = mysql_connect()
+    try:
+        with my.cursor() as c:
+            c.execute("SELECT token FROM polylock_faults_fenced WHERE name = %s ORDER BY id", (name,))
+            logs["mysql"] = [int(r[0]) for r in c.fetchall()]
+            c.execute("DELETE FROM polylock_faults_fenced WHERE name = %s", (name,))
+            c.execute("DELETE FROM polylock_fence WHERE name = %s", (name,))
+        my.commit()
+    finally:
+        my.close()
+    return logs
+
+
+def mysql_connect():
+    import urllib.parse
+
+    import pymysql
+
+    u = urllib.parse.urlparse(os.environ["POLYLOCK_MYSQL_URL"])
+    return pymysql.connect(host=u.hostname, port=u.port, user=u.username, password=u.password,
+                           database=u.path.lstrip("/"))
+
+
+def fence_tables() -> None:
+    """The guard tables and the log the fenced rows insert into, on both SQL servers."""
+    import psycopg
+
+    import polylock
+
+    with psycopg.connect(os.environ["POLYLOCK_PG_URL"].split("?")[0]) as pg:
+        polylock.fence.setup(pg)
+        pg.execute("CREATE TABLE IF NOT EXISTS polylock_faults_fenced (id BIGSERIAL PRIMARY KEY, "
+                   "name VARCHAR(255) NOT NULL, token BIGINT NOT NULL)")
+    my = mysql_connect()
+    try:
+        polylock.fence.setup(my)
+        with my.cursor() as c:
+            c.execute("CREATE TABLE IF NOT EXISTS polylock_faults_fenced (id BIGINT AUTO_INCREMENT PRIMARY KEY, "
+                      "name VARCHAR(255) NOT NULL, token BIGINT NOT NULL) ENGINE=InnoDB")
+        my.commit()
+    finally:
+        my.close()
+
+
+def check_fences(row: dict, workers: list["Worker"], logs: dict[str, list[int]]) -> None:
+    """The real fences' figures of a fenced row: writes accepted (read from the servers), refused
+    (the workers' counts), stale accepted; the row fails on a stale write, a fence error, or a
+    fence that refused nothing (the paused holder's late write got through or never came)."""
+    reports = [line for w in workers for line in w.lines if "fenced" in line]
+    figures = {}
+    for f in FENCES:
+        refused = sum(r["fenced"][f][1] for r in reports)
+        figures[f] = {"accepted": len(logs[f]), "refused": refused, "stale": stale_accepted(logs[f])}
+    errors = sum(r.get("fence_errors", 0) for r in reports)
+    row["fences"] = figures
+    row["fence_errors"] = errors
+    if errors or any(v["stale"] or not v["refused"] for v in figures.values()):
+        print(f"fences: {json.dumps(figures)}, {errors} fence errors", file=sys.stderr, flush=True)
+        row["ok"] = False
+
+
+def fenced_cell(r: dict) -> str:
+    """The real fences' figures of a row: refused/accepted per fence, and any stale write accepted."""
+    if not r.get("fences"):
+        return "-"
+    f = r["fences"]
+    stale = sum(v["stale"] for v in f.values())
+    return " ".join(f"{k} {v['refused']}/{v['accepted']}" for k, v in f.items()) + f", {stale} stale accepted"
 
 
 def table(rows: list[dict]) -> str:
     head = ("fault", "backend", "sections", "accepted", "accepted by runtime", "refused by token", "lost signals", "untold",
-            "double holders", "tokens rose", "accepted after", "failed acquires", "result")
+            "double holders", "tokens rose", "accepted after", "failed acquires", "real fences: refused/accepted",
+            "result")
     body = [(r["fault"], r["backend"], r["sections"], r["accepted"],
              " ".join(f"{k} {v}" for k, v in sorted(r["by_runtime"].items())), r["refused"], r["lost"], r["untold"],
              r["doubles"], "yes" if r["rising"] else "NO", r["after"],
              " ".join(f"{k} {v}" for k, v in sorted(r["errors"].items())) or "0",
-             "ok" if r["ok"] else "FAILED") for r in rows]
+             fenced_cell(r), "ok" if r["ok"] else "FAILED") for r in rows]
     widths = [max(len(str(x)) for x in col) for col in zip(head, *body)]
     lines = ["| " + " | ".join(str(x).ljust(w) for x, w in zip(row, widths)) + " |" for row in [head, *body]]
     lines.insert(1, "|" + "|".join("-" * (w + 2) for w in widths) + "|")
@@ -493,6 +603,8 @@ def main() -> int:
     parser.add_argument("--seconds", type=float, default=15.0)
     parser.add_argument("--no-java", action="store_true")
     opts = parser.parse_args()
+    # The fences' checker finds a planted stale write (and none in a rising or repeating log).
+    assert stale_accepted([3, 5, 4, 6]) == 1 and stale_accepted([1, 2, 2, 9]) == 0, "stale_accepted is broken"
     runtimes = ["rust", "rust", "python"] + ([] if opts.no_java else ["java"])
     only = set(filter(None, opts.only.split(",")))
 
@@ -570,6 +682,9 @@ def main() -> int:
             return once("etcd", make)  # type: ignore[return-value]
 
         lease = WATCHDOG_MS / 1000
+
+        def fencer(w: Worker) -> bool:  # a worker that writes through the real fences
+            return bool(w.fences)
         key = "polylock-faults:cluster"
 
         def direct() -> str:
@@ -580,7 +695,7 @@ def main() -> int:
 
         # Each round: its name, backend, the fault, and the workers' URLs (made when it runs).
         rounds: list[tuple[str, str, Callable[[], Callable[[Run], None]], Callable[[], list]]] = [
-            ("SIGSTOP the holder past its lease", "redis", lambda: pause_holder(lease * 2 + 1),
+            ("SIGSTOP the holder past its lease", "redis", lambda: pause_holder(lease * 2 + 1, fencer),
              lambda: [direct()] * 4),
             ("SIGKILL the holder", "redis", lambda: kill_holder, lambda: [direct()] * 4),
             ("network pause (stopped proxy)", "redis",
@@ -594,9 +709,9 @@ def main() -> int:
              lambda: kill_cluster_master(servers, redis_cluster()[0], key), lambda: [redis_cluster()[1]] * 4),
             ("ZooKeeper leader killed", "zookeeper", lambda: kill_zk_leader(servers, zk_ensemble()[0]),
              lambda: [zk_ensemble()[1]] * 4),
-            ("SIGSTOP the holder past its session", "zookeeper", lambda: pause_holder(7),
+            ("SIGSTOP the holder past its session", "zookeeper", lambda: pause_holder(7, fencer),
              lambda: [zk_ensemble()[1]] * 4),
-            ("SIGSTOP the holder past its lease", "etcd", lambda: pause_holder(5),
+            ("SIGSTOP the holder past its lease", "etcd", lambda: pause_holder(5, fencer),
              lambda: [etcd_cluster()[1]] * 4),
             ("etcd leader partitioned away (SIGSTOP 5 s)", "etcd",
              lambda: partition_etcd_member(servers, etcd_cluster()[0], 5),
@@ -614,7 +729,9 @@ def main() -> int:
         for i, (title, backend, fault, urls) in enumerate(rounds):
             if only and str(i + 1) not in only and backend not in only:
                 continue
-            rnd = Round(title, backend, fault(), urls(), election=title.startswith("election:"))
+            fenced = title.startswith("SIGSTOP the holder")
+            rnd = Round(title, backend, fault(), urls(), election=title.startswith("election:"),
+                        fence_redis=direct() if fenced else "")
             rows.append(play(rnd, runtimes, opts.seconds, key if backend == "cluster" else None))
             print(table(rows[-1:]), flush=True)
     finally:
@@ -641,6 +758,12 @@ def play(rnd: Round, runtimes: list[str], seconds: float, key: Optional[str]) ->
     if rnd.election:  # Java's LeaderLatch campaigns in the background: its candidates are Python's
         runtimes = ["python" if rt == "java" else rt for rt in runtimes]
     workers = [Worker(rt, url, rnd.election) for rt, url in zip(runtimes, rnd.urls)]
+    if rnd.fence_redis:
+        fence_tables()
+        fences = ",".join([rnd.fence_redis, os.environ["POLYLOCK_PG_URL"], os.environ["POLYLOCK_MYSQL_URL"]])
+        for w in workers:
+            if w.runtime in ("rust", "python"):
+                w.fences = fences
     for w in workers:
         w.start(name, port, seconds)
     run = Run(rnd, resource, workers)
@@ -660,6 +783,8 @@ def play(rnd: Round, runtimes: list[str], seconds: float, key: Optional[str]) ->
     server.shutdown()
     server.server_close()
     row = check(rnd, resource, workers, run.fault_ended)
+    if rnd.fence_redis:
+        check_fences(row, workers, fenced_logs(int(rnd.fence_redis.rsplit(":", 1)[1]), name))
     if fault_error is not None:
         print(f"the fault '{rnd.name}' could not be made: {fault_error}", file=sys.stderr)
         row["ok"] = False

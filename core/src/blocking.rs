@@ -90,6 +90,18 @@ impl Client {
         block_on(async move { c.ping().await })?
     }
 
+    /// See [`crate::Client::fenced_write`].
+    pub fn fenced_write(
+        &self,
+        name: &str,
+        token: u64,
+        commands: &[Vec<Vec<u8>>],
+    ) -> Result<Vec<crate::Reply>> {
+        let fence = self.inner.fence(name)?;
+        let commands = commands.to_vec();
+        block_on(async move { fence.write(token, &commands).await })?
+    }
+
     /// See [`crate::Client::close`].
     pub fn close(&self) -> Result<()> {
         let c = self.inner.clone();

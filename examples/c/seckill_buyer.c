@@ -1,6 +1,8 @@
 /* A seckill (flash sale) buyer in C, the same buyer as examples/rust/seckill.rs: the stock lives in
- * Redis (read and written with hiredis), one polylock lock keeps two buyers from selling one item
- * twice. Prints one JSON line: purchases and lock-wait p50/p99.
+ * Redis (read with hiredis), one polylock lock keeps two buyers from selling one item twice, and
+ * each sale is a fenced write (polylock_fence_write under the lock's fencing token), so a buyer
+ * whose lease ended while it was paused cannot sell after a later buyer did. Prints one JSON line:
+ * purchases and lock-wait p50/p99.
  *
  *   seckill_buyer [--url redis://127.0.0.1:6379] [--lock-url URL] [--name goods] [--max N] [--delay-ms D]
  *                 [--sections FILE (each critical section: "start_us end_us token")]
@@ -49,13 +51,6 @@ static long long get_int(redisContext *r, const char *key, long long dflt) {
     return v;
 }
 
-static int set_int(redisContext *r, const char *key, long long v) {
-    redisReply *rep = redisCommand(r, "SET %s %lld", key, v);
-    int ok = rep && rep->type == REDIS_REPLY_STATUS;
-    freeReplyObject(rep);
-    return ok;
-}
-
 int main(int argc, char **argv) {
     const char *url = "redis://127.0.0.1:6379", *lock_url = NULL, *name = "goods";
     long max = -1, delay_ms = 1;
@@ -89,6 +84,15 @@ int main(int argc, char **argv) {
     polylock_lock *lock = NULL;
     if (polylock_client_connect(lock_url, &client) != POLYLOCK_OK ||
         polylock_lock_new(client, lock_name, &lock) != POLYLOCK_OK) {
+        polylock_last_error_message(detail, sizeof detail);
+        fprintf(stderr, "polylock: %s\n", detail);
+        return 69;
+    }
+    /* Each sale is a fenced write on the Redis of the stock (the lock may be elsewhere). */
+    polylock_client *fence_client = NULL;
+    polylock_fence *fence = NULL;
+    if (polylock_client_connect(url, &fence_client) != POLYLOCK_OK ||
+        polylock_fence_new(fence_client, lock_name, &fence) != POLYLOCK_OK) {
         polylock_last_error_message(detail, sizeof detail);
         fprintf(stderr, "polylock: %s\n", detail);
         return 69;
@@ -139,8 +143,14 @@ int main(int argc, char **argv) {
         struct timespec d = {delay_ms / 1000, (delay_ms % 1000) * 1000000L};
         nanosleep(&d, NULL);
         long long sold = get_int(r, sold_key, 0);
-        if (!set_int(r, stock_key, stock - 1) || !set_int(r, sold_key, sold + 1) ||
-            !set_int(r, token_key, (long long)token)) { status = 1; }
+        /* The sale, fenced: three SETs that run only if no later holder of the lock wrote. */
+        char v_stock[24], v_sold[24], v_token[24];
+        snprintf(v_stock, sizeof v_stock, "%lld", stock - 1);
+        snprintf(v_sold, sizeof v_sold, "%lld", sold + 1);
+        snprintf(v_token, sizeof v_token, "%llu", (unsigned long long)token);
+        const char *sale[] = {"SET", stock_key, v_stock, "SET", sold_key, v_sold, "SET", token_key, v_token};
+        size_t argcs[] = {3, 3, 3};
+        if (polylock_fence_write(fence, token, 3, argcs, sale, NULL, NULL) != POLYLOCK_OK) { status = 1; }
         sections[3 * n - 2] = section_us();
         if (polylock_lock_release(lock, me) != POLYLOCK_OK || status) { status = 1; break; }
         bought++;
@@ -161,6 +171,8 @@ int main(int argc, char **argv) {
     double p50 = n ? waits[(size_t)((n - 1) * 0.5)] : 0, p99 = n ? waits[(size_t)((n - 1) * 0.99)] : 0;
     printf("{\"purchases\":%ld,\"wait_p50_ms\":%.3f,\"wait_p99_ms\":%.3f}\n", bought, p50, p99);
     free(waits);
+    polylock_fence_free(fence);
+    polylock_client_free(fence_client);
     polylock_lock_free(lock);
     polylock_client_free(client);
     redisFree(r);

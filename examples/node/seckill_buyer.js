@@ -30,6 +30,9 @@ async function main() {
   const [stockKey, soldKey, tokenKey] = ['stock', 'sold', 'last-token'].map((k) => `seckill:${a.name}:${k}`);
   const redis = new Redis(a.url);
   const client = await connect(lockUrl);
+  // Each sale is a fenced write on the Redis of the stock (the lock may be elsewhere): a buyer
+  // whose lease ended while it was paused cannot sell after a later buyer did.
+  const fence = lockUrl === a.url ? client : await connect(a.url);
   const lock = client.lock(lockName);
   const waits = [];
   const sections = [];
@@ -54,9 +57,8 @@ async function main() {
         if (token <= Number((await redis.get(tokenKey)) || 0)) throw new Error(`fencing token ${token} went back`);
         await new Promise((r) => setTimeout(r, a.delayMs));
         const sold = Number((await redis.get(soldKey)) || 0);
-        await redis.set(stockKey, stock - 1);
-        await redis.set(soldKey, sold + 1);
-        await redis.set(tokenKey, token);
+        await fence.fencedWrite(lockName, token, [['SET', stockKey, stock - 1], ['SET', soldKey, sold + 1],
+          ['SET', tokenKey, token]]);
         sections.push(`${start} ${sectionUs()} ${token}\n`);
         return false;
       });
@@ -65,6 +67,7 @@ async function main() {
     }
   } finally {
     await client.close();
+    if (fence !== client) await fence.close();
     redis.disconnect();
   }
   if (a.sections) require('fs').writeFileSync(a.sections, sections.join(''));

@@ -1,6 +1,8 @@
 """A seckill (flash sale) buyer in Python, the same buyer as examples/rust/seckill.rs: the stock lives
-in Redis (redis-py), one polylock lock keeps buyers from selling one item twice. Prints one JSON
-line: purchases and lock-wait p50/p99 in ms.
+in Redis (read with redis-py), one polylock lock keeps buyers from selling one item twice, and
+each sale is a fenced write (client.fenced_write under the lock's fencing token), so a buyer whose
+lease ended while it was paused cannot sell after a later buyer did. Prints one JSON line:
+purchases and lock-wait p50/p99 in ms.
 
     python3 examples/python/seckill_buyer.py --url redis://127.0.0.1:6379 [--lock-url zk://...] --name goods
 """
@@ -35,6 +37,8 @@ def main() -> int:
     sections: list[tuple[int, int, int]] = []
     bought = 0
     with polylock.connect(lock_url) as client:
+        # The fence is on the Redis of the stock; the lock may be elsewhere (ZooKeeper, SQL).
+        fence = client if lock_url == args.url else polylock.connect(args.url)
         lock = client.lock(lock_name)
         if args.start_at is not None:
             time.sleep(max(0.0, args.start_at / 1e3 - time.time()))
@@ -53,11 +57,12 @@ def main() -> int:
                     return 1
                 time.sleep(args.delay_ms / 1e3)
                 sold = int(r.get(sold_key) or 0)
-                r.set(stock_key, stock - 1)
-                r.set(sold_key, sold + 1)
-                r.set(token_key, token)
+                fence.fenced_write(lock_name, token, [["SET", stock_key, stock - 1], ["SET", sold_key, sold + 1],
+                                                      ["SET", token_key, token]])
                 sections.append((start, time.monotonic_ns() // 1000, token))
             bought += 1
+        if fence is not client:
+            fence.close()
     if args.sections:
         with open(args.sections, "w") as f:
             f.writelines(f"{s} {e} {t}\n" for s, e, t in sections)

@@ -4,7 +4,8 @@
 //!     cargo run --example seckill -- --stock 100 --buyers 4
 //!
 //! Each purchase: lock, read the stock, pause (the window in which an unlocked sale oversells),
-//! write stock - 1, unlock. Inside the lock a buyer also checks that its fencing token is greater
+//! write stock - 1 as a fenced write (it runs only if no later holder of the lock wrote), unlock.
+//! Inside the lock a buyer also checks that its fencing token is greater
 //! than the last one written, and counts sold items with a plain read-modify-write. The
 //! coordinator exits non-zero on any oversell, any lost update, or any buyer error.
 
@@ -126,6 +127,14 @@ fn buyer(args: &Args, max: Option<u64>) -> Res<()> {
         lock_name
     };
     let client = Client::connect(lock_url)?;
+    // Each sale is a fenced write on the Redis of the stock (the lock may be elsewhere): a buyer
+    // whose lease ended while it was paused cannot sell after a later buyer did.
+    let fence = if lock_url == args.url {
+        None
+    } else {
+        Some(Client::connect(&args.url)?)
+    };
+    let fence = fence.as_ref().unwrap_or(&client);
     let lock = client.lock(&lock_name)?;
     let mut redis = redis::Client::open(args.url.as_str())?.get_connection()?;
     let me = owner::current_thread();
@@ -156,9 +165,16 @@ fn buyer(args: &Args, max: Option<u64>) -> Res<()> {
         }
         std::thread::sleep(Duration::from_millis(args.delay_ms));
         let sold: i64 = redis.get::<_, Option<i64>>(&sold_key)?.unwrap_or(0);
-        redis.set::<_, _, ()>(&stock_key, stock - 1)?;
-        redis.set::<_, _, ()>(&sold_key, sold + 1)?;
-        redis.set::<_, _, ()>(&token_key, held.fencing_token)?;
+        let set = |key: &str, value: String| vec![b"SET".to_vec(), key.into(), value.into_bytes()];
+        fence.fenced_write(
+            &lock_name,
+            held.fencing_token,
+            &[
+                set(&stock_key, (stock - 1).to_string()),
+                set(&sold_key, (sold + 1).to_string()),
+                set(&token_key, held.fencing_token.to_string()),
+            ],
+        )?;
         sections.push((start, section_us(), held.fencing_token));
         lock.release(me)?;
         bought += 1;

@@ -8,6 +8,14 @@ section (start, end, fencing token) on the machine's monotonic clock (CLOCK_MONO
 same way by every runtime). The demo prints a table, checks that the
 sale sold exactly the stock, that no two sections overlap and that fencing tokens grow in time
 order, writes a timeline SVG, and exits non-zero if anything is wrong.
+
+Every sale is a fenced write (the stock is a fenced resource: a sale runs only if no later holder
+of the lock wrote). Round 1 also has a late buyer (this script's `late-buyer`, on a 1 s lease): started
+before the others, it takes the lock, reads the stock and stops itself (SIGSTOP); the others start
+then and sell once its lease has ended, and when the demo wakes it (after a sale, and 3 s at
+least) its sale is refused by the fence (STALE_TOKEN). Its
+section is drawn as refused and is left out of the overlap and token checks (a section whose
+write was refused may overlap the next holder's: that is what the fence is for).
 """
 
 from __future__ import annotations
@@ -16,9 +24,11 @@ import argparse
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -39,6 +49,7 @@ class Buyer:
     result: dict[str, float] = field(default_factory=dict)
     sections: list[tuple[int, int, int]] = field(default_factory=list)
     error: str = ""
+    late: bool = False  # the late buyer: stopped past its lease, its sale refused by the fence
 
     @property
     def label(self) -> str:
@@ -48,6 +59,8 @@ class Buyer:
 def command(b: Buyer, redis_url: str, lock_url: str, name: str, delay_ms: int, start_at: int) -> list[str]:
     common = ["--url", redis_url, "--lock-url", lock_url, "--name", name, "--delay-ms", str(delay_ms),
               "--sections", b.sections_file, "--start-at", str(start_at)]
+    if b.late:
+        return [sys.executable, __file__, "late-buyer", *common]
     if b.runtime == "rust":
         return [os.environ.get("POLYLOCK_DEMO_RUST", str(Path(os.environ.get("CARGO_TARGET_DIR", ROOT / "target")) / "release/examples/seckill")), *common, "buyer"]
     if b.runtime == "c":
@@ -80,12 +93,19 @@ def run_round(title: str, redis_url: str, lock_url: str, args: argparse.Namespac
     r.delete(*keys)
     r.set(keys[0], args.stock)
     buyers = [Buyer(rt, i + 1) for rt in args.runtimes for i in range(args.per_runtime)]
+    if args.late_buyer and title.startswith("Round 1"):
+        # First, alone: it takes the lock and stops itself inside its section before the others start.
+        buyers.insert(0, Buyer("python", 0, late=True))
     start_at = int(time.time() * 1000) + args.start_delay_ms
     started = time.monotonic()
     for b in buyers:
         b.sections_file = str(tmp / f"{name}-{b.label}.txt")
-        b.proc = subprocess.Popen(command(b, redis_url, lock_url, name, args.delay_ms, start_at),
+        b.proc = subprocess.Popen(command(b, redis_url, lock_url, name, args.delay_ms, 0 if b.late else start_at),
                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        if b.late:
+            b.error = stopped(b)
+            start_at = int(time.time() * 1000) + args.start_delay_ms
+            threading.Thread(target=wake_late, args=(b, r, keys[1]), daemon=True).start()
     deadline = time.monotonic() + args.timeout
     for b in buyers:
         assert b.proc is not None
@@ -111,15 +131,83 @@ def run_round(title: str, redis_url: str, lock_url: str, args: argparse.Namespac
     rd = Round(title, lock_url, buyers, seconds=time.monotonic() - started)
     rd.left = int(r.get(keys[0]) or 0)
     rd.sold = int(r.get(keys[1]) or 0)
-    r.delete(*keys)
+    r.delete(*keys, f"polylock_fence:{{seckill:{name}}}", f"polylock_fence:{{/seckill/{name}}}")
     rd.overlaps, rd.token_errors = check_sections(buyers)
     return rd
 
 
+LATE_STOP_S = 3.0  # how long the late buyer stays stopped: past its 1 s lease
+
+
+def stopped(b: Buyer) -> str:
+    """Wait (up to 60 s) for the late buyer to stop itself inside its section: "" or what went wrong."""
+    assert b.proc is not None
+    stat = Path(f"/proc/{b.proc.pid}/stat")
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and b.proc.poll() is None:
+        try:
+            if stat.read_text().rsplit(")", 1)[1].split()[0] == "T":
+                return ""
+        except (OSError, IndexError):
+            pass
+        time.sleep(0.01)
+    return "the late buyer never stopped inside its section"
+
+
+def wake_late(b: Buyer, r: "redis.Redis", sold_key: str) -> None:
+    """Wake the stopped late buyer once its lease has long ended and the others sold (under newer
+    tokens): LATE_STOP_S at least, and a sale (bounded by a minute)."""
+    assert b.proc is not None
+    time.sleep(LATE_STOP_S)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and int(r.get(sold_key) or 0) < 1:
+        time.sleep(0.01)
+    os.kill(b.proc.pid, signal.SIGCONT)
+
+
+def late_buyer() -> int:
+    """The late buyer of round 1 (see the module's doc): one sale, stopped before its write."""
+    import polylock
+
+    p = argparse.ArgumentParser(prog="demo.py late-buyer")
+    for flag in ("--url", "--lock-url", "--name", "--delay-ms", "--sections", "--start-at"):
+        p.add_argument(flag)
+    a = p.parse_args(sys.argv[2:])
+    lock_name = f"/seckill/{a.name}" if a.lock_url.startswith("zk://") else f"seckill:{a.name}"
+    stock_key, sold_key, token_key = (f"seckill:{a.name}:{k}" for k in ("stock", "sold", "last-token"))
+    r = redis.Redis.from_url(a.url)
+    with polylock.connect(a.lock_url, watchdog_timeout=1.0) as client:
+        fence = client if a.lock_url == a.url else polylock.connect(a.url)
+        lock = client.lock(lock_name)
+        lock.acquire()  # first: the demo starts the others once this one has stopped
+        start = time.monotonic_ns() // 1000
+        token = lock.fencing_token or 0
+        stock, sold = int(r.get(stock_key) or 0), int(r.get(sold_key) or 0)
+        os.kill(os.getpid(), signal.SIGSTOP)  # the demo wakes it after its lease ended
+        try:
+            fence.fenced_write(lock_name, token, [["SET", stock_key, stock - 1], ["SET", sold_key, sold + 1],
+                                                  ["SET", token_key, token]])
+            refused = False
+        except polylock.StaleTokenError:
+            refused = True
+        end = time.monotonic_ns() // 1000
+        try:
+            lock.release()
+        except polylock.LockLostError:
+            pass  # told: the lease ended while it was stopped
+        if fence is not client:
+            fence.close()
+    Path(a.sections).write_text(f"{start} {end} {token}\n")
+    print(json.dumps({"purchases": 0 if refused else 1, "refused": int(refused), "token": token,
+                      "wait_p50_ms": 0.0, "wait_p99_ms": 0.0}))
+    return 0
+
+
 def check_sections(buyers: list[Buyer]) -> tuple[list[str], list[str]]:
-    """Overlapping critical sections, and fencing tokens that do not grow in time order."""
+    """Overlapping critical sections, and fencing tokens that do not grow in time order (a late
+    buyer's section, whose write the fence refused, aside)."""
     overlaps, token_errors = [], []
-    every = sorted((s, e, t, b.label) for b in buyers for (s, e, t) in b.sections)
+    every = sorted((s, e, t, b.label) for b in buyers if not b.late for (s, e, t) in b.sections)
     for prev, cur in zip(every, every[1:]):
         if cur[0] < prev[1]:
             overlaps.append(f"{prev[3]} [{prev[0]}, {prev[1]}] and {cur[3]} [{cur[0]}, {cur[1]}] overlap")
@@ -162,9 +250,15 @@ def report(rd: Round, stock: int) -> bool:
           f"tokens out of order = {len(rd.token_errors)}, {rd.seconds:.1f} s")
     for line in (rd.overlaps + rd.token_errors)[:10]:
         print("  " + line)
+    late_ok = True
+    for b in (b for b in rd.buyers if b.late):
+        late_ok = b.result.get("refused") == 1
+        print(f"late buyer: took the lock first (token {b.result.get('token')}), was stopped past its 1 s lease "
+              f"while the others sold; when it woke, its sale was "
+              + ("refused by the fence (STALE_TOKEN)" if late_ok else "NOT refused: the fence failed"))
     errors = [b for b in rd.buyers if b.error]
     return (not errors and oversold == 0 and total == stock and rd.sold == stock and rd.left == 0
-            and not rd.overlaps and not rd.token_errors)
+            and not rd.overlaps and not rd.token_errors and late_ok)
 
 
 def svg(rounds: list[Round], path: Path, stock: int) -> None:
@@ -181,7 +275,10 @@ def svg(rounds: list[Round], path: Path, stock: int) -> None:
         spans = [(s, e) for b in rd.buyers for (s, e, _) in b.sections]
         if not spans:
             continue
-        t0, t1 = min(s for s, _ in spans), max(e for _, e in spans)
+        # From the first section of the sale: a late buyer's section, begun before the others
+        # started, is cut at the left edge.
+        sale = [s for b in rd.buyers if not b.late for (s, _, _) in b.sections] or [s for s, _ in spans]
+        t0, t1 = min(sale), max(e for _, e in spans)
         scale = (width - left - 20) / max(1, t1 - t0)
         sold = sum(int(b.result.get("purchases", 0)) for b in rd.buyers)
         out.append(f'<text x="10" y="{y + 14}" font-weight="bold">{rd.title}: sold {sold}, '
@@ -192,8 +289,16 @@ def svg(rounds: list[Round], path: Path, stock: int) -> None:
             out.append(f'<text x="10" y="{y + row - 4}">{b.label}</text>')
             out.append(f'<line x1="{left}" y1="{y + row / 2}" x2="{width - 20}" y2="{y + row / 2}" stroke="#eee"/>')
             for s, e, t in b.sections:
+                s = max(s, t0)
                 x = left + (s - t0) * scale
                 w = max(0.8, (e - s) * scale)
+                if b.late:
+                    out.append(f'<rect x="{x:.2f}" y="{y + 2}" width="{w:.2f}" height="{row - 4}" fill="none" '
+                               f'stroke="#d00" stroke-dasharray="4 2"><title>{b.label} token {t}: stopped past '
+                               f'its lease, its sale refused by the fence</title></rect>')
+                    out.append(f'<text x="{x + 4:.2f}" y="{y + row - 4}" fill="#d00">... stopped past its lease '
+                               f'holding token {t}: its late sale refused by the fence (STALE_TOKEN)</text>')
+                    continue
                 out.append(f'<rect x="{x:.2f}" y="{y + 2}" width="{w:.2f}" height="{row - 4}" '
                            f'fill="{COLOURS[b.runtime]}"><title>{b.label} token {t}: '
                            f'{(s - t0) / 1000:.3f}-{(e - t0) / 1000:.3f} ms</title></rect>')
@@ -225,6 +330,8 @@ def main() -> int:
                    help="which rounds to run (default redis,zookeeper,mysql,postgres)")
     p.add_argument("--svg", default="demo-timeline.svg", help="where to write the timeline (default demo-timeline.svg)")
     p.add_argument("--self-test", action="store_true", help="check the demo's checks on made-up sections, then exit")
+    p.add_argument("--no-late-buyer", dest="late_buyer", action="store_false",
+                   help="leave out round 1's late buyer (stopped past its lease, its sale refused by the fence)")
     args = p.parse_args()
     if args.self_test:
         return self_test()
@@ -265,4 +372,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(late_buyer() if sys.argv[1:2] == ["late-buyer"] else main())

@@ -50,8 +50,12 @@ public final class SeckillBuyer {
         List<Double> waits = new ArrayList<>();
         StringBuilder sections = new StringBuilder();
         int bought = 0;
+        // Each sale is a fenced write on the Redis of the stock (the lock may be elsewhere): a buyer
+        // whose lease ended while it was paused cannot sell after a later buyer did.
         try (PolylockClient client = Polylock.connect(lockUrl);
+                PolylockClient fence = lockUrl.equals(url) ? null : Polylock.connect(url);
                 Jedis redis = new Jedis(java.net.URI.create(url))) {
+            PolylockClient fenced = fence == null ? client : fence;
             DistributedLock lock = client.getLock(lockName);
             if (startAt > 0) {
                 Thread.sleep(Math.max(0, startAt - System.currentTimeMillis()));
@@ -78,9 +82,8 @@ public final class SeckillBuyer {
                     }
                     Thread.sleep((long) delayMs, (int) ((delayMs % 1) * 1e6));
                     int sold = Integer.parseInt(orZero(redis.get(soldKey)));
-                    redis.set(stockKey, Integer.toString(stock - 1));
-                    redis.set(soldKey, Integer.toString(sold + 1));
-                    redis.set(tokenKey, Long.toString(token));
+                    fenced.fencedWrite(lockName, token, List.of(List.of("SET", stockKey, stock - 1),
+                            List.of("SET", soldKey, sold + 1), List.of("SET", tokenKey, token)));
                     soldOne = true;
                 } finally {
                     sections.append(start).append(' ').append(sectionMicros()).append(' ').append(token).append('\n');
