@@ -109,6 +109,10 @@ def main() -> None:
                 break
             if i + 1 < len(steps):
                 time.sleep(0.04)
+        if refused and fences:
+            # The woken holder goes on with its work: one more write through every fence (a pause
+            # may have fallen between two fences' writes of a step, leaving a fence no late write).
+            fences.write(token)
         lost_before = (not election.is_leader) if election else lock.lost
         release = ""
         for _ in range(20):  # a release the server did not answer is tried again
