@@ -421,6 +421,21 @@ async fn bad_redlock_input_gets_typed_errors() {
     c.close().await.unwrap();
 }
 
+/// Make the masters behind `slow` answer 300 ms late (past a 2 s lease's 200 ms per vote), and on
+/// time again after `d`; the proxies come back when they do.
+fn late_for(slow: Vec<proxy::Proxy>, d: Duration) -> tokio::task::JoinHandle<Vec<proxy::Proxy>> {
+    for p in &slow {
+        p.delay_replies(Duration::from_millis(300));
+    }
+    tokio::spawn(async move {
+        tokio::time::sleep(d).await;
+        for p in &slow {
+            p.delay_replies(Duration::ZERO);
+        }
+        slow
+    })
+}
+
 /// Two of three masters that answer a vote too late for a while (a busy machine): an unbounded
 /// acquire goes on with another round instead of failing on the first, and when the masters
 /// stay that slow it fails with a connection error after the command timeout, not later.
@@ -448,16 +463,7 @@ async fn masters_that_answer_late_for_a_while_cost_rounds_not_an_error() {
     let lock = c.lock(&unique("redlock-late")).unwrap();
     let me = owner::fresh();
 
-    for p in &slow {
-        p.delay_replies(Duration::from_millis(300));
-    }
-    let fast_again = tokio::spawn(async move {
-        tokio::time::sleep(Duration::from_millis(400)).await;
-        for p in &slow {
-            p.delay_replies(Duration::ZERO);
-        }
-        slow
-    });
+    let fast_again = late_for(slow, Duration::from_millis(400));
     let started = Instant::now();
     let held = lock.acquire(me, AcquireOptions::forever()).await;
     println!("acquired after {:?} of late answers", started.elapsed());
@@ -467,16 +473,7 @@ async fn masters_that_answer_late_for_a_while_cost_rounds_not_an_error() {
     let slow = fast_again.await.unwrap();
     // A try with no wait, too: the late rounds say nothing about the lock, so they are no "not
     // acquired" and no error; the try answers once the masters do.
-    for p in &slow {
-        p.delay_replies(Duration::from_millis(300));
-    }
-    let fast_again = tokio::spawn(async move {
-        tokio::time::sleep(Duration::from_millis(400)).await;
-        for p in &slow {
-            p.delay_replies(Duration::ZERO);
-        }
-        slow
-    });
+    let fast_again = late_for(slow, Duration::from_millis(400));
     let tried = lock.try_acquire(me, None).await;
     let held = tried.expect("a try during 400 ms of late answers costs rounds, not an error");
     assert!(

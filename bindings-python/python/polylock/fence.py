@@ -40,6 +40,7 @@ _MAX_TOKEN = 2**63 - 1
 def _token(token: int) -> int:
     if isinstance(token, bool) or not isinstance(token, int):
         raise TypeError(f"a fencing token is an int (a held lock's token), got {type(token).__name__}")
+    # The core checks the range too; an int past 64 bits would reach it as PyO3's OverflowError.
     if not 1 <= token <= _MAX_TOKEN:
         raise InvalidArgumentError(f"a fencing token is from 1 to 2**63 - 1, got {token}")
     return token
