@@ -22,6 +22,7 @@ pub const POLYLOCK_REPLY_ARRAY: c_int = 4;
 
 /// One reply of a fenced write (`polylock_fence_write` gives the array of all of them). Opaque;
 /// the items of an array belong to it.
+#[derive(Default)] // a nil reply (kind 0, POLYLOCK_REPLY_NIL)
 pub struct polylock_reply {
     kind: c_int,
     integer: i64,
@@ -32,39 +33,29 @@ pub struct polylock_reply {
 
 impl polylock_reply {
     fn of(r: Reply) -> polylock_reply {
-        let empty = empty_of();
         let text = |kind, mut b: Vec<u8>| {
             b.push(0);
             polylock_reply {
                 kind,
                 bytes: b,
-                ..empty_of()
+                ..Default::default()
             }
         };
         match r {
-            Reply::Nil => empty,
+            Reply::Nil => polylock_reply::default(),
             Reply::Int(n) => polylock_reply {
                 kind: POLYLOCK_REPLY_INTEGER,
                 integer: n,
-                ..empty
+                ..Default::default()
             },
             Reply::Bytes(b) => text(POLYLOCK_REPLY_STRING, b),
             Reply::Status(s) => text(POLYLOCK_REPLY_STATUS, s.into_bytes()),
             Reply::Array(items) => polylock_reply {
                 kind: POLYLOCK_REPLY_ARRAY,
                 items: items.into_iter().map(polylock_reply::of).collect(),
-                ..empty
+                ..Default::default()
             },
         }
-    }
-}
-
-fn empty_of() -> polylock_reply {
-    polylock_reply {
-        kind: POLYLOCK_REPLY_NIL,
-        integer: 0,
-        bytes: Vec::new(),
-        items: Vec::new(),
     }
 }
 

@@ -98,8 +98,6 @@ impl FenceOps for RedisFence {
         };
         match (first, second) {
             (Value::Int(1), Value::Array(replies)) => Ok(replies.into_iter().map(reply).collect()),
-            // An empty table comes back as an empty array, whatever the script meant.
-            (Value::Int(1), Value::Nil) => Ok(Vec::new()),
             (Value::Int(0), Value::BulkString(top)) => Err(Error::new(
                 ErrorKind::StaleToken,
                 format!(
